@@ -1,0 +1,93 @@
+"""The vectorized environment API every env in this package implements.
+
+A ``VecEnv`` steps ``num_envs`` independent environments at once. Everything crossing the API
+is a torch tensor on ``env.device`` with a leading batch dimension ``N = num_envs``:
+
+* observations are a ``dict[str, Tensor]``; key ``"obs"`` is used for single-array observations.
+  Each entry has shape ``[N, *spec.shape]``. An optional ``"action_mask"`` entry (bool,
+  ``[N, n_actions]``) marks the legal discrete actions.
+* ``step(action)`` takes ``[N]`` (discrete, int64) or ``[N, *action_spec.shape]`` (continuous,
+  float32) and **auto-resets** finished envs in the same step (Gymnasium's ``SAME_STEP`` mode):
+  the returned ``obs`` is already the first observation of the next episode where
+  ``terminated | truncated``, and ``final_obs`` holds the observation the episode ended on, which
+  a learner needs to bootstrap the value of truncated episodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import torch
+
+Obs = dict[str, torch.Tensor]
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """Shape (without the batch dimension), dtype and optional bounds of one observation entry."""
+
+    shape: tuple[int, ...]
+    dtype: torch.dtype = torch.float32
+    low: float | None = None
+    high: float | None = None
+
+
+@dataclass(frozen=True)
+class Discrete:
+    """A discrete action in ``[0, n)``; actions travel as int64 tensors of shape ``[N]``."""
+
+    n: int
+    shape: tuple[int, ...] = field(default=(), init=False)
+    dtype: torch.dtype = field(default=torch.int64, init=False)
+
+
+@dataclass(frozen=True)
+class Box:
+    """A continuous action of ``shape`` in ``[low, high]`` (per-dimension tuples), float32."""
+
+    shape: tuple[int, ...]
+    low: tuple[float, ...]
+    high: tuple[float, ...]
+    dtype: torch.dtype = field(default=torch.float32, init=False)
+
+
+ActionSpec = Discrete | Box
+
+
+class StepResult(NamedTuple):
+    """What ``VecEnv.step`` returns; every tensor has leading dimension ``N``.
+
+    obs:        next observations, already reset where the episode ended.
+    reward:     ``[N]`` float32.
+    terminated: ``[N]`` bool, the MDP reached a terminal state (no bootstrap).
+    truncated:  ``[N]`` bool, cut by a time limit (bootstrap from ``final_obs``).
+    final_obs:  the observation each env ended on; only meaningful where done.
+    info:       extra per-env tensors (e.g. ``"success"``), ``[N, ...]``; may be empty.
+    """
+
+    obs: Obs
+    reward: torch.Tensor
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    final_obs: Obs
+    info: dict[str, torch.Tensor]
+
+
+class VecEnv:
+    """Base class: N environments stepped together as tensors on one device."""
+
+    num_envs: int
+    device: torch.device
+    observation_spec: dict[str, TensorSpec]
+    action_spec: ActionSpec
+
+    def reset(self, seed: int | None = None) -> Obs:
+        """Reset all envs; ``seed`` makes the whole batch reproducible."""
+        raise NotImplementedError
+
+    def step(self, action: torch.Tensor) -> StepResult:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release resources (processes, files); the default has none."""

@@ -1,0 +1,3 @@
+"""rl_system: a distributed actor-learner reinforcement-learning system on Ray."""
+
+__version__ = "0.1.0"

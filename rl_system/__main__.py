@@ -1,0 +1,5 @@
+import sys
+
+from rl_system.cli import main
+
+sys.exit(main())

@@ -1,0 +1,133 @@
+"""PPO (Schulman et al. 2017) with the implementation details of CleanRL's ``ppo.py``:
+GAE, advantage normalisation per minibatch, clipped surrogate, clipped value loss, entropy
+bonus, global gradient-norm clipping, linear learning-rate annealing.
+
+Batch layout: the learner concatenates the rollouts of a round along the env axis, so every
+column is ``[T, N, ...]`` with ``N`` the total number of envs of the round.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from rl_system.config import PPOConfig
+from rl_system.policy import ActorCritic
+
+
+@torch.no_grad()
+def compute_gae(reward: torch.Tensor, value: torch.Tensor, done: torch.Tensor,
+                last_value: torch.Tensor, gamma: float, lam: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalised advantage estimation for all envs at once.
+
+    reward, value: ``[T, N]`` float; done: ``[T, N]`` bool, True where step t ended an episode
+    (terminated or truncated; a truncated step's reward must already include
+    ``gamma * V(final_obs)``); last_value: ``[N]`` value of the observation after step T-1.
+    Returns ``(advantages[T, N], returns[T, N])``. The loop runs over T only; each step is
+    N-wide tensor arithmetic.
+    """
+    T = reward.shape[0]
+    not_done = (~done).to(reward.dtype)
+    next_value = torch.cat([value[1:], last_value.unsqueeze(0)], dim=0)
+    delta = reward + gamma * next_value * not_done - value
+    discount = gamma * lam * not_done
+    adv = torch.empty_like(reward)
+    running = torch.zeros_like(last_value)
+    for t in range(T - 1, -1, -1):
+        running = delta[t] + discount[t] * running
+        adv[t] = running
+    return adv, adv + value
+
+
+def explained_variance(pred: torch.Tensor, target: torch.Tensor) -> float:
+    var = target.var()
+    return float("nan") if var == 0 else float(1 - (target - pred).var() / var)
+
+
+class PPO:
+    """Owns the optimiser; ``update(batch, progress)`` runs the epochs over one round's batch."""
+
+    def __init__(self, policy: ActorCritic, cfg: PPOConfig):
+        self.policy, self.cfg = policy, cfg
+        self.optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr, eps=1e-5)
+        self.skipped_updates = 0
+
+    def prepare(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Adds advantages and returns, then flattens ``[T, N, ...]`` to ``[T*N, ...]``."""
+        cfg = self.cfg
+        done = batch["terminated"] | batch["truncated"]
+        reward = batch["reward"] + cfg.gamma * batch["trunc_value"]
+        adv, ret = compute_gae(reward, batch["value"], done, batch["last_value"], cfg.gamma, cfg.gae_lambda)
+        flat = {k: v.flatten(0, 1) for k, v in batch.items() if k.startswith("obs.")}
+        flat.update(action=batch["action"].flatten(0, 1), logp=batch["logp"].flatten(), value=batch["value"].flatten(),
+                    advantage=adv.flatten(), ret=ret.flatten())
+        return flat
+
+    def update(self, batch: dict[str, torch.Tensor], progress: float) -> dict[str, float]:
+        """One PPO update on a round's batch. ``progress`` in [0, 1] drives LR annealing."""
+        cfg, policy = self.cfg, self.policy
+        lr = cfg.lr * max(1.0 - progress, 0.0) if cfg.anneal_lr else cfg.lr
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        data = self.prepare(batch)
+        B = data["logp"].shape[0]
+        mb_size = math.ceil(B / cfg.num_minibatches)
+        stats = {"pg_loss": 0.0, "v_loss": 0.0, "entropy": 0.0, "approx_kl": 0.0, "clip_frac": 0.0}
+        n, skipped, stop = 0, 0, False
+        for _ in range(cfg.num_epochs):
+            perm = torch.randperm(B, device=data["logp"].device)
+            shuffled = {k: v[perm] for k, v in data.items()}  # one gather; minibatches are slices
+            for start in range(0, B, mb_size):
+                mb = {k: v[start:start + mb_size] for k, v in shuffled.items()}
+                out = self._minibatch_step(mb)
+                if out is None:
+                    skipped += 1
+                    continue
+                for k in stats:
+                    stats[k] += out[k]
+                n += 1
+                if cfg.target_kl is not None and out["approx_kl"] > cfg.target_kl:
+                    stop = True
+                    break
+            if stop:
+                break
+        self.skipped_updates += skipped
+        metrics = {k: v / max(n, 1) for k, v in stats.items()}
+        metrics.update(lr=lr, minibatch_steps=n, skipped_minibatches=skipped,
+                       explained_variance=explained_variance(data["value"], data["ret"]))
+        return metrics
+
+    def _minibatch_step(self, mb: dict[str, torch.Tensor]) -> dict[str, float] | None:
+        """One gradient step; returns None (weights untouched) if the loss or grads are not finite."""
+        cfg = self.cfg
+        obs = {k[4:]: v for k, v in mb.items() if k.startswith("obs.")}
+        new_logp, entropy, new_value = self.policy.evaluate(obs, mb["action"])
+        log_ratio = new_logp - mb["logp"]
+        ratio = log_ratio.exp()
+        adv = mb["advantage"]
+        if cfg.norm_adv and adv.numel() > 1:
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        pg_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).mean()
+        if cfg.clip_vloss:
+            v_clipped = mb["value"] + (new_value - mb["value"]).clamp(-cfg.clip_coef, cfg.clip_coef)
+            v_loss = 0.5 * torch.max((new_value - mb["ret"]).square(), (v_clipped - mb["ret"]).square()).mean()
+        else:
+            v_loss = 0.5 * (new_value - mb["ret"]).square().mean()
+        ent = entropy.mean()
+        loss = pg_loss - cfg.ent_coef * ent + cfg.vf_coef * v_loss
+
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
+        if not (torch.isfinite(loss) and torch.isfinite(grad_norm)):
+            # A NaN/Inf would poison the weights and Adam's moments: drop this step entirely.
+            self.optimizer.zero_grad(set_to_none=True)
+            return None
+        self.optimizer.step()
+        with torch.no_grad():
+            approx_kl = ((ratio - 1) - log_ratio).mean()
+            clip_frac = ((ratio - 1).abs() > cfg.clip_coef).float().mean()
+        return {"pg_loss": pg_loss.item(), "v_loss": v_loss.item(), "entropy": ent.item(),
+                "approx_kl": approx_kl.item(), "clip_frac": clip_frac.item()}

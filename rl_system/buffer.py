@@ -1,0 +1,58 @@
+"""Preallocated rollout storage: one ``[T, N, ...]`` tensor per column, written by index.
+
+Columns (``T = rollout_len``, ``N = num_envs``):
+
+=====================  ===============  ====================================================
+``obs.<key>``          ``[T, N, *s]``   observation the action was taken on
+``action``             ``[T, N(, A)]``  sampled action
+``logp``               ``[T, N]``       log-prob of the action under the behaviour policy
+``value``              ``[T, N]``       critic value of ``obs``
+``reward``             ``[T, N]``       env reward
+``terminated``         ``[T, N]``       the step ended the episode in a terminal state
+``truncated``          ``[T, N]``       the step ended the episode by a time limit
+``trunc_value``        ``[T, N]``       ``V(final_obs)`` where truncated, else 0 (bootstrap)
+``last_value``         ``[N]``          ``V(obs_T)``, bootstraps the end of the rollout
+=====================  ===============  ====================================================
+"""
+
+from __future__ import annotations
+
+import torch
+
+from envs.base import Box, Discrete, TensorSpec
+
+
+class RolloutBuffer:
+    def __init__(self, rollout_len: int, num_envs: int, obs_spec: dict[str, TensorSpec],
+                 action_spec: Discrete | Box, device: torch.device):
+        T, N = rollout_len, num_envs
+        self.rollout_len, self.num_envs = T, N
+
+        def alloc(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+            return torch.zeros((T, N, *shape), dtype=dtype, device=device)
+
+        self.obs = {k: alloc(*s.shape, dtype=s.dtype) for k, s in obs_spec.items()}
+        self.action = alloc(*action_spec.shape, dtype=action_spec.dtype)
+        self.logp = alloc()
+        self.value = alloc()
+        self.reward = alloc()
+        self.terminated = alloc(dtype=torch.bool)
+        self.truncated = alloc(dtype=torch.bool)
+        self.trunc_value = alloc()
+        self.last_value = torch.zeros(N, device=device)
+        # Running episode return at every step; only read where the episode ended.
+        self.episode_return = alloc()
+        self.episode_length = alloc(dtype=torch.int32)
+
+    def columns(self) -> dict[str, torch.Tensor]:
+        """The columns a learner needs, by name (views, no copies)."""
+        cols = {f"obs.{k}": v for k, v in self.obs.items()}
+        cols.update(action=self.action, logp=self.logp, value=self.value, reward=self.reward,
+                    terminated=self.terminated, truncated=self.truncated,
+                    trunc_value=self.trunc_value, last_value=self.last_value)
+        return cols
+
+    def completed_episodes(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Returns and lengths ``[K]`` of the episodes that ended in this rollout, in time order."""
+        done = self.terminated | self.truncated
+        return self.episode_return[done], self.episode_length[done]

@@ -1,0 +1,173 @@
+"""Typed run configuration: YAML file + ``--set a.b=value`` overrides, validated by pydantic.
+
+Every bad input becomes one :class:`ConfigError` line naming the key and what was expected,
+e.g. ``config error: workers.num_envs: Input should be greater than 0 (got -3)``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class ConfigError(ValueError):
+    """A config problem, already phrased as one line for the user."""
+
+
+class _Strict(BaseModel):
+    # extra="forbid" turns a typo in a key into an error instead of a silently ignored setting.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class EnvConfig(_Strict):
+    name: str = "CartPole"
+    """A registered env name (``CartPole``) or ``gym:<Gymnasium id>``."""
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Passed to the env constructor."""
+
+
+class WorkersConfig(_Strict):
+    num_workers: int = Field(2, ge=1)
+    num_envs: int = Field(512, gt=0)
+    """Envs per worker, stepped as one batch."""
+    rollout_len: int = Field(16, gt=0)
+    """T: steps per env per rollout; one rollout holds ``rollout_len * num_envs`` env steps."""
+    num_cpus: float = Field(1.0, ge=0)
+    num_gpus: float = Field(0.0, ge=0)
+    """Fractional GPU share per worker (e.g. 0.25 puts four workers on one GPU)."""
+    device: str = "auto"
+    """``auto`` picks ``cuda`` when the actor was given a GPU, else ``cpu``."""
+    torch_threads: int = Field(1, ge=1)
+    max_restarts: int = Field(3, ge=-1)
+    """Ray restarts of a dead worker (-1: unlimited)."""
+
+
+class PPOConfig(_Strict):
+    lr: float = Field(2.5e-3, gt=0)
+    anneal_lr: bool = True
+    gamma: float = Field(0.99, gt=0, le=1)
+    gae_lambda: float = Field(0.95, ge=0, le=1)
+    num_epochs: int = Field(4, gt=0)
+    num_minibatches: int = Field(4, gt=0)
+    clip_coef: float = Field(0.2, gt=0)
+    clip_vloss: bool = True
+    ent_coef: float = Field(0.0, ge=0)
+    vf_coef: float = Field(0.5, ge=0)
+    max_grad_norm: float = Field(0.5, gt=0)
+    norm_adv: bool = True
+    target_kl: float | None = Field(None, gt=0)
+    """Stop the epoch loop early when the approximate KL exceeds this."""
+
+
+class ModelConfig(_Strict):
+    hidden_sizes: list[int] = Field(default_factory=lambda: [64, 64])
+    activation: Literal["tanh", "relu", "elu"] = "tanh"
+    normalize_obs: bool = False
+    """Running mean/std normalisation of observations, updated by the learner, shipped with weights."""
+    init_log_std: float = 0.0
+    """Initial log std of the Gaussian head (continuous actions)."""
+
+    @model_validator(mode="after")
+    def _positive_sizes(self) -> "ModelConfig":
+        if not self.hidden_sizes or any(h <= 0 for h in self.hidden_sizes):
+            raise ValueError("hidden_sizes must be a non-empty list of positive ints")
+        return self
+
+
+class LearnerConfig(_Strict):
+    num_cpus: float = Field(1.0, ge=0)
+    num_gpus: float = Field(0.0, ge=0)
+    device: str = "auto"
+    torch_threads: int = Field(1, ge=1)
+
+
+class RunConfig(_Strict):
+    """Top-level config of a training run."""
+
+    algo: Literal["ppo"] = "ppo"
+    seed: int = 0
+    env: EnvConfig = Field(default_factory=EnvConfig)
+    workers: WorkersConfig = Field(default_factory=WorkersConfig)
+    learner: LearnerConfig = Field(default_factory=LearnerConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    ppo: PPOConfig = Field(default_factory=PPOConfig)
+    max_policy_lag: int = Field(0, ge=0)
+    """Rollouts from policy versions older than ``version - max_policy_lag`` are dropped."""
+    max_env_steps: int = Field(1_000_000, gt=0)
+    max_wall_s: float | None = Field(None, gt=0)
+    target_return: float | None = None
+    """Stop once the 100-episode mean return reaches this."""
+    return_window: int = Field(100, gt=0)
+    compression: Literal["lz4", "none"] = "lz4"
+    compression_level: int = Field(0, ge=0, le=16)
+    run_dir: str = "runs"
+    """Parent directory; each run writes to ``run_dir/<name>``."""
+    run_name: str | None = None
+    log_every_s: float = Field(1.0, ge=0)
+    tensorboard: bool = True
+
+
+def _parse_value(text: str) -> Any:
+    """``--set`` values are YAML scalars/lists: ``3``, ``1e-3``, ``true``, ``[64, 64]``, ``null``."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def apply_override(tree: dict[str, Any], assignment: str) -> None:
+    """Apply one ``a.b.c=value`` assignment to a nested dict in place."""
+    key, sep, raw = assignment.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"--set {assignment!r}: expected KEY=VALUE, e.g. workers.num_envs=256")
+    parts = key.strip().split(".")
+    node = tree
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"--set {key}: {part!r} is a value, not a section")
+        node = child
+    node[parts[-1]] = _parse_value(raw)
+
+
+def _format_error(err: ValidationError) -> str:
+    first = err.errors()[0]
+    key = ".".join(str(p) for p in first["loc"]) or "<root>"
+    msg = first["msg"]
+    if first["type"] == "extra_forbidden":
+        msg = "unknown key"
+    got = first.get("input")
+    shown = "" if first["type"] == "extra_forbidden" or isinstance(got, dict) else f" (got {got!r})"
+    more = f" [+{err.error_count() - 1} more]" if err.error_count() > 1 else ""
+    return f"{key}: {msg}{shown}{more}"
+
+
+def build_config(tree: dict[str, Any]) -> RunConfig:
+    try:
+        return RunConfig.model_validate(tree)
+    except ValidationError as err:
+        raise ConfigError(_format_error(err)) from None
+
+
+def load_config(path: str | Path | None, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
+    """Read a YAML config (or defaults when ``path`` is None), apply overrides, validate."""
+    tree: dict[str, Any] = {}
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"{p}: no such config file")
+        try:
+            loaded = yaml.safe_load(p.read_text())
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            where = f" line {mark.line + 1}" if mark is not None else ""
+            raise ConfigError(f"{p}:{where} not valid YAML") from None
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(f"{p}: expected a mapping of keys at the top level")
+        tree = loaded or {}
+    for assignment in overrides:
+        apply_override(tree, assignment)
+    return build_config(tree)

@@ -1,0 +1,285 @@
+"""The driver: a thin loop of synchronous rounds.
+
+Per round: the learner's new weights are already one object in the object store (the second
+return of ``Learner.update``); every worker gets that ref with its ``sample`` call; rollouts are
+gathered with ``ray.wait`` as they finish, gated on their policy version, and their payload refs
+go to the learner unopened (the driver never touches rollout bytes).
+
+With ``max_policy_lag > 0`` a worker is re-launched as soon as its rollout arrives, so sampling
+overlaps the update; the gate still bounds how stale a trained-on rollout can be.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import ray
+import yaml
+from ray.exceptions import RayActorError, RayTaskError
+
+from rl_system.config import RunConfig
+from rl_system.gate import PolicyVersionGate
+from rl_system.learner import Learner
+from rl_system.metrics import ReturnWindow, RunLogger, write_json
+from rl_system.worker import RolloutWorker
+
+
+class TrainingError(RuntimeError):
+    """A run cannot go on; the message is meant for the user as is."""
+
+
+@dataclass
+class _Pending:
+    worker: int
+    payload_ref: ray.ObjectRef
+    version: int
+
+
+@dataclass
+class RunStats:
+    rounds: int = 0
+    env_steps: int = 0
+    dropped: int = 0
+    worker_failures: int = 0
+    worker_restarts: int = 0
+    best_return: float = float("-inf")
+    time_to_target_s: float | None = None
+    steps_to_target: int | None = None
+    history: list[dict[str, float]] = field(default_factory=list)
+
+
+def default_run_dir(cfg: RunConfig) -> Path:
+    name = cfg.run_name or f"{cfg.env.name.replace(':', '-')}-{cfg.algo}-{datetime.now():%Y%m%d-%H%M%S}"
+    return Path(cfg.run_dir) / name
+
+
+def init_ray(cfg: RunConfig, address: str | None) -> None:
+    """Join ``address`` or start an embedded single-node Ray sized for this run."""
+    if ray.is_initialized():
+        return
+    if address:
+        ray.init(address=address)
+        return
+    # Locally, rounds are synchronous: workers sample while the learner waits and vice versa,
+    # so advertising at least as many CPUs as the actors request is safe and avoids a deadlock
+    # on small machines.
+    wanted = cfg.workers.num_workers * cfg.workers.num_cpus + cfg.learner.num_cpus
+    ray.init(num_cpus=max(os.cpu_count() or 1, int(wanted + 0.999)), include_dashboard=None,
+             log_to_driver=True, configure_logging=False)
+
+
+class Trainer:
+    """Builds the actors for ``cfg`` and runs rounds until a stop condition holds."""
+
+    def __init__(self, cfg: RunConfig, run_dir: Path | None = None, quiet: bool = False):
+        self.cfg = cfg
+        self.run_dir = Path(run_dir) if run_dir else default_run_dir(cfg)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.model_dump(), sort_keys=False))
+        self.log = RunLogger(self.run_dir, tensorboard=cfg.tensorboard, quiet=quiet)
+        self.gate = PolicyVersionGate(cfg.max_policy_lag)
+        self.window = ReturnWindow(cfg.return_window)
+        self.stats = RunStats()
+        self.version = 0
+        self.workers: list[Any] = []
+        self.learner: Any = None
+
+    # -- actors ------------------------------------------------------------------------------
+    def _start_actors(self) -> None:
+        cfg, wc = self.cfg, self.cfg.workers
+        cfg_dict = cfg.model_dump()
+        worker_cls = ray.remote(RolloutWorker)
+        self.workers = [
+            worker_cls.options(name=f"rollout-worker-{i}", num_cpus=wc.num_cpus, num_gpus=wc.num_gpus,
+                               max_restarts=wc.max_restarts, max_task_retries=0).remote(i, cfg_dict)
+            for i in range(wc.num_workers)
+        ]
+        obs_spec, action_spec = ray.get(self.workers[0].specs.remote())
+        self.learner = ray.remote(Learner).options(
+            name="learner", num_cpus=cfg.learner.num_cpus, num_gpus=cfg.learner.num_gpus, max_restarts=0,
+        ).remote(cfg_dict, obs_spec, action_spec)
+        self.weights_ref = self.learner.get_weights.remote()
+        ray.get([w.ping.remote() for w in self.workers] + [self.weights_ref])
+
+    def _stop_actors(self) -> None:
+        for actor in [*self.workers, self.learner]:
+            if actor is not None:
+                ray.kill(actor, no_restart=True)
+        self.workers, self.learner = [], None
+
+    # -- one round ----------------------------------------------------------------------------
+    def _submit(self, pending: dict, w: int) -> None:
+        meta_ref, payload_ref = self.workers[w].sample.options(num_returns=2).remote(self.weights_ref, self.version)
+        pending[meta_ref] = _Pending(w, payload_ref, self.version)
+
+    def _gather(self, pending: dict, needed: int) -> tuple[list[ray.ObjectRef], list[dict]]:
+        """Wait for ``needed`` rollouts that pass the gate; re-request failed or stale ones."""
+        accepted, metas = [], []
+        consecutive_failures = [0] * len(self.workers)
+        while len(accepted) < needed:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            job = pending.pop(ready[0])
+            try:
+                meta = ray.get(ready[0])
+            except (RayActorError, RayTaskError) as err:
+                self._on_worker_failure(job.worker, err, consecutive_failures)
+                self._submit(pending, job.worker)
+                continue
+            consecutive_failures[job.worker] = 0
+            if self.gate.check(meta["version"], self.version):
+                accepted.append(job.payload_ref)
+                metas.append(meta)
+                if self.cfg.max_policy_lag > 0:
+                    self._submit(pending, job.worker)  # overlap sampling with the coming update
+            else:
+                self.stats.dropped += 1
+                self._submit(pending, job.worker)
+        return accepted, metas
+
+    def _on_worker_failure(self, w: int, err: Exception, consecutive: list[int]) -> None:
+        consecutive[w] += 1
+        self.stats.worker_failures += 1
+        died = isinstance(err, RayActorError)
+        if died:
+            self.stats.worker_restarts += 1
+        what = "died" if died else f"raised {_first_line(err)}"
+        self.log.line(f"[yellow]worker {w} {what}; re-requesting its rollout[/yellow]")
+        if consecutive[w] > max(3, self.cfg.workers.max_restarts):
+            raise TrainingError(f"worker {w} failed {consecutive[w]} times in a row; last error: {_first_line(err)}")
+
+    def _update(self, payload_refs: list[ray.ObjectRef]) -> dict[str, Any]:
+        metrics_ref, weights_ref = self.learner.update.options(num_returns=2).remote(*payload_refs)
+        try:
+            metrics = ray.get(metrics_ref)
+        except RayActorError as err:
+            raise TrainingError(f"the learner died: {_first_line(err)}") from None
+        except RayTaskError as err:
+            raise TrainingError(f"the learner failed: {_first_line(err)}") from None
+        self.weights_ref = weights_ref  # one object per policy version, shared by all workers
+        self.version = metrics["version"]
+        return metrics
+
+    # -- the loop -----------------------------------------------------------------------------
+    def run(self, address: str | None = None) -> dict[str, Any]:
+        t_start = time.perf_counter()
+        init_ray(self.cfg, address)
+        try:
+            self._start_actors()
+            startup_s = time.perf_counter() - t_start
+            self.log.line(f"run dir {self.run_dir} | {len(self.workers)} workers × "
+                          f"{self.cfg.workers.num_envs} envs × {self.cfg.workers.rollout_len} steps | "
+                          f"actors ready in {startup_s:.1f}s")
+            summary = self._loop(startup_s)
+        except BaseException as err:
+            self._write_summary(self._summary(0.0, 0.0, status=_status_of(err)))
+            raise
+        finally:
+            self._stop_actors()
+            self.log.close()
+        return summary
+
+    def _loop(self, startup_s: float) -> dict[str, Any]:
+        cfg, st = self.cfg, self.stats
+        pending: dict = {}
+        t0 = last_log = time.perf_counter()
+        while True:
+            for w in range(len(self.workers)):
+                if not any(p.worker == w for p in pending.values()):
+                    self._submit(pending, w)
+            refs, metas = self._gather(pending, len(self.workers))
+            metrics = self._update(refs)
+            st.rounds += 1
+            for meta in metas:
+                st.env_steps += meta["env_steps"]
+                self.window.extend(meta["episode_returns"], meta["episode_lengths"], meta["num_episodes"])
+            elapsed = time.perf_counter() - t0
+            self._record(metrics, metas, elapsed)
+            if time.perf_counter() - last_log >= cfg.log_every_s:
+                last_log = time.perf_counter()
+                self.log.progress(st.rounds, st.env_steps, st.env_steps / elapsed, self.window,
+                                  st.best_return, self.version, st.dropped)
+            if self._should_stop(elapsed):
+                break
+        for ref in pending:  # rollouts still in flight (lag > 0) are not needed any more
+            ray.cancel(ref)
+        wall = time.perf_counter() - t0
+        self.log.progress(st.rounds, st.env_steps, st.env_steps / wall, self.window, st.best_return,
+                          self.version, st.dropped)
+        summary = self._summary(wall, startup_s, status="completed")
+        self._write_summary(summary)
+        return summary
+
+    def _record(self, metrics: dict[str, Any], metas: list[dict], elapsed: float) -> None:
+        cfg, st = self.cfg, self.stats
+        mean_ret = self.window.mean
+        if self.window.returns and mean_ret > st.best_return:
+            st.best_return = mean_ret
+        if (cfg.target_return is not None and st.time_to_target_s is None and self.window.full
+                and mean_ret >= cfg.target_return):
+            st.time_to_target_s, st.steps_to_target = elapsed, st.env_steps
+        row = {"return_mean": mean_ret, "episode_length_mean": self.window.mean_length,
+               "steps_per_s": st.env_steps / max(elapsed, 1e-9), "dropped_rollouts": st.dropped,
+               "worker_failures": st.worker_failures, "worker_restarts": st.worker_restarts,
+               "policy_lag_mean": self.gate.mean_lag,
+               "sample_s": max(m["sample_s"] for m in metas),
+               "payload_bytes": sum(m["payload_bytes"] for m in metas), **metrics}
+        self.log.scalars(st.env_steps, row)
+        st.history.append({"round": st.rounds, "env_steps": st.env_steps, "wall_s": elapsed, "return_mean": mean_ret})
+
+    def _should_stop(self, elapsed: float) -> bool:
+        cfg, st = self.cfg, self.stats
+        if st.time_to_target_s is not None:
+            return True
+        if st.env_steps >= cfg.max_env_steps:
+            return True
+        return cfg.max_wall_s is not None and elapsed >= cfg.max_wall_s
+
+    def _summary(self, wall: float, startup_s: float, status: str) -> dict[str, Any]:
+        st = self.stats
+        return {
+            "status": status,
+            "env": self.cfg.env.name,
+            "algo": self.cfg.algo,
+            "seed": self.cfg.seed,
+            "env_steps": st.env_steps,
+            "rounds": st.rounds,
+            "policy_version": self.version,
+            "wall_time_s": wall,
+            "startup_s": startup_s,
+            "steps_per_s": st.env_steps / wall if wall > 0 else 0.0,
+            "target_return": self.cfg.target_return,
+            "reached_target": st.time_to_target_s is not None,
+            "time_to_target_s": st.time_to_target_s,
+            "steps_to_target": st.steps_to_target,
+            "final_mean_return": self.window.mean if self.window.returns else None,
+            "best_mean_return": st.best_return if self.window.returns else None,
+            "episodes": self.window.episodes,
+            "dropped_rollouts": st.dropped,
+            "max_policy_lag_used": self.gate.max_lag_used,
+            "worker_failures": st.worker_failures,
+            "worker_restarts": st.worker_restarts,
+        }
+
+    def _write_summary(self, summary: dict[str, Any]) -> None:
+        write_json(self.run_dir / "summary.json", summary)
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    # Ray's errors start with a banner; the cause is usually on the last non-empty line.
+    return (text[-1] if text else type(err).__name__)[:300]
+
+
+def _status_of(err: BaseException) -> str:
+    return "interrupted" if isinstance(err, KeyboardInterrupt) else "failed"
+
+
+def train(cfg: RunConfig, run_dir: Path | None = None, address: str | None = None,
+          quiet: bool = False) -> dict[str, Any]:
+    """Train with ``cfg``; returns the summary also written to ``<run_dir>/summary.json``."""
+    return Trainer(cfg, run_dir, quiet=quiet).run(address)

@@ -1,0 +1,81 @@
+"""Learner: decodes a round's rollouts, re-checks their policy versions, runs one PPO update.
+
+The learner is a Ray actor; its policy version starts at 0 and increments with every update.
+It receives rollouts as LZ4 payloads (``bytes``) straight from the object store.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+from envs.base import Box, Discrete, TensorSpec
+from rl_system import codec
+from rl_system.algos.ppo import PPO
+from rl_system.config import RunConfig
+from rl_system.device import resolve_device
+from rl_system.gate import PolicyVersionGate
+from rl_system.policy import ActorCritic
+
+
+class StaleRolloutError(RuntimeError):
+    """Raised when every rollout handed to ``update`` fails the version gate."""
+
+
+def concat_rollouts(rollouts: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """Join rollouts along the env axis: ``[T, N_i, ...]`` -> ``[T, sum N_i, ...]``; ``last_value``
+    (``[N_i]``) along its only axis. Episode-statistics columns are not part of the batch."""
+    keys = [k for k in rollouts[0] if not k.startswith("episode_")]
+    if len(rollouts) == 1:
+        return {k: rollouts[0][k] for k in keys}
+    return {k: torch.cat([r[k] for r in rollouts], dim=0 if k == "last_value" else 1) for k in keys}
+
+
+class Learner:
+    def __init__(self, cfg: dict[str, Any] | RunConfig, obs_spec: dict[str, TensorSpec],
+                 action_spec: Discrete | Box):
+        self.cfg = cfg if isinstance(cfg, RunConfig) else RunConfig.model_validate(cfg)
+        torch.set_num_threads(self.cfg.learner.torch_threads)
+        torch.manual_seed(self.cfg.seed)
+        self.device = resolve_device(self.cfg.learner.device)
+        self.policy = ActorCritic(obs_spec, action_spec, self.cfg.model).to(self.device)
+        self.algo = PPO(self.policy, self.cfg.ppo)
+        self.gate = PolicyVersionGate(self.cfg.max_policy_lag)
+        self.version = 0
+        self.env_steps = 0  # env steps trained on
+
+    def get_weights(self) -> dict[str, torch.Tensor]:
+        return {k: v.detach().cpu() for k, v in self.policy.state_dict().items()}
+
+    def update(self, *payloads: bytes) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+        """Train on the given rollouts (payload bytes); returns ``(metrics, new_weights)``."""
+        t0 = time.perf_counter()
+        rollouts, dropped = [], 0
+        for payload in payloads:
+            cols, meta = codec.decode(payload)
+            # The driver already gated on the meta it received; this re-check reads the version
+            # from the checksummed payload header itself, so nothing stale can slip through.
+            if self.gate.check(meta["version"], self.version):
+                rollouts.append(cols)
+            else:
+                dropped += 1
+        if not rollouts:
+            raise StaleRolloutError(f"all {len(payloads)} rollouts are outside the allowed policy lag")
+        t_decode = time.perf_counter() - t0
+        batch = {k: v.to(self.device, non_blocking=True) for k, v in concat_rollouts(rollouts).items()}
+        steps = batch["reward"].numel()
+        progress = self.env_steps / self.cfg.max_env_steps
+        self.policy.train()
+        metrics = self.algo.update(batch, progress)
+        if self.policy.obs_norm is not None:
+            # After the update, so the ratio of the first minibatch is exactly 1.
+            obs = {k[4:]: v.flatten(0, 1) for k, v in batch.items() if k.startswith("obs.")}
+            self.policy.obs_norm.update(self.policy.flatten(obs))
+        self.env_steps += steps
+        self.version += 1
+        metrics.update(version=self.version, learner_env_steps=self.env_steps, learner_dropped=dropped,
+                       decode_s=t_decode, update_s=time.perf_counter() - t0 - t_decode,
+                       skipped_updates_total=self.algo.skipped_updates)
+        return metrics, self.get_weights()

@@ -1,0 +1,82 @@
+"""Where progress goes: a console line, TensorBoard scalars, and ``summary.json`` at the end."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+
+class ReturnWindow:
+    """Mean of the last ``size`` completed episode returns (the usual "100-episode mean")."""
+
+    def __init__(self, size: int = 100):
+        self.returns: deque[float] = deque(maxlen=size)
+        self.lengths: deque[int] = deque(maxlen=size)
+        self.episodes = 0
+
+    def extend(self, returns: list[float], lengths: list[int], total_episodes: int) -> None:
+        self.returns.extend(returns)
+        self.lengths.extend(lengths)
+        self.episodes += total_episodes
+
+    @property
+    def full(self) -> bool:
+        return len(self.returns) == self.returns.maxlen
+
+    @property
+    def mean(self) -> float:
+        return sum(self.returns) / len(self.returns) if self.returns else math.nan
+
+    @property
+    def mean_length(self) -> float:
+        return sum(self.lengths) / len(self.lengths) if self.lengths else math.nan
+
+
+class RunLogger:
+    def __init__(self, run_dir: Path, tensorboard: bool = True, quiet: bool = False):
+        self.run_dir = run_dir
+        self.console = Console(stderr=False, quiet=quiet, highlight=False)
+        self.writer = None
+        if tensorboard:
+            from tensorboardX import SummaryWriter
+
+            # Appending to the same directory keeps the curves of a resumed run continuous.
+            self.writer = SummaryWriter(str(run_dir / "tb"), flush_secs=5)
+
+    def scalars(self, step: int, metrics: dict[str, Any], prefix: str = "") -> None:
+        if self.writer is None:
+            return
+        for key, value in metrics.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                self.writer.add_scalar(f"{prefix}{key}", value, step)
+
+    def line(self, text: str) -> None:
+        self.console.print(text)
+
+    def progress(self, rnd: int, steps: int, sps: float, window: ReturnWindow, best: float,
+                 version: int, dropped: int) -> None:
+        self.console.print(
+            f"round {rnd:>5} | steps {steps:>11,} | {sps:>10,.0f} steps/s | "
+            f"return {window.mean:8.2f} (best {best:8.2f}, {window.episodes:,} eps) | "
+            f"v{version} | dropped {dropped}"
+        )
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """Write JSON atomically (temp file + rename) so readers never see half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=2, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

@@ -1,0 +1,55 @@
+import subprocess
+import sys
+
+import pytest
+
+from rl_system.config import ConfigError, load_config
+
+
+def test_defaults_and_overrides(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("env:\n  name: CartPole\nworkers:\n  num_envs: 8\n")
+    cfg = load_config(path, ["workers.rollout_len=4", "ppo.lr=1e-3", "model.hidden_sizes=[32, 32]"])
+    assert cfg.workers.num_envs == 8 and cfg.workers.rollout_len == 4
+    assert cfg.ppo.lr == pytest.approx(1e-3) and cfg.model.hidden_sizes == [32, 32]
+
+
+@pytest.mark.parametrize("override, needle", [
+    ("workers.num_envs=-3", "workers.num_envs: Input should be greater than 0"),
+    ("workers.num_envz=3", "workers.num_envz: unknown key"),
+    ("ppo.lr=fast", "ppo.lr: Input should be a valid number"),
+    ("ppo.gamma=1.5", "ppo.gamma: Input should be less than or equal to 1"),
+    ("model.hidden_sizes=[0]", "model: Value error, hidden_sizes must be"),
+    ("compression=zstd", "compression: Input should be 'lz4' or 'none'"),
+    ("nonsense", "expected KEY=VALUE"),
+])
+def test_bad_values_name_the_key(override, needle):
+    with pytest.raises(ConfigError) as info:
+        load_config(None, [override])
+    assert needle in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_missing_and_malformed_files(tmp_path):
+    with pytest.raises(ConfigError, match="no such config file"):
+        load_config(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("workers: [1, 2\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)
+    scalar = tmp_path / "scalar.yaml"
+    scalar.write_text("3\n")
+    with pytest.raises(ConfigError, match="mapping"):
+        load_config(scalar)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--set", "workers.num_envs=-3"], "config error: workers.num_envs: Input should be greater than 0 (got -3)"),
+    (["--set", "ppo.typo=1"], "config error: ppo.typo: unknown key"),
+])
+def test_cli_bad_config_is_one_line_and_exit_2(args, needle):
+    proc = subprocess.run([sys.executable, "-m", "rl_system", "train", "launch/configs/cartpole_ppo.yaml", *args],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [f"rl-system: {needle}"]
+    assert "Traceback" not in proc.stderr + proc.stdout
