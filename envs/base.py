@@ -61,9 +61,13 @@ class StepResult(NamedTuple):
     obs:        next observations, already reset where the episode ended.
     reward:     ``[N]`` float32.
     terminated: ``[N]`` bool, the MDP reached a terminal state (no bootstrap).
-    truncated:  ``[N]`` bool, cut by a time limit (bootstrap from ``final_obs``).
+    truncated:  ``[N]`` bool, cut by a time limit (bootstrap from ``final_obs``). Both may be
+                True on one step (Gymnasium's TimeLimit does this); terminated wins.
     final_obs:  the observation each env ended on; only meaningful where done.
     info:       extra per-env tensors (e.g. ``"success"``), ``[N, ...]``; may be empty.
+
+    The caller may keep the returned tensors until the next ``step``; an env may reuse their
+    storage after that (``obs`` and ``final_obs`` may be the same tensors where nothing ended).
     """
 
     obs: Obs
@@ -91,3 +95,9 @@ class VecEnv:
 
     def close(self) -> None:
         """Release resources (processes, files); the default has none."""
+
+    def __enter__(self) -> "VecEnv":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
