@@ -21,6 +21,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="Ray cluster to join ('auto' or HOST:PORT); default: start Ray on this machine")
     t.add_argument("--run-dir", default=None, type=Path, help="directory for this run's outputs")
     t.add_argument("--quiet", action="store_true", help="no per-round console lines")
+
+    r = sub.add_parser("rollouts", help="work with rollout archives")
+    rsub = r.add_subparsers(dest="rollouts_command", required=True)
+    ri = rsub.add_parser("inspect", help="schema, size, compression and column statistics of an archive")
+    ri.add_argument("file", help="an archive written with archive_every > 0 (rollouts-r*.arrow)")
     return p
 
 
@@ -49,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "train":
             return cmd_train(args)
+        if args.command == "rollouts":
+            from rl_system.archive import cmd_rollouts_inspect
+
+            return cmd_rollouts_inspect(args.file)
     except ConfigError as err:
         return _fail(f"config error: {err}", 2)
     except KeyboardInterrupt:

@@ -106,6 +106,10 @@ class RunConfig(_Strict):
     run_dir: str = "runs"
     """Parent directory; each run writes to ``run_dir/<name>``."""
     run_name: str | None = None
+    archive_every: int = Field(0, ge=0)
+    """Also write every K-th round's rollouts as an Arrow IPC file (0: off)."""
+    archive_dir: str | None = None
+    """Where archives go (local path or filesystem URI); default ``<run dir>/rollouts``."""
     log_every_s: float = Field(1.0, ge=0)
     tensorboard: bool = True
 

@@ -22,6 +22,7 @@ import ray
 import yaml
 from ray.exceptions import RayActorError, RayTaskError
 
+from rl_system.archive import RolloutArchiver
 from rl_system.config import RunConfig
 from rl_system.gate import PolicyVersionGate
 from rl_system.learner import Learner
@@ -47,10 +48,16 @@ class RunStats:
     dropped: int = 0
     worker_failures: int = 0
     worker_restarts: int = 0
+    archives_written: int = 0
+    archives_skipped: int = 0
     best_return: float = float("-inf")
     time_to_target_s: float | None = None
     steps_to_target: int | None = None
     history: list[dict[str, float]] = field(default_factory=list)
+    # Seconds spent per phase, summed over rounds: where the wall time goes.
+    time_sample: float = 0.0
+    time_update: float = 0.0
+    time_round: float = 0.0
 
 
 def default_run_dir(cfg: RunConfig) -> Path:
@@ -88,6 +95,8 @@ class Trainer:
         self.version = 0
         self.workers: list[Any] = []
         self.learner: Any = None
+        self.archiver: Any = None
+        self._archive_refs: list[ray.ObjectRef] = []
 
     # -- actors ------------------------------------------------------------------------------
     def _start_actors(self) -> None:
@@ -103,14 +112,42 @@ class Trainer:
         self.learner = ray.remote(Learner).options(
             name="learner", num_cpus=cfg.learner.num_cpus, num_gpus=cfg.learner.num_gpus, max_restarts=0,
         ).remote(cfg_dict, obs_spec, action_spec)
+        if cfg.archive_every:
+            root = cfg.archive_dir or str((self.run_dir / "rollouts").resolve())
+            self.archiver = ray.remote(RolloutArchiver).options(name="rollout-archiver", num_cpus=0).remote(root)
         self.weights_ref = self.learner.get_weights.remote()
         ray.get([w.ping.remote() for w in self.workers] + [self.weights_ref])
 
     def _stop_actors(self) -> None:
-        for actor in [*self.workers, self.learner]:
+        for actor in [*self.workers, self.learner, self.archiver]:
             if actor is not None:
                 ray.kill(actor, no_restart=True)
-        self.workers, self.learner = [], None
+        self.workers, self.learner, self.archiver = [], None, None
+
+    # At most this many archive writes in flight; beyond it a round's archive is skipped (and
+    # counted) rather than queueing without bound behind a slow filesystem.
+    MAX_ARCHIVE_WRITES = 4
+
+    def _collect_archive(self, timeout: float) -> None:
+        """Account for finished archive writes (waiting up to ``timeout`` for all of them)."""
+        if not self._archive_refs:
+            return
+        done, self._archive_refs = ray.wait(self._archive_refs, num_returns=len(self._archive_refs),
+                                            timeout=timeout)
+        for ref in done:
+            try:
+                ray.get(ref)
+                self.stats.archives_written += 1
+            except Exception as err:  # noqa: BLE001 - reported, training goes on
+                self.log.line(f"[yellow]rollout archive write failed: {_first_line(err)}[/yellow]")
+
+    def _archive(self, payload_refs: list[ray.ObjectRef]) -> None:
+        """Fire-and-forget write of this round's rollouts (the learner never waits for it)."""
+        self._collect_archive(timeout=0)
+        if len(self._archive_refs) >= self.MAX_ARCHIVE_WRITES:
+            self.stats.archives_skipped += 1
+            return
+        self._archive_refs.append(self.archiver.write.remote(self.stats.rounds, *payload_refs))
 
     # -- one round ----------------------------------------------------------------------------
     def _submit(self, pending: dict, w: int) -> None:
@@ -132,14 +169,16 @@ class Trainer:
                 continue
             consecutive_failures[job.worker] = 0
             if self.gate.check(meta["version"], self.version):
-                accepted.append(job.payload_ref)
+                accepted.append((job.worker, job.payload_ref))
                 metas.append(meta)
                 if self.cfg.max_policy_lag > 0:
                     self._submit(pending, job.worker)  # overlap sampling with the coming update
             else:
                 self.stats.dropped += 1
                 self._submit(pending, job.worker)
-        return accepted, metas
+        # Worker order, not arrival order: the learner's batch (and so a seeded run) is reproducible.
+        accepted.sort(key=lambda item: item[0])
+        return [ref for _, ref in accepted], metas
 
     def _on_worker_failure(self, w: int, err: Exception, consecutive: list[int]) -> None:
         consecutive[w] += 1
@@ -191,8 +230,15 @@ class Trainer:
             for w in range(len(self.workers)):
                 if not any(p.worker == w for p in pending.values()):
                     self._submit(pending, w)
+            t_round = time.perf_counter()
             refs, metas = self._gather(pending, len(self.workers))
+            t_gathered = time.perf_counter()
+            if self.archiver is not None and st.rounds % self.cfg.archive_every == 0:
+                self._archive(refs)
             metrics = self._update(refs)
+            st.time_sample += t_gathered - t_round
+            st.time_update += time.perf_counter() - t_gathered
+            st.time_round += time.perf_counter() - t_round
             st.rounds += 1
             for meta in metas:
                 st.env_steps += meta["env_steps"]
@@ -207,6 +253,7 @@ class Trainer:
                 break
         for ref in pending:  # rollouts still in flight (lag > 0) are not needed any more
             ray.cancel(ref)
+        self._collect_archive(timeout=60)
         wall = time.perf_counter() - t0
         self.log.progress(st.rounds, st.env_steps, st.env_steps / wall, self.window, st.best_return,
                           self.version, st.dropped)
@@ -263,6 +310,10 @@ class Trainer:
             "max_policy_lag_used": self.gate.max_lag_used,
             "worker_failures": st.worker_failures,
             "worker_restarts": st.worker_restarts,
+            "archives_written": st.archives_written,
+            "archives_skipped": st.archives_skipped,
+            "time_breakdown_s": {"gather": st.time_sample, "update": st.time_update,
+                                 "rounds": st.time_round},
         }
 
     def _write_summary(self, summary: dict[str, Any]) -> None:

@@ -25,3 +25,24 @@ def test_policy_lag_one_overlaps_and_reports_lag(ray_session, tmp_path):
     summary = train(cfg, run_dir=tmp_path, quiet=True)
     assert summary["max_policy_lag_used"] == 1  # in-flight rollouts from the previous version were used
     assert summary["env_steps"] >= 100000
+
+
+def test_rollout_archive_every_k_rounds_and_inspect(ray_session, tmp_path):
+    import subprocess
+    import sys
+
+    import pyarrow.feather as feather
+
+    cfg = load_config("launch/configs/cartpole_ppo.yaml",
+                      ["workers.num_envs=32", "max_env_steps=5120", "target_return=null", "archive_every=4",
+                       "tensorboard=false"])
+    summary = train(cfg, run_dir=tmp_path, quiet=True)
+    files = sorted((tmp_path / "rollouts").glob("rollouts-r*.arrow"))
+    assert summary["rounds"] == 5120 // (2 * 32 * 16)
+    assert [f.name for f in files] == ["rollouts-r000000.arrow", "rollouts-r000004.arrow"]
+    assert summary["archives_written"] == 2
+    table = feather.read_table(files[1])
+    assert table.num_rows == 2 * 32 * 16 and set(table["policy_version"].to_pylist()) == {4}
+    out = subprocess.run([sys.executable, "-m", "rl_system", "rollouts", "inspect", str(files[1])],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "obs.obs" in out.stdout and "compression" in out.stdout

@@ -51,7 +51,7 @@ class PPO:
 
     def __init__(self, policy: ActorCritic, cfg: PPOConfig):
         self.policy, self.cfg = policy, cfg
-        self.optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr, eps=1e-5)
+        self.optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr, eps=1e-5, fused=True)
         self.skipped_updates = 0
 
     def prepare(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -120,7 +120,7 @@ class PPO:
 
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        grad_norm = nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
+        grad_norm = nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm, foreach=True)
         if not (torch.isfinite(loss) and torch.isfinite(grad_norm)):
             # A NaN/Inf would poison the weights and Adam's moments: drop this step entirely.
             self.optimizer.zero_grad(set_to_none=True)

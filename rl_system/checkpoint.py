@@ -1,0 +1,519 @@
+"""Training checkpoints: file format and storage (no Ray here; the actor is ``checkpointer.py``).
+
+A checkpoint is a nested dict ``state`` of tensors and plain values (dict/list/tuple/str/int/float/
+bool/None): model weights, optimizer state_dict, normaliser buffers, counters, RNG states, the
+resolved config, metrics.
+
+File layout (integers little-endian)::
+
+    offset  size  field
+    0       4     magic b"RLCK"
+    4       2     format version, u16 (currently 1)
+    6       4     manifest length M, u32
+    10      8     xxh3_64(manifest bytes), u64
+    18      M     manifest: UTF-8 JSON (see below)
+    18+M    C     payload: ``torch.save(state)`` bytes, LZ4-frame compressed (or raw, see
+                  ``compression``); C = manifest["compressed_bytes"], and the file ends there
+
+The manifest holds ``format_version, policy_version, env_steps, round, mean_return, created``
+(unix time), ``raw_bytes, compressed_bytes, checksum`` (``"xxh3_64:<16 hex>"`` of the
+compressed payload), ``compression`` (``"lz4.frame"`` or ``"none"``), ``torch_version`` and any
+extra JSON fields the caller passed (non-finite floats become ``null``). Because the manifest has
+its own checksum and the payload is covered by the manifest's, any flipped or missing byte is
+detected before unpickling; :func:`read_manifest` reads only the first 18 + M bytes.
+
+Why LZ4 *frame* (measured, ``bench/bench_checkpoint.py``): frame and block give the same ratio,
+frame is a little faster with 4 MiB blocks, has no 2 GiB input limit and records the content size.
+Be aware that fp32 weights and Adam moments are close to incompressible (ratio ~1.00): LZ4 costs
+~0.15 s per 100 MB on a slow core and saves nothing there; it pays off only on states with many
+zeros / integer buffers. ``compression="none"`` is available and recorded in the manifest.
+
+Loading auto-detects this format or a plain ``torch.save`` zip file (starts with b"PK"). Both are
+unpickled with ``torch.load(weights_only=True)``: only tensors and plain containers/scalars are
+rebuilt, a pickle that references any other global (``os.system``, a ``__reduce__`` payload) is
+refused before anything runs. :meth:`CheckpointStore.save` checks the same allow-list up front, so
+a state that could not be loaded back is never written. Every problem with a file's content is a
+:class:`CheckpointError` whose one-line message names the file.
+
+Storage goes through ``pyarrow.fs`` (``file:///abs``, a plain local path, ``s3://bucket/prefix``,
+...). Writes are atomic on local disks (``<name>.tmp`` + flush + fsync + rename + fsync of the
+directory); on object stores ``move`` is a copy, which is still safe to read because a half
+copied object fails its checksum. One writer per directory: opening a store deletes ``*.tmp``
+files left by a crashed writer.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import math
+import os
+import pickle
+import random
+import re
+import struct
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import lz4.frame
+import pyarrow.fs as pafs
+import torch
+import xxhash
+
+__all__ = ["CheckpointError", "CheckpointStore", "CheckpointInfo", "encode", "decode", "load_checkpoint",
+           "read_manifest", "checkpoint_name", "capture_rng_state", "restore_rng_state",
+           "MAGIC", "FORMAT_VERSION"]
+
+log = logging.getLogger(__name__)
+
+MAGIC = b"RLCK"
+FORMAT_VERSION = 1
+_PREFIX = struct.Struct("<4sHIQ")  # magic, format version, manifest length, xxh3_64(manifest)
+_ZIP_MAGIC = b"PK"
+_MAX_MANIFEST = 1 << 24  # 16 MiB: anything larger is a corrupt length field
+COMPRESSIONS = ("lz4.frame", "none")
+_RESERVED = {"format_version", "raw_bytes", "compressed_bytes", "checksum", "compression", "created",
+             "torch_version"}
+_NAME_RE = re.compile(r"^ckpt-v(\d{8,})\.rlck$")
+LATEST, BEST = "latest.json", "best.json"
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint file is corrupt, truncated, of an unknown kind, unsafe, or cannot be written.
+    The message is one line and names the file."""
+
+
+def checkpoint_name(policy_version: int) -> str:
+    return f"ckpt-v{policy_version:08d}.rlck"
+
+
+# -- format ------------------------------------------------------------------------------------
+def _jsonable(value: Any) -> Any:
+    """Non-finite floats -> None (JSON has no NaN); tuples -> lists; everything else as is."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _first_line(err: BaseException) -> str:
+    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+    for ln in lines:  # torch's weights_only refusal buries the reason in a long message
+        if ln.startswith(("Unsupported global", "Unsupported operand", "Trying to")):
+            return ln[:300]
+    return (lines[0] if lines else type(err).__name__)[:300]
+
+
+def serialize_state(state: dict[str, Any]) -> memoryview:
+    """``torch.save(state)`` bytes, refused (ValueError) if ``weights_only`` loading would reject them."""
+    if not isinstance(state, dict):
+        raise ValueError(f"checkpoint state must be a dict, got {type(state).__name__}")
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    buf.seek(0)
+    unsafe = torch.serialization.get_unsafe_globals_in_checkpoint(buf)
+    if unsafe:
+        raise ValueError("checkpoint state holds objects that weights_only loading refuses: "
+                         f"{', '.join(sorted(unsafe))} (store tensors / plain dicts, lists, numbers instead)")
+    return buf.getbuffer()
+
+
+def encode(state: dict[str, Any], manifest_fields: dict[str, Any],
+           compression: str = "lz4.frame") -> tuple[bytes, Any, dict[str, Any]]:
+    """Returns ``(header, payload, manifest)``; the file is ``header + payload`` (kept apart so a
+    large payload is never copied just to prepend a few bytes)."""
+    if compression not in COMPRESSIONS:
+        raise ValueError(f"compression must be one of {COMPRESSIONS}, got {compression!r}")
+    clash = _RESERVED & set(manifest_fields)
+    if clash:
+        raise ValueError(f"manifest fields {sorted(clash)} are set by the checkpoint writer")
+    if "policy_version" not in manifest_fields:
+        raise ValueError("manifest_fields must contain policy_version")
+    raw = serialize_state(state)
+    if compression == "lz4.frame":
+        payload = lz4.frame.compress(raw, block_size=lz4.frame.BLOCKSIZE_MAX4MB, content_checksum=False,
+                                     store_size=True)
+    else:
+        payload = raw
+    manifest = {"format_version": FORMAT_VERSION, "policy_version": int(manifest_fields["policy_version"]),
+                "env_steps": None, "round": None, "mean_return": None}
+    manifest.update(_jsonable(dict(manifest_fields)))
+    manifest.update(created=time.time(), raw_bytes=len(raw), compressed_bytes=len(payload),
+                    checksum=f"xxh3_64:{xxhash.xxh3_64_intdigest(payload):016x}", compression=compression,
+                    torch_version=torch.__version__)
+    mbytes = json.dumps(manifest, allow_nan=False, sort_keys=True).encode()
+    header = _PREFIX.pack(MAGIC, FORMAT_VERSION, len(mbytes), xxhash.xxh3_64_intdigest(mbytes)) + mbytes
+    return header, payload, manifest
+
+
+def _parse_head(head: bytes, name: str, file_size: int) -> tuple[dict[str, Any], int] | None:
+    """Validates the prefix + manifest. ``head`` must hold at least the prefix and, if it does not
+    hold the manifest too, ``None`` is returned with nothing else checked. Returns ``(manifest,
+    payload offset)``."""
+    if len(head) < _PREFIX.size:
+        raise CheckpointError(f"{name}: truncated checkpoint ({file_size} bytes, header needs {_PREFIX.size})")
+    magic, version, mlen, mhash = _PREFIX.unpack_from(head)
+    if magic != MAGIC:
+        raise CheckpointError(f"{name}: not a checkpoint (magic {magic!r})")
+    if version != FORMAT_VERSION:
+        raise CheckpointError(f"{name}: unsupported checkpoint format version {version} (this code reads "
+                              f"{FORMAT_VERSION})")
+    if mlen > _MAX_MANIFEST or _PREFIX.size + mlen > file_size:
+        raise CheckpointError(f"{name}: truncated or corrupt checkpoint (manifest length {mlen}, file "
+                              f"{file_size} bytes)")
+    if len(head) < _PREFIX.size + mlen:
+        return None
+    mbytes = bytes(head[_PREFIX.size:_PREFIX.size + mlen])
+    if xxhash.xxh3_64_intdigest(mbytes) != mhash:
+        raise CheckpointError(f"{name}: corrupt checkpoint (manifest checksum mismatch)")
+    try:
+        manifest = json.loads(mbytes)
+        expected = _PREFIX.size + mlen + int(manifest["compressed_bytes"])
+        manifest["raw_bytes"], manifest["checksum"], manifest["compression"]  # noqa: B018 - presence check
+    except (ValueError, KeyError, TypeError) as err:
+        raise CheckpointError(f"{name}: corrupt checkpoint manifest ({_first_line(err)})") from None
+    if file_size != expected:
+        what = "truncated" if file_size < expected else "trailing bytes after payload in"
+        raise CheckpointError(f"{name}: {what} checkpoint ({file_size} bytes, expected {expected})")
+    return manifest, _PREFIX.size + mlen
+
+
+def _sniff(head: bytes, size: int, name: str) -> str:
+    """"rlck" or "zip" from the first 4 bytes; anything else is a CheckpointError."""
+    if size == 0:
+        raise CheckpointError(f"{name}: empty file")
+    if head[:2] == _ZIP_MAGIC:
+        return "zip"
+    if head == MAGIC:
+        return "rlck"
+    if size < len(MAGIC) and MAGIC.startswith(head):
+        raise CheckpointError(f"{name}: truncated checkpoint ({size} bytes)")
+    raise CheckpointError(f"{name}: unknown file format (starts with {head!r}; expected {MAGIC!r} or a "
+                          "torch.save zip)")
+
+
+def _zip_manifest(size: int) -> dict[str, Any]:
+    return {"format": "torch.save", "format_version": None, "policy_version": None, "compression": "none",
+            "raw_bytes": size, "compressed_bytes": size}
+
+
+def _torch_load(raw: Any, name: str, map_location: Any) -> dict[str, Any]:
+    try:
+        state = torch.load(io.BytesIO(raw), map_location=map_location, weights_only=True)
+    except Exception as err:  # noqa: BLE001 - torch raises many types for bad zips / refused pickles
+        if isinstance(err, pickle.UnpicklingError):
+            raise CheckpointError(f"{name}: refused unsafe or corrupt pickle ({_first_line(err)})") from None
+        raise CheckpointError(f"{name}: corrupt torch payload ({type(err).__name__}: {_first_line(err)})") from None
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{name}: payload is a {type(state).__name__}, expected a dict")
+    return state
+
+
+def decode(data: bytes | memoryview, name: str = "<bytes>", map_location: Any = "cpu"
+           ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(state, manifest)`` from a whole file's bytes: this format or a plain torch.save zip."""
+    data = memoryview(data)
+    if _sniff(bytes(data[:len(MAGIC)]), len(data), name) == "zip":
+        state = _torch_load(data, name, map_location)
+        return state, _zip_manifest(len(data))
+    manifest, offset = _parse_head(data, name, len(data))
+    payload = data[offset:]
+    digest = f"xxh3_64:{xxhash.xxh3_64_intdigest(payload):016x}"
+    if digest != manifest["checksum"]:
+        raise CheckpointError(f"{name}: corrupt checkpoint (payload checksum mismatch)")
+    if manifest["compression"] == "lz4.frame":
+        try:
+            dec = lz4.frame.LZ4FrameDecompressor()
+            raw = dec.decompress(payload, max_length=int(manifest["raw_bytes"]) + 1)
+            complete = dec.eof
+        except RuntimeError as err:
+            raise CheckpointError(f"{name}: corrupt LZ4 payload ({_first_line(err)})") from None
+        if not complete or len(raw) != manifest["raw_bytes"]:
+            raise CheckpointError(f"{name}: corrupt LZ4 payload (size {len(raw)}, manifest {manifest['raw_bytes']})")
+    elif manifest["compression"] == "none":
+        raw = payload
+    else:
+        raise CheckpointError(f"{name}: unknown compression {manifest['compression']!r}")
+    return _torch_load(raw, name, map_location), manifest
+
+
+# -- RNG helpers (weights_only-safe representation) --------------------------------------------
+def capture_rng_state() -> dict[str, Any]:
+    """torch CPU (+ CUDA), Python ``random`` and NumPy global RNG states as tensors / plain values."""
+    import numpy as np
+
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    out: dict[str, Any] = {
+        "torch": torch.get_rng_state(),
+        "python": random.getstate(),
+        "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype("int64")), "pos": int(pos),
+                  "has_gauss": int(has_gauss), "cached_gaussian": float(cached)},
+    }
+    if torch.cuda.is_available():
+        out["cuda"] = torch.cuda.get_rng_state_all()
+    return out
+
+
+def restore_rng_state(rng: dict[str, Any]) -> None:
+    import numpy as np
+
+    torch.set_rng_state(rng["torch"])
+    py = rng["python"]
+    random.setstate((py[0], tuple(py[1]), py[2]))
+    n = rng["numpy"]
+    np.random.set_state((n["kind"], n["keys"].numpy().astype("uint32"), n["pos"], n["has_gauss"],
+                         n["cached_gaussian"]))
+    if "cuda" in rng and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(rng["cuda"])
+
+
+# -- storage -----------------------------------------------------------------------------------
+def _resolve(uri_or_path: str) -> tuple[pafs.FileSystem, str]:
+    if "://" in uri_or_path:
+        return pafs.FileSystem.from_uri(uri_or_path)
+    return pafs.LocalFileSystem(), os.path.abspath(os.path.expanduser(uri_or_path))
+
+
+def _read_all(fs: pafs.FileSystem, path: str, name: str) -> bytes:
+    try:
+        with fs.open_input_file(path) as f:
+            return f.read()
+    except FileNotFoundError:
+        raise CheckpointError(f"{name}: no such checkpoint") from None
+    except OSError as err:
+        raise CheckpointError(f"{name}: cannot read ({_first_line(err)})") from None
+
+
+def _read_manifest(fs: pafs.FileSystem, path: str, name: str) -> dict[str, Any]:
+    try:
+        with fs.open_input_file(path) as f:
+            size = f.size()
+            head = f.read(min(size, 4096))
+            if _sniff(head[:len(MAGIC)], size, name) == "zip":
+                return _zip_manifest(size)
+            parsed = _parse_head(head, name, size)
+            if parsed is None:  # manifest longer than the first read
+                _, _, mlen, _ = _PREFIX.unpack_from(head)
+                parsed = _parse_head(head + f.read(_PREFIX.size + mlen - len(head)), name, size)
+            return parsed[0]
+    except FileNotFoundError:
+        raise CheckpointError(f"{name}: no such checkpoint") from None
+    except OSError as err:
+        raise CheckpointError(f"{name}: cannot read ({_first_line(err)})") from None
+
+
+def load_checkpoint(path_or_uri: str, map_location: Any = "cpu") -> tuple[dict[str, Any], dict[str, Any]]:
+    """Load one file (this format or a plain torch.save zip) from a path or URI, no store needed."""
+    fs, path = _resolve(path_or_uri)
+    return decode(_read_all(fs, path, path_or_uri), path_or_uri, map_location)
+
+
+def read_manifest(path_or_uri: str) -> dict[str, Any]:
+    fs, path = _resolve(path_or_uri)
+    return _read_manifest(fs, path, path_or_uri)
+
+
+@dataclass
+class CheckpointInfo:
+    name: str
+    path: str
+    policy_version: int
+    manifest: dict[str, Any] | None  # None when the header could not be read
+    error: str | None = None
+
+
+class CheckpointStore:
+    """A directory of ``ckpt-v{policy_version:08d}.rlck`` files plus ``latest.json`` / ``best.json``.
+
+    ``save`` keeps the ``keep_last`` newest checkpoints (by policy version) plus the one with the
+    best finite ``mean_return``. Single writer per directory (opening deletes stale ``*.tmp``).
+    """
+
+    def __init__(self, root: str, keep_last: int = 3, compression: str = "lz4.frame"):
+        if keep_last < 1:
+            raise ValueError(f"keep_last must be >= 1, got {keep_last}")
+        if compression not in COMPRESSIONS:
+            raise ValueError(f"compression must be one of {COMPRESSIONS}, got {compression!r}")
+        self.uri, self.keep_last, self.compression = root, keep_last, compression
+        self.fs, self.root = _resolve(root)
+        self.root = self.root.rstrip("/") or "/"
+        self._local = isinstance(self.fs, pafs.LocalFileSystem)
+        try:
+            self.fs.create_dir(self.root, recursive=True)
+            if self.fs.get_file_info(self.root).type != pafs.FileType.Directory:
+                raise NotADirectoryError(f"{self.root} is not a directory")
+        except OSError as err:
+            raise CheckpointError(f"cannot open checkpoint directory {root}: {_first_line(err)}") from None
+        self._manifests: dict[str, dict[str, Any]] = {}  # name -> manifest, for pruning
+        self.skipped: list[tuple[str, str]] = []  # (path, reason) from the last load_latest_valid
+        self.last_bytes = 0  # size of the last checkpoint file written
+        self.removed_tmp = self._remove_stale_tmp()
+
+    # -- paths -------------------------------------------------------------------------------
+    def path(self, name: str) -> str:
+        return name if name.startswith(self.root + "/") else f"{self.root}/{name}"
+
+    def _display(self, path: str) -> str:
+        return path if self._local else f"{self.fs.type_name}://{path}"
+
+    def _names(self) -> list[tuple[int, str]]:
+        infos = self.fs.get_file_info(pafs.FileSelector(self.root, allow_not_found=True))
+        out = []
+        for info in infos:
+            m = _NAME_RE.match(info.base_name)
+            if m and info.type == pafs.FileType.File:
+                out.append((int(m.group(1)), info.base_name))
+        return sorted(out)
+
+    def _remove_stale_tmp(self) -> list[str]:
+        removed = []
+        for info in self.fs.get_file_info(pafs.FileSelector(self.root, allow_not_found=True)):
+            if info.base_name.endswith(".tmp") and info.type == pafs.FileType.File:
+                try:
+                    self.fs.delete_file(info.path)
+                    removed.append(info.path)
+                except OSError as err:  # pragma: no cover - best effort
+                    log.warning("could not remove stale %s: %s", info.path, _first_line(err))
+        if removed:
+            log.warning("removed %d stale temporary file(s) from a crashed writer: %s", len(removed),
+                        ", ".join(os.path.basename(p) for p in removed))
+        return removed
+
+    # -- writing -----------------------------------------------------------------------------
+    def _write_atomic(self, path: str, chunks: list[Any]) -> None:
+        tmp = path + ".tmp"
+        try:
+            with self.fs.open_output_stream(tmp, compression=None) as out:
+                for chunk in chunks:
+                    out.write(chunk)
+                out.flush()
+            if self._local:
+                fd = os.open(tmp, os.O_RDONLY)
+                try:
+                    os.fsync(fd)  # fsync is per inode: flushes what the stream wrote
+                finally:
+                    os.close(fd)
+            self.fs.move(tmp, path)
+            if self._local:
+                fd = os.open(self.root, os.O_RDONLY)
+                try:
+                    os.fsync(fd)  # make the rename itself durable
+                finally:
+                    os.close(fd)
+        except BaseException as err:
+            try:
+                self.fs.delete_file(tmp)
+            except OSError:
+                pass
+            if isinstance(err, OSError):
+                raise CheckpointError(f"cannot write {self._display(path)}: {_first_line(err)}") from None
+            raise
+
+    def _write_json(self, name: str, data: dict[str, Any]) -> None:
+        self._write_atomic(self.path(name), [json.dumps(data, indent=2, sort_keys=True).encode()])
+
+    def save(self, state: dict[str, Any], manifest_fields: dict[str, Any]) -> str:
+        """Write ``state`` as ``ckpt-v{policy_version:08d}.rlck`` (replacing one of the same version),
+        prune, update the pointers; returns the path. Raises ``CheckpointError`` on I/O failure
+        (no partial file is left and existing checkpoints are untouched) and ``ValueError`` for a
+        state or manifest that cannot be stored."""
+        header, payload, manifest = encode(state, manifest_fields, self.compression)
+        name = checkpoint_name(manifest["policy_version"])
+        path = self.path(name)
+        self._write_atomic(path, [header, payload])
+        self.last_bytes = len(header) + len(payload)
+        self._manifests[name] = manifest
+        best = self._prune()
+        pointer = {"name": name, "path": self._display(path), "manifest": manifest}
+        self._write_json(LATEST, pointer)
+        if best is not None:
+            self._write_json(BEST, {"name": best, "path": self._display(self.path(best)),
+                                    "manifest": self._manifests[best]})
+        return self._display(path)
+
+    def _manifest_or_none(self, name: str) -> dict[str, Any] | None:
+        if name not in self._manifests:
+            try:
+                self._manifests[name] = _read_manifest(self.fs, self.path(name), self._display(self.path(name)))
+            except CheckpointError:
+                return None
+        return self._manifests[name]
+
+    def _prune(self) -> str | None:
+        """Delete all but the newest ``keep_last`` and the best; returns the best's name."""
+        names = [n for _, n in self._names()]
+        scored = []
+        for n in names:
+            m = self._manifest_or_none(n)
+            r = None if m is None else m.get("mean_return")
+            if isinstance(r, (int, float)) and math.isfinite(r):
+                scored.append((r, n))
+        best = max(scored)[1] if scored else None  # ties: the newer name wins
+        keep = set(names[-self.keep_last:]) | ({best} if best else set())
+        for n in names:
+            if n not in keep:
+                try:
+                    self.fs.delete_file(self.path(n))
+                except OSError as err:
+                    log.warning("could not prune %s: %s", n, _first_line(err))
+                self._manifests.pop(n, None)
+        return best
+
+    # -- reading -----------------------------------------------------------------------------
+    def list(self) -> list[CheckpointInfo]:
+        out = []
+        for version, name in self._names():
+            path = self.path(name)
+            try:
+                m, err = _read_manifest(self.fs, path, self._display(path)), None
+            except CheckpointError as e:
+                m, err = None, str(e)
+            out.append(CheckpointInfo(name, self._display(path), version, m, err))
+        return out
+
+    def _locate(self, path_or_name: str) -> tuple[pafs.FileSystem, str]:
+        if "://" in path_or_name:
+            return pafs.FileSystem.from_uri(path_or_name)
+        if "/" not in path_or_name:
+            return self.fs, self.path(path_or_name)
+        return self.fs, (os.path.abspath(path_or_name) if self._local else path_or_name)
+
+    def read_manifest(self, path_or_name: str) -> dict[str, Any]:
+        fs, path = self._locate(path_or_name)
+        return _read_manifest(fs, path, path_or_name if "/" in path_or_name else self._display(path))
+
+    def load(self, path_or_name: str, map_location: Any = "cpu") -> tuple[dict[str, Any], dict[str, Any]]:
+        fs, path = self._locate(path_or_name)
+        name = path_or_name if "/" in path_or_name else self._display(path)
+        return decode(_read_all(fs, path, name), name, map_location)
+
+    def load_latest_valid(self, map_location: Any = "cpu", quarantine: bool = False
+                          ) -> tuple[dict[str, Any], dict[str, Any], str]:
+        """Newest checkpoint that loads; corrupt newer ones are skipped, logged and listed in
+        ``self.skipped``. With ``quarantine=True`` files whose *content* is bad are renamed to
+        ``<name>.corrupt`` (out of the listing, kept for inspection) so a resumed run does not keep
+        a dead file among its newest. Raises ``CheckpointError`` if none is valid."""
+        self.skipped = []
+        for _, name in reversed(self._names()):
+            path = self.path(name)
+            try:
+                state, manifest = decode(_read_all(self.fs, path, self._display(path)), self._display(path),
+                                         map_location)
+            except CheckpointError as err:
+                self.skipped.append((self._display(path), str(err)))
+                log.warning("skipping checkpoint: %s", err)
+                if quarantine and "cannot read" not in str(err) and "no such" not in str(err):
+                    try:
+                        self.fs.move(path, path + ".corrupt")
+                    except OSError:
+                        pass
+                continue
+            return state, manifest, self._display(path)
+        detail = f"; skipped {len(self.skipped)} corrupt: " + ", ".join(
+            os.path.basename(p) for p, _ in self.skipped) if self.skipped else ""
+        raise CheckpointError(f"no valid checkpoint in {self._display(self.root)}{detail}")

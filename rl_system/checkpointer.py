@@ -1,0 +1,147 @@
+"""The checkpoint writer actor: takes a state already in the object store, writes it off the
+learner's critical path.
+
+Plain class; the driver wraps it::
+
+    ckpt = ray.remote(Checkpointer).options(
+        name="checkpointer", num_cpus=0, max_concurrency=4, max_restarts=0,
+    ).remote(root, keep_last=3)
+
+``max_concurrency >= 2`` is REQUIRED: it makes Ray run the methods in a thread pool, so ``stats``
+and ``flush`` answer while a write is in progress and ``save`` never queues behind ``flush``
+(with the default of 1, a ``flush`` call blocks every later ``save``/``stats`` call until it
+returns). 4 leaves room for save + stats + flush + a spare. ``num_cpus=0`` because it mostly
+waits on the disk (the LZ4 pass does use a core while it runs).
+
+The learner hands over the state as ONE object ref wrapped in a list
+(``ckpt.save.remote([ref], fields)``): Ray resolves top-level ref arguments before the call,
+which would make the call wait for (and copy) the state; a ref nested in a list travels as a ref
+and the actor becomes a borrower, so the object stays alive until the writer is done with it.
+
+Pending work is bounded: one save in progress plus ONE "next" slot. A save that arrives while the
+slot is taken replaces it (newest state wins; the replaced one counts as ``skipped``), so a slow
+disk costs checkpoints, never memory or learner time. "Newest" means highest ``policy_version``:
+Ray runs a threaded actor's calls in a thread pool, so two calls sent back to back can execute in
+the other order; a save whose version is below one already accepted is skipped too (equal
+versions replace, e.g. a final save of the same version with fresh metrics). After rewinding the
+learner to an older checkpoint, start a new Checkpointer. Write errors (disk full, unwritable
+directory, the learner that owns the object died) are caught and counted; the actor keeps going,
+and earlier checkpoints are untouched because every write goes to a temporary name first.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import ray
+
+from rl_system.checkpoint import CheckpointStore
+
+
+def _one_line(err: BaseException) -> str:
+    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+    # Ray's errors start with a banner; the cause is usually on the last line.
+    text = (lines[-1] if lines else "") if isinstance(err, ray.exceptions.RayError) else (lines[0] if lines else "")
+    return f"{type(err).__name__}: {text}"[:400] if text else type(err).__name__
+
+
+class Checkpointer:
+    def __init__(self, root: str, keep_last: int = 3, compression: str = "lz4.frame"):
+        self.store = CheckpointStore(root, keep_last=keep_last, compression=compression)
+        self._cv = threading.Condition()
+        self._next: tuple[list[Any], dict[str, Any]] | None = None
+        self._in_progress = False
+        self._closed = False
+        self._high: int | None = None  # highest policy_version accepted so far
+        self._stats: dict[str, Any] = {"saved": 0, "skipped": 0, "failed": 0, "last_error": None,
+                                       "last_save_s": None, "last_path": None, "last_version": None,
+                                       "bytes_written": 0}
+        self._thread = threading.Thread(target=self._writer, name="checkpoint-writer", daemon=True)
+        self._thread.start()
+
+    # -- API ---------------------------------------------------------------------------------
+    def save(self, state_ref_list: list[Any], manifest_fields: dict[str, Any]) -> None:
+        """Queue a save and return at once. ``state_ref_list`` is ``[ObjectRef]`` (or ``[state]``
+        when used in-process)."""
+        if not isinstance(state_ref_list, (list, tuple)) or len(state_ref_list) != 1:
+            raise TypeError("save expects [state_ref]: one ObjectRef wrapped in a list")
+        version = manifest_fields.get("policy_version")
+        with self._cv:
+            if self._closed:
+                raise RuntimeError("checkpointer is closed")
+            if self._high is not None and version is not None and version < self._high:
+                self._stats["skipped"] += 1  # arrived after a newer one (threaded actors reorder)
+                return
+            if self._next is not None:
+                self._stats["skipped"] += 1  # the queued one was never started: newest wins
+            self._next = (list(state_ref_list), dict(manifest_fields))
+            if version is not None:
+                self._high = version if self._high is None else max(self._high, version)
+            self._cv.notify_all()
+
+    def stats(self) -> dict[str, Any]:
+        with self._cv:
+            return {**self._stats, "pending": int(self._next is not None), "in_progress": self._in_progress}
+
+    def flush(self, timeout_s: float | None = None) -> dict[str, Any]:
+        """Wait until nothing is pending or being written (or ``timeout_s`` passes); returns
+        ``stats()``; after a timeout ``pending``/``in_progress`` show what is left."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        with self._cv:
+            while self._next is not None or self._in_progress:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    break
+                self._cv.wait(left)
+        return self.stats()
+
+    def close(self, timeout_s: float | None = None) -> dict[str, Any]:
+        """Flush, then stop the writer thread; later saves raise."""
+        out = self.flush(timeout_s)
+        with self._cv:
+            self._closed = True
+            self._cv.notify_all()
+        return out
+
+    def ping(self) -> bool:
+        return True
+
+    # -- writer thread -----------------------------------------------------------------------
+    def _writer(self) -> None:
+        while True:
+            with self._cv:
+                while self._next is None and not self._closed:
+                    self._cv.wait()
+                if self._next is None:  # closed and drained
+                    return
+                job, self._next = self._next, None
+                self._in_progress = True
+            refs, fields = job
+            job = None
+            t0 = time.perf_counter()
+            path, nbytes, err = None, 0, None
+            try:
+                item = refs[0]
+                state = ray.get(item) if isinstance(item, ray.ObjectRef) else item
+                del refs, item  # drop our borrow of the object as soon as we hold the value
+                path = self.store.save(state, fields)
+                del state
+                nbytes = self.store.last_bytes
+            except Exception as e:  # noqa: BLE001 - keep the actor alive whatever the write did
+                err = e
+            finally:
+                with self._cv:
+                    s = self._stats
+                    if err is None:
+                        s["saved"] += 1
+                        s["last_save_s"] = time.perf_counter() - t0
+                        s["last_path"] = path
+                        s["last_version"] = fields.get("policy_version")
+                        s["bytes_written"] += nbytes
+                    else:
+                        s["failed"] += 1
+                        s["last_error"] = f"v{fields.get('policy_version')}: {_one_line(err)}"
+                    self._in_progress = False
+                    self._cv.notify_all()
