@@ -19,6 +19,7 @@ from envs.base import Box, Discrete, StepResult, TensorSpec, VecEnv
 # name -> "module:Class"; imported lazily so that importing ``envs`` stays cheap.
 _REGISTRY: dict[str, str] = {
     "CartPole": "envs.cartpole:CartPoleVecEnv",
+    "Chaos": "envs.chaos:ChaosVecEnv",
 }
 
 GYM_PREFIX = "gym:"

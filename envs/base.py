@@ -93,6 +93,15 @@ class VecEnv:
     def step(self, action: torch.Tensor) -> StepResult:
         raise NotImplementedError
 
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """Everything needed to continue the batch exactly (physics, step counters, RNG), for
+        bit-exact resume from a checkpoint. Envs that cannot capture it raise NotImplementedError;
+        a resumed run then starts their episodes afresh."""
+        raise NotImplementedError(f"{type(self).__name__} does not support state capture")
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        raise NotImplementedError(f"{type(self).__name__} does not support state capture")
+
     def close(self) -> None:
         """Release resources (processes, files); the default has none."""
 

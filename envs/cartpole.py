@@ -144,6 +144,16 @@ class CartPoleVecEnv(VecEnv):
         self._needs_reset = False
         return {"obs": self._observe()}
 
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {"state": self._state.clone(), "steps": self._steps.clone(),
+                "generator": self._generator.get_state()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        self._state.copy_(state["state"])
+        self._steps.copy_(state["steps"])
+        self._generator.set_state(state["generator"])
+        self._needs_reset = False
+
     @property
     def state(self) -> torch.Tensor:
         """A copy of the physics state, ``[N, 4]`` in ``dtype``."""

@@ -11,12 +11,16 @@ Plain class; the driver wraps it::
 and ``flush`` answer while a write is in progress and ``save`` never queues behind ``flush``
 (with the default of 1, a ``flush`` call blocks every later ``save``/``stats`` call until it
 returns). 4 leaves room for save + stats + flush + a spare. ``num_cpus=0`` because it mostly
-waits on the disk (the LZ4 pass does use a core while it runs).
+waits on the disk (serialising, and LZ4 when it pays, do use a core while a write runs). The
+same thread pool means calls may run out of order: before a ``flush`` that must include a save,
+``ray.get`` that save's (instant) return first.
 
 The learner hands over the state as ONE object ref wrapped in a list
 (``ckpt.save.remote([ref], fields)``): Ray resolves top-level ref arguments before the call,
 which would make the call wait for (and copy) the state; a ref nested in a list travels as a ref
 and the actor becomes a borrower, so the object stays alive until the writer is done with it.
+``ray.put(to_transport(state))`` puts tensors as NumPy arrays, several times faster than putting
+torch tensors; the writer unpacks either form.
 
 Pending work is bounded: one save in progress plus ONE "next" slot. A save that arrives while the
 slot is taken replaces it (newest state wins; the replaced one counts as ``skipped``), so a slow
@@ -33,11 +37,74 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
+import warnings
 from typing import Any
 
 import ray
+import torch
 
 from rl_system.checkpoint import CheckpointStore
+
+
+class PackedTensor:
+    """A tensor travelling as a NumPy array: Ray puts NumPy arrays into the object store with one
+    memcpy (pickle-5 out-of-band buffers) and hands them out zero-copy, while torch tensors go
+    through a slower pickling path (see ``bench/bench_checkpoint.py``). Dtypes NumPy lacks
+    (bfloat16, float8...) travel as same-width integers and are viewed back."""
+
+    __slots__ = ("array", "dtype")
+    _VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+    def __init__(self, t: torch.Tensor):
+        t = t.detach()
+        if t.device.type != "cpu":
+            t = t.cpu()
+        self.dtype = str(t.dtype).removeprefix("torch.")
+        try:
+            self.array = t.numpy()
+        except TypeError:  # no NumPy equivalent: ship the bits
+            self.array = t.view(self._VIEW[t.element_size()]).numpy()
+
+    def __reduce__(self):
+        return (_unpack_tensor_args, (self.array, self.dtype))
+
+    def to_tensor(self) -> torch.Tensor:
+        with warnings.catch_warnings():  # arrays from the object store are read-only; we only read
+            warnings.simplefilter("ignore", UserWarning)
+            t = torch.from_numpy(self.array)
+        dtype = getattr(torch, self.dtype)
+        return t if t.dtype == dtype else t.view(dtype)
+
+
+def _unpack_tensor_args(array: Any, dtype: str) -> PackedTensor:
+    p = PackedTensor.__new__(PackedTensor)
+    p.array, p.dtype = array, dtype
+    return p
+
+
+def _map(obj: Any, fn: Any) -> Any:
+    if isinstance(obj, dict):
+        return (OrderedDict if isinstance(obj, OrderedDict) else dict)((k, fn(v)) for k, v in obj.items())
+    if isinstance(obj, (list, tuple)):
+        return (tuple if isinstance(obj, tuple) else list)(fn(v) for v in obj)
+    return obj
+
+
+def to_transport(obj: Any) -> Any:
+    """Every tensor in a nested dict/list/tuple -> :class:`PackedTensor` (no copy on CPU). Call
+    ``ray.put(to_transport(state))``; the Checkpointer unpacks. Storage sharing between tensors is
+    not kept (tied weights arrive as two equal tensors; ``load_state_dict`` does not mind)."""
+    if isinstance(obj, torch.Tensor):
+        return PackedTensor(obj)
+    return _map(obj, to_transport)
+
+
+def from_transport(obj: Any) -> Any:
+    """Inverse of :func:`to_transport`; a state without packed tensors passes through unchanged."""
+    if isinstance(obj, PackedTensor):
+        return obj.to_tensor()
+    return _map(obj, from_transport)
 
 
 def _one_line(err: BaseException) -> str:
@@ -48,7 +115,7 @@ def _one_line(err: BaseException) -> str:
 
 
 class Checkpointer:
-    def __init__(self, root: str, keep_last: int = 3, compression: str = "lz4.frame"):
+    def __init__(self, root: str, keep_last: int = 3, compression: str = "auto"):
         self.store = CheckpointStore(root, keep_last=keep_last, compression=compression)
         self._cv = threading.Condition()
         self._next: tuple[list[Any], dict[str, Any]] | None = None
@@ -118,30 +185,29 @@ class Checkpointer:
                     return
                 job, self._next = self._next, None
                 self._in_progress = True
-            refs, fields = job
-            job = None
+            fields = job[1]
             t0 = time.perf_counter()
-            path, nbytes, err = None, 0, None
             try:
-                item = refs[0]
-                state = ray.get(item) if isinstance(item, ray.ObjectRef) else item
-                del refs, item  # drop our borrow of the object as soon as we hold the value
-                path = self.store.save(state, fields)
-                del state
-                nbytes = self.store.last_bytes
+                path, err = self._write(*job), None
             except Exception as e:  # noqa: BLE001 - keep the actor alive whatever the write did
-                err = e
-            finally:
-                with self._cv:
-                    s = self._stats
-                    if err is None:
-                        s["saved"] += 1
-                        s["last_save_s"] = time.perf_counter() - t0
-                        s["last_path"] = path
-                        s["last_version"] = fields.get("policy_version")
-                        s["bytes_written"] += nbytes
-                    else:
-                        s["failed"] += 1
-                        s["last_error"] = f"v{fields.get('policy_version')}: {_one_line(err)}"
-                    self._in_progress = False
-                    self._cv.notify_all()
+                path, err = None, _one_line(e)  # not the exception: its traceback pins the state
+            job = None  # drop our borrow of the object before waiting for the next one
+            with self._cv:
+                s = self._stats
+                if err is None:
+                    s["saved"] += 1
+                    s["last_save_s"] = time.perf_counter() - t0
+                    s["last_path"] = path
+                    s["last_version"] = fields.get("policy_version")
+                    s["bytes_written"] += self.store.last_bytes
+                else:
+                    s["failed"] += 1
+                    s["last_error"] = f"v{fields.get('policy_version')}: {err}"
+                self._in_progress = False
+                self._cv.notify_all()
+
+    def _write(self, refs: list[Any], fields: dict[str, Any]) -> str:
+        """Fetch and write one state; its memory is released when this returns or raises."""
+        item = refs[0]
+        state = from_transport(ray.get(item) if isinstance(item, ray.ObjectRef) else item)
+        return self.store.save(state, fields)

@@ -4,6 +4,7 @@ non-zero exit: 2 for bad input (config, flags), 1 for a run that failed, 130 for
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -21,6 +22,17 @@ def _parser() -> argparse.ArgumentParser:
                    help="Ray cluster to join ('auto' or HOST:PORT); default: start Ray on this machine")
     t.add_argument("--run-dir", default=None, type=Path, help="directory for this run's outputs")
     t.add_argument("--quiet", action="store_true", help="no per-round console lines")
+    t.add_argument("--resume", default=None, metavar="RUN_DIR|CHECKPOINT|latest",
+                   help="continue from a checkpoint (newest valid one of a run dir, or 'latest' run)")
+
+    e = sub.add_parser("eval", help="run a checkpoint's policy without training")
+    e.add_argument("checkpoint", help="checkpoint file, checkpoints dir or run dir")
+    e.add_argument("--episodes", type=int, default=100)
+    e.add_argument("--deterministic", action="store_true", help="greedy / mean action instead of sampling")
+    e.add_argument("--num-envs", type=int, default=None)
+    e.add_argument("--seed", type=int, default=12345)
+    e.add_argument("--json", dest="json_out", type=Path, default=None,
+                   help="where to write the result (default: eval.json beside the checkpoint's run)")
 
     r = sub.add_parser("rollouts", help="work with rollout archives")
     rsub = r.add_subparsers(dest="rollouts_command", required=True)
@@ -34,12 +46,30 @@ def _fail(msg: str, code: int) -> int:
     return code
 
 
+def _on_sigterm(signum, frame):  # noqa: ARG001
+    # SIGTERM (e.g. `ray job stop`, a scheduler) takes the Ctrl-C path: flush checkpoints, exit.
+    raise KeyboardInterrupt
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, args.overrides)
-    from rl_system.driver import TrainingError, train  # imports Ray: keep `--help` fast
+    from rl_system.checkpoint import CheckpointError
+    from rl_system.driver import Trainer, TrainingError  # imports Ray: keep `--help` fast
+    from rl_system.resume import find_resume
 
+    resume, run_dir = None, args.run_dir
+    if args.resume:
+        try:
+            resume = find_resume(args.resume, cfg, args.run_dir)
+        except CheckpointError as err:
+            return _fail(f"cannot resume: {err}", 1)
+        for name, why in resume.skipped:
+            print(f"rl-system: skipped corrupt checkpoint {name}: {why}", file=sys.stderr)
+        print(f"resuming from {resume.path}")
+        run_dir = resume.run_dir or run_dir
+    signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        summary = train(cfg, run_dir=args.run_dir, address=args.address, quiet=args.quiet)
+        summary = Trainer(cfg, run_dir, quiet=args.quiet, resume_state=resume.state if resume else None).run(args.address)
     except TrainingError as err:
         return _fail(f"error: {err}", 1)
     ttt = summary["time_to_target_s"]
@@ -49,11 +79,38 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    import json
+
+    from rl_system.checkpoint import CheckpointError
+    from rl_system.evaluate import evaluate
+    from rl_system.resume import find_resume
+
+    if args.episodes < 1:
+        return _fail("--episodes: expected a positive number", 2)
+    try:
+        found = find_resume(args.checkpoint, load_config(None), None)
+    except CheckpointError as err:
+        return _fail(f"cannot load checkpoint: {err}", 1)
+    result = evaluate(found.state, episodes=args.episodes, deterministic=args.deterministic,
+                      num_envs=args.num_envs, seed=args.seed)
+    result["checkpoint"] = found.path
+    print(f"{result['env']} v{result['policy_version']}: return {result['return_mean']:.2f} ± {result['return_std']:.2f}, "
+          f"length {result['length_mean']:.1f} ± {result['length_std']:.1f} over {result['episodes']} episodes"
+          f"{' (deterministic)' if args.deterministic else ''}")
+    out = args.json_out or ((found.run_dir or Path(".")) / "eval.json")
+    out.write_text(json.dumps(result, indent=2))
+    print(f"wrote {out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "train":
             return cmd_train(args)
+        if args.command == "eval":
+            return cmd_eval(args)
         if args.command == "rollouts":
             from rl_system.archive import cmd_rollouts_inspect
 

@@ -84,6 +84,17 @@ class LearnerConfig(_Strict):
     torch_threads: int = Field(1, ge=1)
 
 
+class CheckpointConfig(_Strict):
+    every_rounds: int = Field(20, ge=0)
+    """Save every K rounds (0: only at the end of the run)."""
+    keep_last: int = Field(3, ge=1)
+    """Checkpoints kept besides the best by mean return."""
+    dir: str | None = None
+    """Local path or filesystem URI (e.g. ``s3://bucket/run``); default ``<run dir>/checkpoints``."""
+    max_nonfinite_rounds: int = Field(3, ge=1)
+    """Stop (with a checkpoint) after this many rounds in a row had non-finite losses/gradients."""
+
+
 class RunConfig(_Strict):
     """Top-level config of a training run."""
 
@@ -94,6 +105,7 @@ class RunConfig(_Strict):
     learner: LearnerConfig = Field(default_factory=LearnerConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     ppo: PPOConfig = Field(default_factory=PPOConfig)
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     max_policy_lag: int = Field(0, ge=0)
     """Rollouts from policy versions older than ``version - max_policy_lag`` are dropped."""
     max_env_steps: int = Field(1_000_000, gt=0)

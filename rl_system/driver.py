@@ -20,9 +20,11 @@ from typing import Any
 
 import ray
 import yaml
-from ray.exceptions import RayActorError, RayTaskError
+from ray.exceptions import ActorUnavailableError, RayActorError, RayTaskError
 
+from envs import make_env
 from rl_system.archive import RolloutArchiver
+from rl_system.checkpointer import Checkpointer
 from rl_system.config import RunConfig
 from rl_system.gate import PolicyVersionGate
 from rl_system.learner import Learner
@@ -48,6 +50,9 @@ class RunStats:
     dropped: int = 0
     worker_failures: int = 0
     worker_restarts: int = 0
+    nonfinite_rounds: int = 0  # consecutive rounds with skipped (non-finite) minibatches
+    checkpoints_requested: int = 0
+    elapsed_before_resume: float = 0.0
     archives_written: int = 0
     archives_skipped: int = 0
     best_return: float = float("-inf")
@@ -83,8 +88,10 @@ def init_ray(cfg: RunConfig, address: str | None) -> None:
 class Trainer:
     """Builds the actors for ``cfg`` and runs rounds until a stop condition holds."""
 
-    def __init__(self, cfg: RunConfig, run_dir: Path | None = None, quiet: bool = False):
+    def __init__(self, cfg: RunConfig, run_dir: Path | None = None, quiet: bool = False,
+                 resume_state: dict[str, Any] | None = None):
         self.cfg = cfg
+        self.resume_state = resume_state
         self.run_dir = Path(run_dir) if run_dir else default_run_dir(cfg)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.model_dump(), sort_keys=False))
@@ -95,7 +102,11 @@ class Trainer:
         self.version = 0
         self.workers: list[Any] = []
         self.learner: Any = None
+        self._sampled_before: set[int] = set()  # workers that delivered a rollout already
+        self._restarting_since: dict[int, float] = {}
         self.archiver: Any = None
+        self.checkpointer: Any = None
+        self.checkpoint_stats: dict[str, Any] = {}
         self._archive_refs: list[ray.ObjectRef] = []
 
     # -- actors ------------------------------------------------------------------------------
@@ -108,10 +119,17 @@ class Trainer:
                                max_restarts=wc.max_restarts, max_task_retries=0).remote(i, cfg_dict)
             for i in range(wc.num_workers)
         ]
-        obs_spec, action_spec = ray.get(self.workers[0].specs.remote())
+        # Specs from a one-env copy built here, so the learner starts in parallel with the workers.
+        probe = make_env(cfg.env.name, 1, "cpu", seed=0, **cfg.env.kwargs)
+        obs_spec, action_spec = probe.observation_spec, probe.action_spec
+        probe.close()
         self.learner = ray.remote(Learner).options(
             name="learner", num_cpus=cfg.learner.num_cpus, num_gpus=cfg.learner.num_gpus, max_restarts=0,
         ).remote(cfg_dict, obs_spec, action_spec)
+        ckpt_root = cfg.checkpoint.dir or str((self.run_dir / "checkpoints").resolve())
+        self.checkpointer = ray.remote(Checkpointer).options(
+            name="checkpointer", num_cpus=0, max_concurrency=4, max_restarts=0,
+        ).remote(ckpt_root, keep_last=cfg.checkpoint.keep_last)
         if cfg.archive_every:
             root = cfg.archive_dir or str((self.run_dir / "rollouts").resolve())
             self.archiver = ray.remote(RolloutArchiver).options(name="rollout-archiver", num_cpus=0).remote(root)
@@ -119,10 +137,10 @@ class Trainer:
         ray.get([w.ping.remote() for w in self.workers] + [self.weights_ref])
 
     def _stop_actors(self) -> None:
-        for actor in [*self.workers, self.learner, self.archiver]:
+        for actor in [*self.workers, self.learner, self.archiver, self.checkpointer]:
             if actor is not None:
                 ray.kill(actor, no_restart=True)
-        self.workers, self.learner, self.archiver = [], None, None
+        self.workers, self.learner, self.archiver, self.checkpointer = [], None, None, None
 
     # At most this many archive writes in flight; beyond it a round's archive is skipped (and
     # counted) rather than queueing without bound behind a slow filesystem.
@@ -149,6 +167,65 @@ class Trainer:
             return
         self._archive_refs.append(self.archiver.write.remote(self.stats.rounds, *payload_refs))
 
+    # -- checkpoints -------------------------------------------------------------------------
+    def _driver_state(self, elapsed: float) -> dict[str, Any]:
+        st = self.stats
+        return {"rounds": st.rounds, "env_steps": st.env_steps, "dropped": st.dropped,
+                "worker_failures": st.worker_failures, "worker_restarts": st.worker_restarts,
+                "best_return": st.best_return, "time_to_target_s": st.time_to_target_s,
+                "steps_to_target": st.steps_to_target, "elapsed_s": elapsed,
+                "returns": list(self.window.returns), "lengths": list(self.window.lengths),
+                "episodes": self.window.episodes}
+
+    def _checkpoint(self, elapsed: float, pending: dict) -> None:
+        """Ask the learner to snapshot itself to the checkpointer (it returns at once)."""
+        workers = None
+        if not pending:  # workers idle (lag 0): their env/RNG state makes the resume bit-exact
+            try:
+                workers = ray.get([w.get_state.remote() for w in self.workers], timeout=30)
+            except (RayActorError, RayTaskError, ray.exceptions.GetTimeoutError):
+                workers = None
+            if workers is not None and any(s is None for s in workers):
+                workers = None
+        extra = {"driver": self._driver_state(elapsed), "workers": workers, "config": self.cfg.model_dump()}
+        manifest = {"round": self.stats.rounds, "mean_return": self.window.mean if self.window.returns else None}
+        self.learner.save_checkpoint.remote(self.checkpointer, extra, manifest)
+        self.stats.checkpoints_requested += 1
+
+    def _flush_checkpoints(self, timeout: float = 120.0) -> None:
+        """Wait until every requested checkpoint is on storage (end of run, Ctrl-C, SIGTERM)."""
+        if self.checkpointer is None:
+            return
+        try:
+            if self.learner is not None:
+                err = ray.get(self.learner.flush_snapshot.remote(), timeout=timeout)
+                if err:
+                    self.log.line(f"[red]checkpoint snapshot failed: {err}[/red]")
+            self.checkpoint_stats = ray.get(self.checkpointer.flush.remote(timeout), timeout=timeout + 5)
+        except Exception as err:  # noqa: BLE001 - the run is ending; say what happened
+            self.log.line(f"[red]could not flush checkpoints: {_first_line(err)}[/red]")
+            return
+        if self.checkpoint_stats.get("last_error"):
+            self.log.line(f"[red]checkpoint error: {self.checkpoint_stats['last_error']}[/red]")
+
+    def _restore(self, state: dict[str, Any]) -> None:
+        """Continue from a checkpoint: learner weights/optimizer/RNG, counters, workers."""
+        self.weights_ref = self.learner.load_state.remote(state["learner"])
+        ray.get(self.weights_ref)
+        self.version = int(state["learner"]["version"])
+        d, st = state["driver"], self.stats
+        st.rounds, st.env_steps, st.dropped = d["rounds"], d["env_steps"], d["dropped"]
+        st.worker_failures, st.worker_restarts = d["worker_failures"], d["worker_restarts"]
+        st.best_return, st.time_to_target_s, st.steps_to_target = d["best_return"], d["time_to_target_s"], d["steps_to_target"]
+        st.elapsed_before_resume = d["elapsed_s"]
+        self.window.extend(d["returns"], d["lengths"], d["episodes"])
+        workers = state.get("workers")
+        if workers and len(workers) == len(self.workers):
+            ray.get([w.set_state.remote(s) for w, s in zip(self.workers, workers)])
+        else:
+            self.log.line("[yellow]resume: worker/env state not in the checkpoint; episodes start afresh[/yellow]")
+        self.log.line(f"resumed at round {st.rounds}, policy version {self.version}, {st.env_steps:,} env steps")
+
     # -- one round ----------------------------------------------------------------------------
     def _submit(self, pending: dict, w: int) -> None:
         meta_ref, payload_ref = self.workers[w].sample.options(num_returns=2).remote(self.weights_ref, self.version)
@@ -168,6 +245,12 @@ class Trainer:
                 self._submit(pending, job.worker)
                 continue
             consecutive_failures[job.worker] = 0
+            self._restarting_since.pop(job.worker, None)
+            if meta["fresh_process"] and job.worker in self._sampled_before:
+                # Ray restarted this worker (killed while idle, so no call failed): count it.
+                self.stats.worker_restarts += 1
+                self.log.line(f"[yellow]worker {job.worker} was restarted[/yellow]")
+            self._sampled_before.add(job.worker)
             if self.gate.check(meta["version"], self.version):
                 accepted.append((job.worker, job.payload_ref))
                 metas.append(meta)
@@ -180,11 +263,23 @@ class Trainer:
         accepted.sort(key=lambda item: item[0])
         return [ref for _, ref in accepted], metas
 
+    # How long a worker may stay "restarting" before the run gives up on it.
+    RESTART_TIMEOUT_S = 300.0
+
     def _on_worker_failure(self, w: int, err: Exception, consecutive: list[int]) -> None:
+        if isinstance(err, ActorUnavailableError):
+            # Ray is restarting it: not a new failure. Back off briefly, then re-request.
+            since = self._restarting_since.setdefault(w, time.monotonic())
+            if time.monotonic() - since > self.RESTART_TIMEOUT_S:
+                raise TrainingError(f"worker {w} did not come back within {self.RESTART_TIMEOUT_S:.0f}s")
+            time.sleep(0.05)
+            return
+        self._restarting_since.pop(w, None)
         consecutive[w] += 1
         self.stats.worker_failures += 1
         died = isinstance(err, RayActorError)
         if died:
+            self._sampled_before.discard(w)  # its next fresh rollout is this restart, not another
             self.stats.worker_restarts += 1
         what = "died" if died else f"raised {_first_line(err)}"
         self.log.line(f"[yellow]worker {w} {what}; re-requesting its rollout[/yellow]")
@@ -209,13 +304,17 @@ class Trainer:
         init_ray(self.cfg, address)
         try:
             self._start_actors()
+            if self.resume_state is not None:
+                self._restore(self.resume_state)
+                self.resume_state = None
             startup_s = time.perf_counter() - t_start
             self.log.line(f"run dir {self.run_dir} | {len(self.workers)} workers × "
                           f"{self.cfg.workers.num_envs} envs × {self.cfg.workers.rollout_len} steps | "
                           f"actors ready in {startup_s:.1f}s")
             summary = self._loop(startup_s)
         except BaseException as err:
-            self._write_summary(self._summary(0.0, 0.0, status=_status_of(err)))
+            self._flush_checkpoints()
+            self._write_summary(self._summary(0.0, 0.0, status=_status_of(err), error=err))
             raise
         finally:
             self._stop_actors()
@@ -225,7 +324,7 @@ class Trainer:
     def _loop(self, startup_s: float) -> dict[str, Any]:
         cfg, st = self.cfg, self.stats
         pending: dict = {}
-        t0 = last_log = time.perf_counter()
+        t0 = last_log = time.perf_counter() - st.elapsed_before_resume
         while True:
             for w in range(len(self.workers)):
                 if not any(p.worker == w for p in pending.values()):
@@ -236,6 +335,7 @@ class Trainer:
             if self.archiver is not None and st.rounds % self.cfg.archive_every == 0:
                 self._archive(refs)
             metrics = self._update(refs)
+            self._check_finite(metrics, pending)
             st.time_sample += t_gathered - t_round
             st.time_update += time.perf_counter() - t_gathered
             st.time_round += time.perf_counter() - t_round
@@ -249,11 +349,16 @@ class Trainer:
                 last_log = time.perf_counter()
                 self.log.progress(st.rounds, st.env_steps, st.env_steps / elapsed, self.window,
                                   st.best_return, self.version, st.dropped)
-            if self._should_stop(elapsed):
+            stop = self._should_stop(elapsed)
+            every = cfg.checkpoint.every_rounds
+            if stop or (every and st.rounds % every == 0):
+                self._checkpoint(elapsed, pending)
+            if stop:
                 break
         for ref in pending:  # rollouts still in flight (lag > 0) are not needed any more
             ray.cancel(ref)
         self._collect_archive(timeout=60)
+        self._flush_checkpoints()
         wall = time.perf_counter() - t0
         self.log.progress(st.rounds, st.env_steps, st.env_steps / wall, self.window, st.best_return,
                           self.version, st.dropped)
@@ -278,18 +383,37 @@ class Trainer:
         self.log.scalars(st.env_steps, row)
         st.history.append({"round": st.rounds, "env_steps": st.env_steps, "wall_s": elapsed, "return_mean": mean_ret})
 
+    def _check_finite(self, metrics: dict[str, Any], pending: dict) -> None:
+        st = self.stats
+        if metrics.get("skipped_minibatches", 0) == 0:
+            st.nonfinite_rounds = 0
+            return
+        st.nonfinite_rounds += 1
+        self.log.line(f"[yellow]round {st.rounds + 1}: {metrics['skipped_minibatches']} minibatch steps skipped "
+                      f"(non-finite loss or gradients); weights untouched by them[/yellow]")
+        if st.nonfinite_rounds >= self.cfg.checkpoint.max_nonfinite_rounds:
+            self._checkpoint(0.0, pending)
+            raise TrainingError(f"non-finite loss or gradients in {st.nonfinite_rounds} rounds in a row; "
+                                f"stopped with a checkpoint of the last good weights")
+
     def _should_stop(self, elapsed: float) -> bool:
         cfg, st = self.cfg, self.stats
-        if st.time_to_target_s is not None:
+        if cfg.target_return is not None and st.time_to_target_s is not None:
             return True
         if st.env_steps >= cfg.max_env_steps:
             return True
         return cfg.max_wall_s is not None and elapsed >= cfg.max_wall_s
 
-    def _summary(self, wall: float, startup_s: float, status: str) -> dict[str, Any]:
+    def _summary(self, wall: float, startup_s: float, status: str,
+                 error: BaseException | None = None) -> dict[str, Any]:
         st = self.stats
+        ck = self.checkpoint_stats
         return {
             "status": status,
+            "error": _first_line(error) if error is not None else None,
+            "checkpoints": {"saved": ck.get("saved", 0), "skipped": ck.get("skipped", 0),
+                            "failed": ck.get("failed", 0), "last_error": ck.get("last_error"),
+                            "last_path": ck.get("last_path")},
             "env": self.cfg.env.name,
             "algo": self.cfg.algo,
             "seed": self.cfg.seed,

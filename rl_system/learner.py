@@ -6,14 +6,18 @@ It receives rollouts as LZ4 payloads (``bytes``) straight from the object store.
 
 from __future__ import annotations
 
+import copy
+import threading
 import time
 from typing import Any
 
+import ray
 import torch
 
 from envs.base import Box, Discrete, TensorSpec
 from rl_system import codec
 from rl_system.algos.ppo import PPO
+from rl_system.checkpoint import capture_rng_state, restore_rng_state
 from rl_system.config import RunConfig
 from rl_system.device import resolve_device
 from rl_system.gate import PolicyVersionGate
@@ -45,12 +49,16 @@ class Learner:
         self.gate = PolicyVersionGate(self.cfg.max_policy_lag)
         self.version = 0
         self.env_steps = 0  # env steps trained on
+        self._snapshot: threading.Thread | None = None
+        self._snapshot_error: str | None = None
+        self.ckpt_blocked_s = 0.0  # time the learner waited on checkpointing, last save
 
     def get_weights(self) -> dict[str, torch.Tensor]:
         return {k: v.detach().cpu() for k, v in self.policy.state_dict().items()}
 
     def update(self, *payloads: bytes) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
         """Train on the given rollouts (payload bytes); returns ``(metrics, new_weights)``."""
+        self._join_snapshot()
         t0 = time.perf_counter()
         rollouts, dropped = [], 0
         for payload in payloads:
@@ -77,5 +85,65 @@ class Learner:
         self.version += 1
         metrics.update(version=self.version, learner_env_steps=self.env_steps, learner_dropped=dropped,
                        decode_s=t_decode, update_s=time.perf_counter() - t0 - t_decode,
-                       skipped_updates_total=self.algo.skipped_updates)
+                       skipped_updates_total=self.algo.skipped_updates,
+                       checkpoint_blocked_s=self.ckpt_blocked_s)
         return metrics, self.get_weights()
+
+    # -- checkpointing -------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        """Everything needed to continue training exactly: weights (incl. normaliser buffers),
+        optimiser moments, counters and RNG state. Tensors are copies on CPU."""
+        return copy.deepcopy({
+            "model": self.policy.state_dict(),
+            "optimizer": self.algo.optimizer.state_dict(),
+            "version": self.version,
+            "env_steps": self.env_steps,
+            "skipped_updates": self.algo.skipped_updates,
+            "rng": capture_rng_state(),
+        })
+
+    def load_state(self, state: dict[str, Any]) -> dict[str, torch.Tensor]:
+        """Restore :meth:`state`; returns the weights for the workers."""
+        self._join_snapshot()
+        self.policy.load_state_dict(state["model"])
+        self.algo.optimizer.load_state_dict(state["optimizer"])
+        self.version = int(state["version"])
+        self.env_steps = int(state["env_steps"])
+        self.algo.skipped_updates = int(state["skipped_updates"])
+        restore_rng_state(state["rng"])
+        return self.get_weights()
+
+    def save_checkpoint(self, checkpointer: Any, extra: dict[str, Any], manifest: dict[str, Any]) -> None:
+        """Hand a snapshot to the checkpointer actor and return at once.
+
+        The copy, ``ray.put`` and hand-off run on a thread while the workers sample the next
+        round; the next :meth:`update` waits for that thread only if it is still running, so
+        the weights are never mutated mid-copy and the learner never waits on disk.
+        """
+        t0 = time.perf_counter()
+        self._join_snapshot()
+
+        def snapshot() -> None:
+            try:
+                ref = ray.put({"learner": self.state(), **extra})
+                checkpointer.save.remote([ref], {"policy_version": self.version, "env_steps": self.env_steps,
+                                                 **manifest})
+            except Exception as err:  # noqa: BLE001 - reported through metrics, training goes on
+                self._snapshot_error = f"{type(err).__name__}: {err}"
+
+        self._snapshot = threading.Thread(target=snapshot, name="checkpoint-snapshot", daemon=True)
+        self._snapshot.start()
+        self.ckpt_blocked_s = time.perf_counter() - t0
+
+    def _join_snapshot(self) -> None:
+        if self._snapshot is not None:
+            t0 = time.perf_counter()
+            self._snapshot.join()
+            self._snapshot = None
+            self.ckpt_blocked_s += time.perf_counter() - t0
+
+    def flush_snapshot(self) -> str | None:
+        """Wait for a snapshot in progress; returns its error line, if any."""
+        self._join_snapshot()
+        err, self._snapshot_error = self._snapshot_error, None
+        return err

@@ -35,6 +35,7 @@ class RolloutWorker:
         self.buffer = RolloutBuffer(wc.rollout_len, wc.num_envs, self.env.observation_spec,
                                     self.env.action_spec, self.device)
         self.version = -1
+        self.samples = 0  # since this process started: 0 after a restart by Ray
         self.ep_return = torch.zeros(wc.num_envs, device=self.device)
         self.ep_length = torch.zeros(wc.num_envs, dtype=torch.int32, device=self.device)
         self._reset_envs(seed)
@@ -69,7 +70,9 @@ class RolloutWorker:
             "env_steps": self.buffer.rollout_len * self.buffer.num_envs,
             "num_episodes": int(returns.numel()),
             "sample_s": sample_s,
+            "fresh_process": self.samples == 0,
         }
+        self.samples += 1
         payload = codec.encode(columns, meta, compression=self.cfg.compression, level=self.cfg.compression_level)
         meta["encode_s"] = time.perf_counter() - t0 - sample_s
         meta["payload_bytes"] = len(payload)
@@ -109,6 +112,23 @@ class RolloutWorker:
             obs = step.obs
         buf.last_value.copy_(policy.value(obs))
         self.obs = obs
+
+    def get_state(self) -> dict[str, Any] | None:
+        """What a bit-exact resume needs of this worker (env, RNG, current obs, episode
+        counters), or None when the env cannot capture its state."""
+        try:
+            env_state = self.env.state_dict()
+        except NotImplementedError:
+            return None
+        return {"env": env_state, "torch_rng": torch.get_rng_state(), "obs": dict(self.obs),
+                "ep_return": self.ep_return.clone(), "ep_length": self.ep_length.clone()}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.env.load_state_dict(state["env"])
+        torch.set_rng_state(state["torch_rng"])
+        self.obs = {k: v.to(self.device) for k, v in state["obs"].items()}
+        self.ep_return.copy_(state["ep_return"])
+        self.ep_length.copy_(state["ep_length"])
 
     def ping(self) -> int:
         return self.worker_id

@@ -1,0 +1,146 @@
+"""Failures survived, on real local Ray: dead and raising workers, a dead learner, NaN losses,
+resume (bit-exact for one worker on CPU), corrupt checkpoints, and eval of a checkpoint."""
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import ray
+import torch
+
+from rl_system.checkpoint import CheckpointStore, load_checkpoint
+from rl_system.config import load_config
+from rl_system.driver import Trainer, TrainingError, train
+from rl_system.evaluate import evaluate
+from rl_system.resume import find_resume
+
+FAST = ["tensorboard=false", "log_every_s=30"]
+
+
+def _killer(name: str, times: int, every_s: float, stop: threading.Event, started: "Path"):
+    """Kill the named actor `times` times (Ray restarts it), like a node OOM-killing a process.
+    Starts once `started` exists, i.e. training is under way."""
+    def run():
+        while not stop.is_set() and not started.exists():
+            time.sleep(0.1)
+        for _ in range(times):
+            if stop.is_set():
+                return
+            try:
+                ray.kill(ray.get_actor(name), no_restart=False)
+            except ValueError:
+                pass  # restarting right now
+            stop.wait(every_s)
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def test_killed_workers_are_restarted_and_training_reaches_threshold(ray_session, tmp_path):
+    cfg = load_config("launch/configs/cartpole_ppo.yaml", FAST + [
+        "target_return=195", "return_window=50", "max_env_steps=1500000", "workers.max_restarts=-1",
+        "checkpoint.every_rounds=2"])
+    stop = threading.Event()
+    killer = _killer("rollout-worker-1", times=3, every_s=1.5, stop=stop, started=tmp_path / "checkpoints" / "latest.json")
+    try:
+        summary = train(cfg, run_dir=tmp_path, quiet=True)
+    finally:
+        stop.set()
+        killer.join()
+    assert summary["reached_target"], summary
+    assert summary["worker_restarts"] >= 1
+    assert summary["dropped_rollouts"] == 0 and summary["policy_version"] == summary["rounds"]
+
+
+def test_env_raising_is_reported_and_rollout_re_requested(ray_session, tmp_path):
+    cfg = load_config(None, FAST + ["env.name=Chaos", "env.kwargs={env: CartPole, raise_at_step: 20}",
+                                    "workers.num_envs=16", "max_env_steps=4096"])
+    summary = train(cfg, run_dir=tmp_path, quiet=True)
+    assert summary["status"] == "completed"
+    assert summary["worker_failures"] == 2  # each worker's env raised once
+    assert summary["env_steps"] >= 4096 and summary["policy_version"] == summary["rounds"]
+
+
+def test_nan_losses_stop_the_run_with_a_checkpoint(ray_session, tmp_path):
+    cfg = load_config(None, FAST + ["env.name=Chaos", "env.kwargs={env: CartPole, nan_reward_at_step: 40}",
+                                    "workers.num_envs=16", "checkpoint.max_nonfinite_rounds=2"])
+    with pytest.raises(TrainingError, match="non-finite loss or gradients in 2 rounds"):
+        train(cfg, run_dir=tmp_path, quiet=True)
+    state, manifest = load_checkpoint(str(sorted((tmp_path / "checkpoints").glob("*.rlck"))[-1]))
+    assert all(torch.isfinite(v).all() for v in state["learner"]["model"].values())
+    # Rounds 1 and 2 were clean (40 steps at T=16 is inside round 3), rounds 3 and 4 skipped every step.
+    assert manifest["policy_version"] == 4 and state["learner"]["skipped_updates"] == 2 * 4 * 4
+
+
+def _final_weights(run_dir):
+    state, _, _ = CheckpointStore(str(run_dir / "checkpoints")).load_latest_valid()
+    return state
+
+
+def test_resume_after_round_k_matches_uninterrupted_run(ray_session, tmp_path):
+    overrides = FAST + ["workers.num_workers=1", "workers.num_envs=32", "target_return=null",
+                        "max_env_steps=3584", "checkpoint.every_rounds=6", "checkpoint.keep_last=10"]
+    cfg = load_config("launch/configs/cartpole_ppo.yaml", overrides)  # 7 rounds of 32 × 16
+    train(cfg, run_dir=tmp_path / "a", quiet=True)
+    full = _final_weights(tmp_path / "a")
+    assert full["learner"]["version"] == 7
+
+    round_6 = find_resume(str(tmp_path / "a" / "checkpoints" / "ckpt-v00000006.rlck"), cfg, None)
+    assert round_6.state["workers"] is not None  # env + RNG state captured: exact resume
+    Trainer(cfg, tmp_path / "b", quiet=True, resume_state=round_6.state).run()
+    resumed = _final_weights(tmp_path / "b")
+    assert resumed["learner"]["version"] == 7
+    for key, value in full["learner"]["model"].items():
+        assert torch.equal(value, resumed["learner"]["model"][key]), key
+    assert resumed["driver"]["env_steps"] == full["driver"]["env_steps"]
+
+
+def test_dead_learner_ends_run_clearly_and_resume_latest_continues(ray_session, tmp_path):
+    cfg = load_config("launch/configs/cartpole_ppo.yaml", FAST + [
+        "target_return=null", "max_env_steps=3000000", "checkpoint.every_rounds=2", "workers.num_envs=64"])
+    stop = threading.Event()
+
+    def kill_learner():
+        # Wait until a checkpoint exists, then kill the learner process outright.
+        while not stop.is_set() and not list((tmp_path / "checkpoints").glob("*.rlck")):
+            time.sleep(0.2)
+        ray.kill(ray.get_actor("learner"), no_restart=True)
+
+    t = threading.Thread(target=kill_learner, daemon=True)
+    t.start()
+    with pytest.raises(TrainingError, match="the learner died"):
+        train(cfg, run_dir=tmp_path, quiet=True)
+    stop.set()
+    t.join()
+    found = find_resume("latest", cfg, tmp_path)
+    version = found.state["learner"]["version"]
+    assert version >= 2
+    cfg2 = load_config("launch/configs/cartpole_ppo.yaml", FAST + [
+        "target_return=null", f"max_env_steps={found.state['driver']['env_steps'] + 2 * 2 * 64 * 16}",
+        "workers.num_envs=64"])
+    summary = Trainer(cfg2, tmp_path, quiet=True, resume_state=found.state).run()
+    assert summary["status"] == "completed" and summary["policy_version"] == version + 2
+
+
+def test_resume_latest_skips_a_corrupt_newest_checkpoint(ray_session, tmp_path):
+    cfg = load_config("launch/configs/cartpole_ppo.yaml", FAST + [
+        "target_return=null", "max_env_steps=4096", "workers.num_envs=32", "checkpoint.every_rounds=1"])
+    train(cfg, run_dir=tmp_path, quiet=True)
+    files = sorted((tmp_path / "checkpoints").glob("*.rlck"))
+    newest = files[-1]
+    data = bytearray(newest.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    newest.write_bytes(bytes(data))
+    found = find_resume("latest", cfg, tmp_path)
+    assert found.path.endswith(files[-2].name)
+    assert found.skipped and newest.name in found.skipped[0][0]
+
+
+def test_eval_on_a_checkpoint(ray_session, tmp_path):
+    cfg = load_config("launch/configs/cartpole_ppo.yaml", FAST + ["target_return=150", "return_window=20"])
+    train(cfg, run_dir=tmp_path, quiet=True)
+    state = _final_weights(tmp_path)
+    result = evaluate(state, episodes=20, deterministic=True, num_envs=8)
+    assert result["episodes"] == 20 and result["return_mean"] >= 150
+    assert result["length_mean"] == result["return_mean"]  # CartPole: reward 1 per step
