@@ -1,9 +1,10 @@
 """Benchmark rl_system.codec on a rollout: per column, raw MB, ratio, MB/s.
 
-    python bench/bench_codec.py [--repeat N]
+    python bench/bench_codec.py [--repeat N] [--env CartPole] [--train-rounds K] [--synthetic]
 
-Replace ``synthetic_rollout()`` with real rollouts from workers when available;
-everything else only needs ``dict[str, torch.Tensor]``.
+By default the rollout is real: a worker collects T x N steps of ``--env`` with a policy trained
+for ``--train-rounds`` rounds first (an untrained policy's rollouts compress differently from a
+good one's: longer episodes, more confident log-probs).
 """
 from __future__ import annotations
 
@@ -48,6 +49,25 @@ def synthetic_rollout(T: int = 64, N: int = 1024, seed: int = 0) -> dict[str, to
             "truncated": truncated, "logp": logp, "value": value}
 
 
+def real_rollout(env: str, T: int, N: int, train_rounds: int) -> dict[str, torch.Tensor]:
+    """A rollout collected by the real worker after ``train_rounds`` in-process PPO rounds."""
+    from rl_system.config import load_config
+    from rl_system.learner import Learner
+    from rl_system.worker import RolloutWorker
+
+    cfg = load_config(None, [f"env.name={env}", f"workers.num_envs={N}", f"workers.rollout_len={T}",
+                             "compression=none"])
+    worker = RolloutWorker(0, cfg)
+    learner = Learner(cfg, *worker.specs())
+    weights = learner.get_weights()
+    for version in range(train_rounds):
+        _, payload = worker.sample(weights, version)
+        _, weights = learner.update(payload)
+    _, payload = worker.sample(weights, train_rounds)
+    cols, _ = decode(payload)
+    return {k: v for k, v in cols.items() if not k.startswith("episode_")}
+
+
 def _best(fn, repeat: int) -> float:
     fn()  # warm-up
     times = []
@@ -78,6 +98,12 @@ def bench(cols: dict[str, torch.Tensor], repeat: int) -> None:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--env", default="CartPole")
+    ap.add_argument("--T", type=int, default=64)
+    ap.add_argument("--N", type=int, default=1024)
+    ap.add_argument("--train-rounds", type=int, default=20)
+    ap.add_argument("--synthetic", action="store_true", help="use a synthetic CartPole-like rollout")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    bench(synthetic_rollout(), args.repeat)
+    cols = synthetic_rollout(args.T, args.N) if args.synthetic else real_rollout(args.env, args.T, args.N, args.train_rounds)
+    bench(cols, args.repeat)

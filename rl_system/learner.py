@@ -18,6 +18,7 @@ from envs.base import Box, Discrete, TensorSpec
 from rl_system import codec
 from rl_system.algos.ppo import PPO
 from rl_system.checkpoint import capture_rng_state, restore_rng_state
+from rl_system.checkpointer import to_transport
 from rl_system.config import RunConfig
 from rl_system.device import resolve_device
 from rl_system.gate import PolicyVersionGate
@@ -50,6 +51,7 @@ class Learner:
         self.version = 0
         self.env_steps = 0  # env steps trained on
         self._snapshot: threading.Thread | None = None
+        self._save_ref: ray.ObjectRef | None = None
         self._snapshot_error: str | None = None
         self.ckpt_blocked_s = 0.0  # time the learner waited on checkpointing, last save
 
@@ -90,17 +92,19 @@ class Learner:
         return metrics, self.get_weights()
 
     # -- checkpointing -------------------------------------------------------------------------
-    def state(self) -> dict[str, Any]:
+    def state(self, copy_tensors: bool = True) -> dict[str, Any]:
         """Everything needed to continue training exactly: weights (incl. normaliser buffers),
-        optimiser moments, counters and RNG state. Tensors are copies on CPU."""
-        return copy.deepcopy({
+        optimiser moments, counters and RNG state. With ``copy_tensors=False`` the tensors are
+        the live ones (the caller must finish with them before the next update)."""
+        state = {
             "model": self.policy.state_dict(),
             "optimizer": self.algo.optimizer.state_dict(),
             "version": self.version,
             "env_steps": self.env_steps,
             "skipped_updates": self.algo.skipped_updates,
             "rng": capture_rng_state(),
-        })
+        }
+        return copy.deepcopy(state) if copy_tensors else state
 
     def load_state(self, state: dict[str, Any]) -> dict[str, torch.Tensor]:
         """Restore :meth:`state`; returns the weights for the workers."""
@@ -125,9 +129,11 @@ class Learner:
 
         def snapshot() -> None:
             try:
-                ref = ray.put({"learner": self.state(), **extra})
-                checkpointer.save.remote([ref], {"policy_version": self.version, "env_steps": self.env_steps,
-                                                 **manifest})
+                # No copy here: ray.put copies into the object store, and the next update
+                # waits for this thread before it touches the weights.
+                ref = ray.put(to_transport({"learner": self.state(copy_tensors=False), **extra}))
+                self._save_ref = checkpointer.save.remote(
+                    [ref], {"policy_version": self.version, "env_steps": self.env_steps, **manifest})
             except Exception as err:  # noqa: BLE001 - reported through metrics, training goes on
                 self._snapshot_error = f"{type(err).__name__}: {err}"
 
@@ -143,7 +149,15 @@ class Learner:
             self.ckpt_blocked_s += time.perf_counter() - t0
 
     def flush_snapshot(self) -> str | None:
-        """Wait for a snapshot in progress; returns its error line, if any."""
+        """Wait until the last snapshot is queued on the checkpointer; returns its error line, if any."""
         self._join_snapshot()
+        if self._save_ref is not None:
+            # Calls from two callers to a threaded actor are unordered: make sure our save is
+            # queued before the driver's flush is allowed to run.
+            try:
+                ray.get(self._save_ref)
+            except Exception as err:  # noqa: BLE001
+                self._snapshot_error = f"{type(err).__name__}: {err}"
+            self._save_ref = None
         err, self._snapshot_error = self._snapshot_error, None
         return err

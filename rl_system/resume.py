@@ -38,7 +38,7 @@ def _from_store(ckpt_dir: Path, run_dir: Path | None) -> Resume:
     if not ckpt_dir.is_dir():
         raise CheckpointError(f"{ckpt_dir}: no checkpoints directory")
     store = CheckpointStore(str(ckpt_dir))
-    state, manifest, path = store.load_latest_valid()
+    state, manifest, path = store.load_latest_valid(quarantine=True)
     return Resume(state, manifest, path, run_dir, list(getattr(store, "skipped", [])))
 
 
