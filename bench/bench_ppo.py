@@ -79,10 +79,12 @@ def main() -> None:
         from bench.peers.rllib_ppo import run_rllib_ppo, run_rllib_throughput
 
         for seed in args.peer_seeds:
-            peer_ttt.append(run_rllib_ppo(seed=seed, time_budget_s=120))
-        peer_thr.append({"peer": "rllib", **_as_dict(run_rllib_throughput(seconds=30))})
+            peer_ttt.append(run_rllib_ppo(seed=seed, time_budget_s=120, config_name="tuned"))
+        for name in ("tuned", "throughput"):
+            sps = run_rllib_throughput(seconds=30, config_name=name)
+            peer_thr.append({"peer": f"rllib [{name}]", **_as_dict(sps)})
         for seed in args.peer_seeds:
-            peer_ttt.append(run_cleanrl_ppo(seed=seed, time_budget_s=120))
+            peer_ttt.append(run_cleanrl_ppo(seed=seed, time_budget_s=120, variant="fast"))
 
     cols = ["peer", "seed", "reached", "env_steps", "train_wall_s", "steps_per_s"]
     print(f"machine: {os.cpu_count()} CPUs; ray.init {ray_init_s:.1f}s")
