@@ -116,7 +116,14 @@ def _one_line(err: BaseException) -> str:
 
 class Checkpointer:
     def __init__(self, root: str, keep_last: int = 3, compression: str = "auto"):
-        self.store = CheckpointStore(root, keep_last=keep_last, compression=compression)
+        self._store_args = (root, keep_last, compression)
+        self.store: CheckpointStore | None = None
+        self._open_error: str | None = None
+        try:
+            self._open_store()
+        except Exception as e:  # noqa: BLE001 - an unwritable root must not kill the actor
+            # Each save retries (the disk may come back); until then saves fail and are counted.
+            self._open_error = _one_line(e)
         self._cv = threading.Condition()
         self._next: tuple[list[Any], dict[str, Any]] | None = None
         self._in_progress = False
@@ -150,7 +157,10 @@ class Checkpointer:
 
     def stats(self) -> dict[str, Any]:
         with self._cv:
-            return {**self._stats, "pending": int(self._next is not None), "in_progress": self._in_progress}
+            stats = {**self._stats, "pending": int(self._next is not None), "in_progress": self._in_progress}
+        if stats["last_error"] is None and self._open_error and self.store is None:
+            stats["last_error"] = f"cannot open checkpoint storage: {self._open_error}"
+        return stats
 
     def flush(self, timeout_s: float | None = None) -> dict[str, Any]:
         """Wait until nothing is pending or being written (or ``timeout_s`` passes); returns
@@ -174,6 +184,12 @@ class Checkpointer:
 
     def ping(self) -> bool:
         return True
+
+    def _open_store(self) -> CheckpointStore:
+        if self.store is None:
+            root, keep_last, compression = self._store_args
+            self.store = CheckpointStore(root, keep_last=keep_last, compression=compression)
+        return self.store
 
     # -- writer thread -----------------------------------------------------------------------
     def _writer(self) -> None:
@@ -209,5 +225,6 @@ class Checkpointer:
     def _write(self, refs: list[Any], fields: dict[str, Any]) -> str:
         """Fetch and write one state; its memory is released when this returns or raises."""
         item = refs[0]
+        store = self._open_store()
         state = from_transport(ray.get(item) if isinstance(item, ray.ObjectRef) else item)
-        return self.store.save(state, fields)
+        return store.save(state, fields)

@@ -192,6 +192,21 @@ class Trainer:
         self.learner.save_checkpoint.remote(self.checkpointer, extra, manifest)
         self.stats.checkpoints_requested += 1
 
+    def _poll_checkpointer(self) -> None:
+        """Surface checkpoint failures while training goes on (disk full, unwritable dir)."""
+        try:
+            stats = ray.get(self.checkpointer.stats.remote(), timeout=5)
+        except Exception:  # noqa: BLE001 - monitoring only
+            return
+        failed_before = self.checkpoint_stats.get("failed", 0)
+        self.checkpoint_stats = stats
+        if stats["failed"] > failed_before:
+            self.log.line(f"[red]checkpoint save failed ({stats['failed']} so far): {stats['last_error']}; "
+                          f"training goes on, earlier checkpoints are untouched[/red]")
+        self.log.scalars(self.stats.env_steps, {"checkpoints_saved": stats["saved"],
+                                                "checkpoints_failed": stats["failed"],
+                                                "checkpoints_skipped": stats["skipped"]})
+
     def _flush_checkpoints(self, timeout: float = 120.0) -> None:
         """Wait until every requested checkpoint is on storage (end of run, Ctrl-C, SIGTERM)."""
         if self.checkpointer is None:
@@ -347,6 +362,7 @@ class Trainer:
             self._record(metrics, metas, elapsed)
             if time.perf_counter() - last_log >= cfg.log_every_s:
                 last_log = time.perf_counter()
+                self._poll_checkpointer()
                 self.log.progress(st.rounds, st.env_steps, st.env_steps / elapsed, self.window,
                                   st.best_return, self.version, st.dropped)
             stop = self._should_stop(elapsed)

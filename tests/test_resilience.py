@@ -144,3 +144,16 @@ def test_eval_on_a_checkpoint(ray_session, tmp_path):
     result = evaluate(state, episodes=20, deterministic=True, num_envs=8)
     assert result["episodes"] == 20 and result["return_mean"] >= 150
     assert result["length_mean"] == result["return_mean"]  # CartPole: reward 1 per step
+
+
+def test_unwritable_checkpoint_dir_is_reported_and_training_goes_on(ray_session, tmp_path):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a regular file where the checkpoint directory should be")
+    cfg = load_config("launch/configs/cartpole_ppo.yaml", FAST + [
+        "target_return=null", "max_env_steps=8192", "workers.num_envs=32", "checkpoint.every_rounds=2",
+        f"checkpoint.dir={blocker / 'checkpoints'}"])
+    summary = train(cfg, run_dir=tmp_path / "run", quiet=True)
+    assert summary["status"] == "completed" and summary["env_steps"] >= 8192
+    assert summary["checkpoints"]["saved"] == 0 and summary["checkpoints"]["failed"] >= 1
+    assert summary["checkpoints"]["last_error"]
+    assert "\n" not in summary["checkpoints"]["last_error"]
