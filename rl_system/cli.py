@@ -34,6 +34,9 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--json", dest="json_out", type=Path, default=None,
                    help="where to write the result (default: eval.json beside the checkpoint's run)")
 
+    st = sub.add_parser("status", help="one-screen summary of the runs reporting on a Ray cluster")
+    st.add_argument("--address", default="auto", help="Ray cluster address (default: auto)")
+
     r = sub.add_parser("rollouts", help="work with rollout archives")
     rsub = r.add_subparsers(dest="rollouts_command", required=True)
     ri = rsub.add_parser("inspect", help="schema, size, compression and column statistics of an archive")
@@ -79,6 +82,17 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_status(args: argparse.Namespace) -> int:
+    from rl_system.telemetry import format_status, read_status
+
+    try:
+        runs = read_status(args.address)
+    except ConnectionError as err:
+        return _fail(f"cannot reach a Ray cluster at {args.address!r}: {err}", 1)
+    print(format_status(runs))
+    return 0
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     import json
 
@@ -109,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "train":
             return cmd_train(args)
+        if args.command == "status":
+            return cmd_status(args)
         if args.command == "eval":
             return cmd_eval(args)
         if args.command == "rollouts":

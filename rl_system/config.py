@@ -113,7 +113,9 @@ class RunConfig(_Strict):
     target_return: float | None = None
     """Stop once the 100-episode mean return reaches this."""
     return_window: int = Field(100, gt=0)
-    compression: Literal["lz4", "none"] = "lz4"
+    compression: Literal["auto", "lz4", "none"] = "auto"
+    """``auto``: LZ4 only for workers on another node than the learner (on one node the object
+    store is shared memory and compression costs more than it saves)."""
     compression_level: int = Field(0, ge=0, le=16)
     run_dir: str = "runs"
     """Parent directory; each run writes to ``run_dir/<name>``."""

@@ -29,6 +29,7 @@ from rl_system.config import RunConfig
 from rl_system.gate import PolicyVersionGate
 from rl_system.learner import Learner
 from rl_system.metrics import ReturnWindow, RunLogger, write_json
+from rl_system.telemetry import Telemetry
 from rl_system.worker import RolloutWorker
 
 
@@ -53,6 +54,8 @@ class RunStats:
     nonfinite_rounds: int = 0  # consecutive rounds with skipped (non-finite) minibatches
     checkpoints_requested: int = 0
     elapsed_before_resume: float = 0.0
+    bytes_shipped: int = 0
+    bytes_raw: int = 0
     archives_written: int = 0
     archives_skipped: int = 0
     best_return: float = float("-inf")
@@ -106,6 +109,7 @@ class Trainer:
         self._restarting_since: dict[int, float] = {}
         self.archiver: Any = None
         self.checkpointer: Any = None
+        self.telemetry: Telemetry | None = None
         self.checkpoint_stats: dict[str, Any] = {}
         self._archive_refs: list[ray.ObjectRef] = []
 
@@ -115,8 +119,11 @@ class Trainer:
         cfg_dict = cfg.model_dump()
         worker_cls = ray.remote(RolloutWorker)
         self.workers = [
+            # SPREAD: on a cluster, workers go to different nodes (more env throughput, and one
+            # lost node takes fewer workers with it).
             worker_cls.options(name=f"rollout-worker-{i}", num_cpus=wc.num_cpus, num_gpus=wc.num_gpus,
-                               max_restarts=wc.max_restarts, max_task_retries=0).remote(i, cfg_dict)
+                               max_restarts=wc.max_restarts, max_task_retries=0,
+                               scheduling_strategy="SPREAD").remote(i, cfg_dict)
             for i in range(wc.num_workers)
         ]
         # Specs from a one-env copy built here, so the learner starts in parallel with the workers.
@@ -135,6 +142,8 @@ class Trainer:
             self.archiver = ray.remote(RolloutArchiver).options(name="rollout-archiver", num_cpus=0).remote(root)
         self.weights_ref = self.learner.get_weights.remote()
         ray.get([w.ping.remote() for w in self.workers] + [self.weights_ref])
+        self.learner_node = ray.get(self.learner.node_id.remote())
+        self.compression = ray.get([w.set_learner_node.remote(self.learner_node) for w in self.workers])
 
     def _stop_actors(self) -> None:
         for actor in [*self.workers, self.learner, self.archiver, self.checkpointer]:
@@ -261,6 +270,9 @@ class Trainer:
                 continue
             consecutive_failures[job.worker] = 0
             self._restarting_since.pop(job.worker, None)
+            if meta["fresh_process"]:
+                # A (re)started process: resolve `compression: auto` for it again.
+                self.workers[job.worker].set_learner_node.remote(self.learner_node)
             if meta["fresh_process"] and job.worker in self._sampled_before:
                 # Ray restarted this worker (killed while idle, so no call failed): count it.
                 self.stats.worker_restarts += 1
@@ -319,6 +331,7 @@ class Trainer:
         init_ray(self.cfg, address)
         try:
             self._start_actors()
+            self.telemetry = Telemetry(self.run_dir.name)
             if self.resume_state is not None:
                 self._restore(self.resume_state)
                 self.resume_state = None
@@ -357,12 +370,15 @@ class Trainer:
             st.rounds += 1
             for meta in metas:
                 st.env_steps += meta["env_steps"]
+                st.bytes_shipped += meta["payload_bytes"]
+                st.bytes_raw += meta["raw_bytes"]
                 self.window.extend(meta["episode_returns"], meta["episode_lengths"], meta["num_episodes"])
             elapsed = time.perf_counter() - t0
             self._record(metrics, metas, elapsed)
             if time.perf_counter() - last_log >= cfg.log_every_s:
                 last_log = time.perf_counter()
                 self._poll_checkpointer()
+                self._publish("running", elapsed)
                 self.log.progress(st.rounds, st.env_steps, st.env_steps / elapsed, self.window,
                                   st.best_return, self.version, st.dropped)
             stop = self._should_stop(elapsed)
@@ -380,7 +396,26 @@ class Trainer:
                           self.version, st.dropped)
         summary = self._summary(wall, startup_s, status="completed")
         self._write_summary(summary)
+        self._publish("completed", wall)
         return summary
+
+    def _publish(self, state: str, elapsed: float) -> None:
+        if self.telemetry is None:
+            return
+        st = self.stats
+        try:
+            self.telemetry.publish({
+                "state": state, "round": st.rounds, "env_steps": st.env_steps,
+                "steps_per_s": st.env_steps / max(elapsed, 1e-9), "policy_version": self.version,
+                "return_mean": self.window.mean, "policy_lag_mean": self.gate.mean_lag,
+                "workers_alive": len(self.workers), "num_workers": self.cfg.workers.num_workers,
+                "rollouts_dropped": st.dropped, "worker_restarts": st.worker_restarts,
+                "bytes_shipped": st.bytes_shipped,
+                "compression_ratio": st.bytes_raw / st.bytes_shipped if st.bytes_shipped else None,
+                "checkpoint_save_s": self.checkpoint_stats.get("last_save_s"),
+            })
+        except Exception:  # noqa: BLE001 - monitoring must never stop training
+            pass
 
     def _record(self, metrics: dict[str, Any], metas: list[dict], elapsed: float) -> None:
         cfg, st = self.cfg, self.stats
@@ -450,6 +485,9 @@ class Trainer:
             "max_policy_lag_used": self.gate.max_lag_used,
             "worker_failures": st.worker_failures,
             "worker_restarts": st.worker_restarts,
+            "bytes_shipped": st.bytes_shipped,
+            "compression_ratio": st.bytes_raw / st.bytes_shipped if st.bytes_shipped else None,
+            "compression": sorted(set(getattr(self, "compression", []) or [])),
             "archives_written": st.archives_written,
             "archives_skipped": st.archives_skipped,
             "time_breakdown_s": {"gather": st.time_sample, "update": st.time_update,

@@ -55,6 +55,9 @@ class Learner:
         self._snapshot_error: str | None = None
         self.ckpt_blocked_s = 0.0  # time the learner waited on checkpointing, last save
 
+    def node_id(self) -> str:
+        return ray.get_runtime_context().get_node_id()
+
     def get_weights(self) -> dict[str, torch.Tensor]:
         return {k: v.detach().cpu() for k, v in self.policy.state_dict().items()}
 

@@ -35,6 +35,9 @@ class RolloutWorker:
         self.buffer = RolloutBuffer(wc.rollout_len, wc.num_envs, self.env.observation_spec,
                                     self.env.action_spec, self.device)
         self.version = -1
+        # "auto" means: compress only across nodes; the driver calls set_learner_node once the
+        # learner is placed. Until then (and when used in-process) nothing is compressed.
+        self.compression = "none" if self.cfg.compression == "auto" else self.cfg.compression
         self.samples = 0  # since this process started: 0 after a restart by Ray
         self.ep_return = torch.zeros(wc.num_envs, device=self.device)
         self.ep_length = torch.zeros(wc.num_envs, dtype=torch.int32, device=self.device)
@@ -73,7 +76,8 @@ class RolloutWorker:
             "fresh_process": self.samples == 0,
         }
         self.samples += 1
-        payload = codec.encode(columns, meta, compression=self.cfg.compression, level=self.cfg.compression_level)
+        payload = codec.encode(columns, meta, compression=self.compression, level=self.cfg.compression_level)
+        meta["raw_bytes"] = sum(t.numel() * t.element_size() for t in columns.values())
         meta["encode_s"] = time.perf_counter() - t0 - sample_s
         meta["payload_bytes"] = len(payload)
         meta["episode_returns"] = returns[-self.cfg.return_window:].tolist()
@@ -112,6 +116,15 @@ class RolloutWorker:
             obs = step.obs
         buf.last_value.copy_(policy.value(obs))
         self.obs = obs
+
+    def set_learner_node(self, learner_node_id: str) -> str:
+        """Resolve ``compression: auto`` against where the learner runs; returns the choice."""
+        if self.cfg.compression == "auto":
+            import ray
+
+            here = ray.get_runtime_context().get_node_id()
+            self.compression = "lz4" if here != learner_node_id else "none"
+        return self.compression
 
     def get_state(self) -> dict[str, Any] | None:
         """What a bit-exact resume needs of this worker (env, RNG, current obs, episode

@@ -46,3 +46,21 @@ def test_rollout_archive_every_k_rounds_and_inspect(ray_session, tmp_path):
     out = subprocess.run([sys.executable, "-m", "rl_system", "rollouts", "inspect", str(files[1])],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "obs.obs" in out.stdout and "compression" in out.stdout
+
+
+def test_status_command_reads_the_run_from_another_process(ray_session, tmp_path):
+    import subprocess
+    import sys
+
+    import ray
+
+    cfg = load_config("launch/configs/cartpole_ppo.yaml", ["max_env_steps=4096", "target_return=null",
+                                                           "tensorboard=false"])
+    summary = train(cfg, run_dir=tmp_path / "status-run", quiet=True)
+    assert summary["compression"] == ["none"]  # one node: `auto` ships rollouts uncompressed
+    address = ray.get_runtime_context().gcs_address
+    out = subprocess.run([sys.executable, "-m", "rl_system", "status", "--address", address],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    line = next(l for l in out.stdout.splitlines() if l.startswith("status-run:"))
+    assert "completed" in line and "4,096 steps" in line
