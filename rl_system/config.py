@@ -41,6 +41,8 @@ class WorkersConfig(_Strict):
     device: str = "auto"
     """``auto`` picks ``cuda`` when the actor was given a GPU, else ``cpu``."""
     torch_threads: int = Field(1, ge=1)
+    resources: dict[str, float] = Field(default_factory=dict)
+    """Custom Ray resources each worker requires, e.g. ``{rollout_node: 1}`` to pin placement."""
     max_restarts: int = Field(3, ge=-1)
     """Ray restarts of a dead worker (-1: unlimited)."""
 
@@ -82,6 +84,8 @@ class LearnerConfig(_Strict):
     num_gpus: float = Field(0.0, ge=0)
     device: str = "auto"
     torch_threads: int = Field(1, ge=1)
+    resources: dict[str, float] = Field(default_factory=dict)
+    """Custom Ray resources the learner requires (e.g. the node with the big GPU)."""
 
 
 class CheckpointConfig(_Strict):

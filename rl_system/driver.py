@@ -21,6 +21,7 @@ from typing import Any
 import ray
 import yaml
 from ray.exceptions import ActorUnavailableError, RayActorError, RayTaskError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from envs import make_env
 from rl_system.archive import RolloutArchiver
@@ -122,7 +123,7 @@ class Trainer:
             # SPREAD: on a cluster, workers go to different nodes (more env throughput, and one
             # lost node takes fewer workers with it).
             worker_cls.options(name=f"rollout-worker-{i}", num_cpus=wc.num_cpus, num_gpus=wc.num_gpus,
-                               max_restarts=wc.max_restarts, max_task_retries=0,
+                               max_restarts=wc.max_restarts, max_task_retries=0, resources=wc.resources,
                                scheduling_strategy="SPREAD").remote(i, cfg_dict)
             for i in range(wc.num_workers)
         ]
@@ -132,18 +133,22 @@ class Trainer:
         probe.close()
         self.learner = ray.remote(Learner).options(
             name="learner", num_cpus=cfg.learner.num_cpus, num_gpus=cfg.learner.num_gpus, max_restarts=0,
+            resources=cfg.learner.resources,
         ).remote(cfg_dict, obs_spec, action_spec)
         ckpt_root = cfg.checkpoint.dir or str((self.run_dir / "checkpoints").resolve())
+        # A local path lives on this (the driver's) node, so the checkpointer must run here; a
+        # filesystem URI (s3://, gs://, ...) is reachable from anywhere.
         self.checkpointer = ray.remote(Checkpointer).options(
-            name="checkpointer", num_cpus=0, max_concurrency=4, max_restarts=0,
+            name="checkpointer", num_cpus=0, max_concurrency=4, max_restarts=0, scheduling_strategy=_storage_placement(ckpt_root),
         ).remote(ckpt_root, keep_last=cfg.checkpoint.keep_last)
         if cfg.archive_every:
             root = cfg.archive_dir or str((self.run_dir / "rollouts").resolve())
-            self.archiver = ray.remote(RolloutArchiver).options(name="rollout-archiver", num_cpus=0).remote(root)
+            self.archiver = ray.remote(RolloutArchiver).options(
+                name="rollout-archiver", num_cpus=0, scheduling_strategy=_storage_placement(root)).remote(root)
         self.weights_ref = self.learner.get_weights.remote()
         ray.get([w.ping.remote() for w in self.workers] + [self.weights_ref])
         self.learner_node = ray.get(self.learner.node_id.remote())
-        self.compression = ray.get([w.set_learner_node.remote(self.learner_node) for w in self.workers])
+        self.placement = ray.get([w.set_learner_node.remote(self.learner_node) for w in self.workers])
 
     def _stop_actors(self) -> None:
         for actor in [*self.workers, self.learner, self.archiver, self.checkpointer]:
@@ -487,7 +492,9 @@ class Trainer:
             "worker_restarts": st.worker_restarts,
             "bytes_shipped": st.bytes_shipped,
             "compression_ratio": st.bytes_raw / st.bytes_shipped if st.bytes_shipped else None,
-            "compression": sorted(set(getattr(self, "compression", []) or [])),
+            "compression": sorted({p["compression"] for p in getattr(self, "placement", [])}),
+            "placement": {"learner": getattr(self, "learner_node", None),
+                          "workers": [p["node_id"] for p in getattr(self, "placement", [])]},
             "archives_written": st.archives_written,
             "archives_skipped": st.archives_skipped,
             "time_breakdown_s": {"gather": st.time_sample, "update": st.time_update,
@@ -496,6 +503,14 @@ class Trainer:
 
     def _write_summary(self, summary: dict[str, Any]) -> None:
         write_json(self.run_dir / "summary.json", summary)
+
+
+def _storage_placement(root: str) -> Any:
+    """Where an actor writing under ``root`` must run: a local path lives on this (the driver's)
+    node; a filesystem URI (s3://, gs://, ...) is reachable from any node."""
+    if "://" in root and not root.startswith("file://"):
+        return "DEFAULT"
+    return NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
 
 
 def _first_line(err: BaseException) -> str:

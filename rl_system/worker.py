@@ -117,14 +117,15 @@ class RolloutWorker:
         buf.last_value.copy_(policy.value(obs))
         self.obs = obs
 
-    def set_learner_node(self, learner_node_id: str) -> str:
-        """Resolve ``compression: auto`` against where the learner runs; returns the choice."""
-        if self.cfg.compression == "auto":
-            import ray
+    def set_learner_node(self, learner_node_id: str) -> dict[str, str]:
+        """Resolve ``compression: auto`` against where the learner runs; returns the choice and
+        this worker's node."""
+        import ray
 
-            here = ray.get_runtime_context().get_node_id()
+        here = ray.get_runtime_context().get_node_id()
+        if self.cfg.compression == "auto":
             self.compression = "lz4" if here != learner_node_id else "none"
-        return self.compression
+        return {"compression": self.compression, "node_id": here}
 
     def get_state(self) -> dict[str, Any] | None:
         """What a bit-exact resume needs of this worker (env, RNG, current obs, episode

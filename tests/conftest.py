@@ -1,4 +1,8 @@
-"""Shared fixtures: one real local Ray session for the whole test run (starting Ray costs seconds)."""
+"""Shared fixtures: one real local Ray session reused by the tests (starting Ray costs seconds).
+
+``ray_session`` (re)starts it only when needed, so a module that runs its own multi-node
+``ray.cluster_utils.Cluster`` can shut it down and later tests still get a session.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,17 @@ import pytest
 import ray
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def ray_session():
     if not ray.is_initialized():
         # 4 logical CPUs on a 2-core box: rounds are synchronous, so a learner and two workers
         # never compete for long; the same choice the embedded mode of the CLI makes.
         ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False, configure_logging=False)
     yield
-    ray.shutdown()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shutdown_ray_at_exit():
+    yield
+    if ray.is_initialized():
+        ray.shutdown()

@@ -1,0 +1,63 @@
+"""Multi-node behaviour on a real ``ray.cluster_utils.Cluster`` (head + 2 worker nodes, one machine).
+
+Custom resources pin placement: the learner on the head, one rollout worker on each worker node.
+"""
+
+import threading
+import time
+
+import pytest
+import ray
+from ray.cluster_utils import Cluster
+
+from rl_system.config import load_config
+from rl_system.driver import train
+
+
+@pytest.fixture(scope="module")
+def three_nodes():
+    if ray.is_initialized():
+        ray.shutdown()  # the shared local session; the `ray_session` fixture restarts it later
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"learner_node": 1}})
+    # Each rollout node could host both workers, so a lost node's worker has somewhere to go.
+    nodes = [cluster.add_node(num_cpus=1, resources={"rollout_node": 2}) for _ in range(2)]
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, log_to_driver=False, configure_logging=False)
+    yield cluster, nodes
+    ray.shutdown()
+    cluster.shutdown()
+
+
+def test_workers_on_other_nodes_ship_compressed_rollouts_and_learn(three_nodes, tmp_path):
+    cfg = load_config("launch/configs/cartpole_ppo.yaml", [
+        "tensorboard=false", "log_every_s=30", "target_return=150", "return_window=20", "max_env_steps=1000000",
+        "workers.resources={rollout_node: 1}", "learner.resources={learner_node: 1}",
+        "learner.num_cpus=0", "workers.num_cpus=0.5", "checkpoint.every_rounds=0"])
+    summary = train(cfg, run_dir=tmp_path, quiet=True)
+    assert summary["reached_target"], summary
+    assert summary["compression"] == ["lz4"]  # `auto`: every worker is on another node than the learner
+    assert summary["compression_ratio"] > 1.0
+    workers, learner = summary["placement"]["workers"], summary["placement"]["learner"]
+    assert len(set(workers)) == 2 and learner not in workers  # one worker per rollout node
+
+
+def test_losing_a_worker_node_mid_run(three_nodes, tmp_path):
+    cluster, nodes = three_nodes
+    cfg = load_config("launch/configs/cartpole_ppo.yaml", [
+        "tensorboard=false", "log_every_s=30", "target_return=null", "max_env_steps=61440",
+        "workers.resources={rollout_node: 1}", "learner.resources={learner_node: 1}", "workers.max_restarts=5",
+        "learner.num_cpus=0", "workers.num_cpus=0.5", "checkpoint.every_rounds=3"])
+    started = tmp_path / "checkpoints" / "latest.json"
+
+    def remove_node():
+        while not started.exists():
+            time.sleep(0.1)
+        cluster.remove_node(nodes[1])
+
+    killer = threading.Thread(target=remove_node, daemon=True)
+    killer.start()
+    summary = train(cfg, run_dir=tmp_path, quiet=True)
+    killer.join()
+    assert summary["status"] == "completed" and summary["env_steps"] >= 61440
+    assert summary["worker_restarts"] >= 1  # the lost node's worker came back on the other node
+    assert summary["dropped_rollouts"] == 0 and summary["policy_version"] == summary["rounds"]
