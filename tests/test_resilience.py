@@ -157,3 +157,31 @@ def test_unwritable_checkpoint_dir_is_reported_and_training_goes_on(ray_session,
     assert summary["checkpoints"]["saved"] == 0 and summary["checkpoints"]["failed"] >= 1
     assert summary["checkpoints"]["last_error"]
     assert "\n" not in summary["checkpoints"]["last_error"]
+
+
+def test_sigterm_flushes_checkpoints_and_exits_cleanly(tmp_path):
+    import json
+    import signal
+    import subprocess
+    import sys
+
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rl_system", "train", "launch/configs/cartpole_ppo.yaml", "--quiet",
+         "--run-dir", str(run_dir), "--set", "target_return=null", "--set", "max_env_steps=100000000",
+         "--set", "checkpoint.every_rounds=5", "--set", "tensorboard=false"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (run_dir / "checkpoints" / "latest.json").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "rl-system: interrupted"
+    assert "Traceback" not in err
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "interrupted"
+    assert summary["checkpoints"]["saved"] >= 1 and summary["checkpoints"]["failed"] == 0
+    found = find_resume(str(run_dir), load_config("launch/configs/cartpole_ppo.yaml"), None)
+    assert found.state["learner"]["version"] >= 5
