@@ -57,7 +57,7 @@ def _on_sigterm(signum, frame):  # noqa: ARG001
 def cmd_train(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, args.overrides)
     from rl_system.checkpoint import CheckpointError
-    from rl_system.driver import Trainer, TrainingError  # imports Ray: keep `--help` fast
+    from rl_system.driver import Trainer, TrainingError, init_ray  # imports Ray: keep `--help` fast
     from rl_system.resume import find_resume
 
     resume, run_dir = None, args.run_dir
@@ -70,6 +70,11 @@ def cmd_train(args: argparse.Namespace) -> int:
             print(f"rl-system: skipped corrupt checkpoint {name}: {why}", file=sys.stderr)
         print(f"resuming from {resume.path}")
         run_dir = resume.run_dir or run_dir
+    try:
+        init_ray(cfg, args.address)
+    except (ConnectionError, RuntimeError, ValueError) as err:
+        return _fail(f"cannot start or join Ray ({args.address or 'local'}): {str(err).strip().splitlines()[-1]}", 1)
+    # After ray.init, which installs its own SIGTERM handler (that one aborts the process).
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         summary = Trainer(cfg, run_dir, quiet=args.quiet, resume_state=resume.state if resume else None).run(args.address)
