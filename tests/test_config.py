@@ -20,7 +20,7 @@ def test_defaults_and_overrides(tmp_path):
     ("ppo.lr=fast", "ppo.lr: Input should be a valid number"),
     ("ppo.gamma=1.5", "ppo.gamma: Input should be less than or equal to 1"),
     ("model.hidden_sizes=[0]", "model: Value error, hidden_sizes must be"),
-    ("compression=zstd", "compression: Input should be 'lz4' or 'none'"),
+    ("compression=zstd", "compression: Input should be 'auto', 'lz4' or 'none' (got 'zstd')"),
     ("nonsense", "expected KEY=VALUE"),
 ])
 def test_bad_values_name_the_key(override, needle):
