@@ -21,15 +21,13 @@ from typing import Any
 import ray
 import yaml
 from ray.exceptions import ActorUnavailableError, RayActorError, RayTaskError
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from envs import make_env
-from rl_system.archive import RolloutArchiver
-from rl_system.checkpointer import Checkpointer
 from rl_system.config import RunConfig
 from rl_system.gate import PolicyVersionGate
 from rl_system.learner import Learner
 from rl_system.metrics import ReturnWindow, RunLogger, write_json
+from rl_system.storage import RunStorage, first_line
 from rl_system.telemetry import Telemetry
 from rl_system.worker import RolloutWorker
 
@@ -53,12 +51,9 @@ class RunStats:
     worker_failures: int = 0
     worker_restarts: int = 0
     nonfinite_rounds: int = 0  # consecutive rounds with skipped (non-finite) minibatches
-    checkpoints_requested: int = 0
     elapsed_before_resume: float = 0.0
     bytes_shipped: int = 0
     bytes_raw: int = 0
-    archives_written: int = 0
-    archives_skipped: int = 0
     best_return: float = float("-inf")
     time_to_target_s: float | None = None
     steps_to_target: int | None = None
@@ -108,11 +103,8 @@ class Trainer:
         self.learner: Any = None
         self._sampled_before: set[int] = set()  # workers that delivered a rollout already
         self._restarting_since: dict[int, float] = {}
-        self.archiver: Any = None
-        self.checkpointer: Any = None
+        self.storage: RunStorage | None = None
         self.telemetry: Telemetry | None = None
-        self.checkpoint_stats: dict[str, Any] = {}
-        self._archive_refs: list[ray.ObjectRef] = []
 
     # -- actors ------------------------------------------------------------------------------
     def _start_actors(self) -> None:
@@ -135,51 +127,19 @@ class Trainer:
             name="learner", num_cpus=cfg.learner.num_cpus, num_gpus=cfg.learner.num_gpus, max_restarts=0,
             resources=cfg.learner.resources,
         ).remote(cfg_dict, obs_spec, action_spec)
-        ckpt_root = cfg.checkpoint.dir or str((self.run_dir / "checkpoints").resolve())
-        # A local path lives on this (the driver's) node, so the checkpointer must run here; a
-        # filesystem URI (s3://, gs://, ...) is reachable from anywhere.
-        self.checkpointer = ray.remote(Checkpointer).options(
-            name="checkpointer", num_cpus=0, max_concurrency=4, max_restarts=0, scheduling_strategy=_storage_placement(ckpt_root),
-        ).remote(ckpt_root, keep_last=cfg.checkpoint.keep_last)
-        if cfg.archive_every:
-            root = cfg.archive_dir or str((self.run_dir / "rollouts").resolve())
-            self.archiver = ray.remote(RolloutArchiver).options(
-                name="rollout-archiver", num_cpus=0, scheduling_strategy=_storage_placement(root)).remote(root)
+        self.storage = RunStorage(cfg, self.run_dir, self.log.line)
         self.weights_ref = self.learner.get_weights.remote()
         ray.get([w.ping.remote() for w in self.workers] + [self.weights_ref])
         self.learner_node = ray.get(self.learner.node_id.remote())
         self.placement = ray.get([w.set_learner_node.remote(self.learner_node) for w in self.workers])
 
     def _stop_actors(self) -> None:
-        for actor in [*self.workers, self.learner, self.archiver, self.checkpointer]:
+        for actor in [*self.workers, self.learner]:
             if actor is not None:
                 ray.kill(actor, no_restart=True)
-        self.workers, self.learner, self.archiver, self.checkpointer = [], None, None, None
-
-    # At most this many archive writes in flight; beyond it a round's archive is skipped (and
-    # counted) rather than queueing without bound behind a slow filesystem.
-    MAX_ARCHIVE_WRITES = 4
-
-    def _collect_archive(self, timeout: float) -> None:
-        """Account for finished archive writes (waiting up to ``timeout`` for all of them)."""
-        if not self._archive_refs:
-            return
-        done, self._archive_refs = ray.wait(self._archive_refs, num_returns=len(self._archive_refs),
-                                            timeout=timeout)
-        for ref in done:
-            try:
-                ray.get(ref)
-                self.stats.archives_written += 1
-            except Exception as err:  # noqa: BLE001 - reported, training goes on
-                self.log.line(f"[yellow]rollout archive write failed: {_first_line(err)}[/yellow]")
-
-    def _archive(self, payload_refs: list[ray.ObjectRef]) -> None:
-        """Fire-and-forget write of this round's rollouts (the learner never waits for it)."""
-        self._collect_archive(timeout=0)
-        if len(self._archive_refs) >= self.MAX_ARCHIVE_WRITES:
-            self.stats.archives_skipped += 1
-            return
-        self._archive_refs.append(self.archiver.write.remote(self.stats.rounds, *payload_refs))
+        if self.storage is not None:
+            self.storage.stop()
+        self.workers, self.learner = [], None
 
     # -- checkpoints -------------------------------------------------------------------------
     def _driver_state(self, elapsed: float) -> dict[str, Any]:
@@ -203,39 +163,18 @@ class Trainer:
                 workers = None
         extra = {"driver": self._driver_state(elapsed), "workers": workers, "config": self.cfg.model_dump()}
         manifest = {"round": self.stats.rounds, "mean_return": self.window.mean if self.window.returns else None}
-        self.learner.save_checkpoint.remote(self.checkpointer, extra, manifest)
-        self.stats.checkpoints_requested += 1
+        self.storage.request_checkpoint(self.learner, extra, manifest)
 
     def _poll_checkpointer(self) -> None:
-        """Surface checkpoint failures while training goes on (disk full, unwritable dir)."""
-        try:
-            stats = ray.get(self.checkpointer.stats.remote(), timeout=5)
-        except Exception:  # noqa: BLE001 - monitoring only
-            return
-        failed_before = self.checkpoint_stats.get("failed", 0)
-        self.checkpoint_stats = stats
-        if stats["failed"] > failed_before:
-            self.log.line(f"[red]checkpoint save failed ({stats['failed']} so far): {stats['last_error']}; "
-                          f"training goes on, earlier checkpoints are untouched[/red]")
-        self.log.scalars(self.stats.env_steps, {"checkpoints_saved": stats["saved"],
-                                                "checkpoints_failed": stats["failed"],
-                                                "checkpoints_skipped": stats["skipped"]})
+        stats = self.storage.poll()
+        if stats is not None:
+            self.log.scalars(self.stats.env_steps, {"checkpoints_saved": stats["saved"],
+                                                    "checkpoints_failed": stats["failed"],
+                                                    "checkpoints_skipped": stats["skipped"]})
 
-    def _flush_checkpoints(self, timeout: float = 120.0) -> None:
-        """Wait until every requested checkpoint is on storage (end of run, Ctrl-C, SIGTERM)."""
-        if self.checkpointer is None:
-            return
-        try:
-            if self.learner is not None:
-                err = ray.get(self.learner.flush_snapshot.remote(), timeout=timeout)
-                if err:
-                    self.log.line(f"[red]checkpoint snapshot failed: {err}[/red]")
-            self.checkpoint_stats = ray.get(self.checkpointer.flush.remote(timeout), timeout=timeout + 5)
-        except Exception as err:  # noqa: BLE001 - the run is ending; say what happened
-            self.log.line(f"[red]could not flush checkpoints: {_first_line(err)}[/red]")
-            return
-        if self.checkpoint_stats.get("last_error"):
-            self.log.line(f"[red]checkpoint error: {self.checkpoint_stats['last_error']}[/red]")
+    def _flush_checkpoints(self) -> None:
+        if self.storage is not None:
+            self.storage.flush(self.learner)
 
     def _restore(self, state: dict[str, Any]) -> None:
         """Continue from a checkpoint: learner weights/optimizer/RNG, counters, workers."""
@@ -313,19 +252,19 @@ class Trainer:
         if died:
             self._sampled_before.discard(w)  # its next fresh rollout is this restart, not another
             self.stats.worker_restarts += 1
-        what = "died" if died else f"raised {_first_line(err)}"
+        what = "died" if died else f"raised {first_line(err)}"
         self.log.line(f"[yellow]worker {w} {what}; re-requesting its rollout[/yellow]")
         if consecutive[w] > max(3, self.cfg.workers.max_restarts):
-            raise TrainingError(f"worker {w} failed {consecutive[w]} times in a row; last error: {_first_line(err)}")
+            raise TrainingError(f"worker {w} failed {consecutive[w]} times in a row; last error: {first_line(err)}")
 
     def _update(self, payload_refs: list[ray.ObjectRef]) -> dict[str, Any]:
         metrics_ref, weights_ref = self.learner.update.options(num_returns=2).remote(*payload_refs)
         try:
             metrics = ray.get(metrics_ref)
         except RayActorError as err:
-            raise TrainingError(f"the learner died: {_first_line(err)}") from None
+            raise TrainingError(f"the learner died: {first_line(err)}") from None
         except RayTaskError as err:
-            raise TrainingError(f"the learner failed: {_first_line(err)}") from None
+            raise TrainingError(f"the learner failed: {first_line(err)}") from None
         self.weights_ref = weights_ref  # one object per policy version, shared by all workers
         self.version = metrics["version"]
         return metrics
@@ -365,8 +304,8 @@ class Trainer:
             t_round = time.perf_counter()
             refs, metas = self._gather(pending, len(self.workers))
             t_gathered = time.perf_counter()
-            if self.archiver is not None and st.rounds % self.cfg.archive_every == 0:
-                self._archive(refs)
+            if self.cfg.archive_every and st.rounds % self.cfg.archive_every == 0:
+                self.storage.archive(st.rounds, refs)
             metrics = self._update(refs)
             self._check_finite(metrics, pending)
             st.time_sample += t_gathered - t_round
@@ -394,7 +333,7 @@ class Trainer:
                 break
         for ref in pending:  # rollouts still in flight (lag > 0) are not needed any more
             ray.cancel(ref)
-        self._collect_archive(timeout=60)
+        self.storage.collect_archive(timeout=60)
         self._flush_checkpoints()
         wall = time.perf_counter() - t0
         self.log.progress(st.rounds, st.env_steps, st.env_steps / wall, self.window, st.best_return,
@@ -417,7 +356,7 @@ class Trainer:
                 "rollouts_dropped": st.dropped, "worker_restarts": st.worker_restarts,
                 "bytes_shipped": st.bytes_shipped,
                 "compression_ratio": st.bytes_raw / st.bytes_shipped if st.bytes_shipped else None,
-                "checkpoint_save_s": self.checkpoint_stats.get("last_save_s"),
+                "checkpoint_save_s": self.storage.checkpoint_stats.get("last_save_s") if self.storage else None,
             })
         except Exception:  # noqa: BLE001 - monitoring must never stop training
             pass
@@ -463,10 +402,10 @@ class Trainer:
     def _summary(self, wall: float, startup_s: float, status: str,
                  error: BaseException | None = None) -> dict[str, Any]:
         st = self.stats
-        ck = self.checkpoint_stats
+        ck = self.storage.checkpoint_stats if self.storage else {}
         return {
             "status": status,
-            "error": _first_line(error) if error is not None else None,
+            "error": first_line(error) if error is not None else None,
             "checkpoints": {"saved": ck.get("saved", 0), "skipped": ck.get("skipped", 0),
                             "failed": ck.get("failed", 0), "last_error": ck.get("last_error"),
                             "last_path": ck.get("last_path")},
@@ -495,28 +434,14 @@ class Trainer:
             "compression": sorted({p["compression"] for p in getattr(self, "placement", [])}),
             "placement": {"learner": getattr(self, "learner_node", None),
                           "workers": [p["node_id"] for p in getattr(self, "placement", [])]},
-            "archives_written": st.archives_written,
-            "archives_skipped": st.archives_skipped,
+            "archives_written": self.storage.archives_written if self.storage else 0,
+            "archives_skipped": self.storage.archives_skipped if self.storage else 0,
             "time_breakdown_s": {"gather": st.time_sample, "update": st.time_update,
                                  "rounds": st.time_round},
         }
 
     def _write_summary(self, summary: dict[str, Any]) -> None:
         write_json(self.run_dir / "summary.json", summary)
-
-
-def _storage_placement(root: str) -> Any:
-    """Where an actor writing under ``root`` must run: a local path lives on this (the driver's)
-    node; a filesystem URI (s3://, gs://, ...) is reachable from any node."""
-    if "://" in root and not root.startswith("file://"):
-        return "DEFAULT"
-    return NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    # Ray's errors start with a banner; the cause is usually on the last non-empty line.
-    return (text[-1] if text else type(err).__name__)[:300]
 
 
 def _status_of(err: BaseException) -> str:
