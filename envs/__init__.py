@@ -20,6 +20,8 @@ from envs.base import Box, Discrete, StepResult, TensorSpec, VecEnv
 _REGISTRY: dict[str, str] = {
     "CartPole": "envs.cartpole:CartPoleVecEnv",
     "Chaos": "envs.chaos:ChaosVecEnv",
+    "AirCombat": "envs.air_combat:AirCombatVecEnv",
+    "Navigation": "envs.navigation:NavigationVecEnv",
 }
 
 GYM_PREFIX = "gym:"

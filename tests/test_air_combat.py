@@ -1,0 +1,277 @@
+"""Tests of the batched 2D air-combat env (``envs.air_combat``)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from envs import make_env
+from envs.air_combat import (ACTION_STRAIGHT_FULL, MISSILE_MAX_TOF_S, MISSILE_MIN_SPEED, N_DISCRETE_ACTIONS,
+                             OBS_DIM, OUTCOME_LOSS, OUTCOME_WIN, V_STALL, V_TERMINAL, AirCombatVecEnv,
+                             PursuitShaping, RewardModule, turn_rate_limit)
+from envs.base import Box, Discrete
+
+FIRE_STRAIGHT_FULL = 6 + ACTION_STRAIGHT_FULL
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    # These batches are small; intra-op threads only add overhead (and contention on 2 cores).
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+class StraightFlyer:
+    """Opponent that never turns or fires (discrete action 3)."""
+
+    def act(self, obs):
+        assert obs["obs"].shape[1] == OBS_DIM
+        return torch.full((obs["obs"].shape[0],), ACTION_STRAIGHT_FULL, dtype=torch.int64)
+
+
+def _random_actions(n, steps, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, N_DISCRETE_ACTIONS, (steps, n), generator=g)
+
+
+def _place(env, red=(0.0, 0.0, 0.0, 300.0), blue=(10_000.0, 0.0, 0.0, 300.0)):
+    """Put red/blue at (x, y, heading, speed) in every env, no missiles in flight."""
+    s = env.state_dict()
+    for side, (x, y, h, v) in enumerate((red, blue)):
+        s["x"][:, side], s["y"][:, side], s["heading"][:, side], s["speed"][:, side] = x, y, h, v
+    s["m_active"].zero_()
+    s["cooldown"].zero_()
+    env.load_state_dict(s)
+
+
+def test_registry_and_spec_conformance():
+    env = make_env("AirCombat", num_envs=8, seed=0)
+    assert isinstance(env, AirCombatVecEnv)
+    assert env.action_spec == Discrete(N_DISCRETE_ACTIONS)
+    obs = env.reset()
+    assert set(obs) == set(env.observation_spec) == {"obs", "action_mask"}
+    for key, spec in env.observation_spec.items():
+        assert obs[key].shape == (8, *spec.shape) and obs[key].dtype == spec.dtype
+    assert obs["action_mask"].dtype == torch.bool
+    res = env.step(torch.zeros(8, dtype=torch.int64))
+    for o in (res.obs, res.final_obs):
+        for key, spec in env.observation_spec.items():
+            assert o[key].shape == (8, *spec.shape) and o[key].dtype == spec.dtype
+    assert res.reward.shape == (8,) and res.reward.dtype == torch.float32
+    assert res.terminated.dtype == torch.bool and res.truncated.dtype == torch.bool
+    assert res.info["outcome"].dtype == torch.int8 and res.info["outcome"].shape == (8,)
+
+    cont = AirCombatVecEnv(4, seed=0, action_type="continuous")
+    assert isinstance(cont.action_spec, Box) and cont.action_spec.shape == (3,)
+    obs = cont.reset()
+    assert set(obs) == {"obs"}
+    res = cont.step(torch.tensor([[1.0, 1.0, 1.0]] * 4))
+    assert torch.isfinite(res.obs["obs"]).all()
+    assert (cont.state_dict()["left"][:, 0] == 5).all()  # fire > 0.5 launched one missile each
+
+
+def test_auto_reset_only_done_envs():
+    env = AirCombatVecEnv(4, seed=3, opponent=StraightFlyer())
+    twin = AirCombatVecEnv(4, seed=3, opponent=StraightFlyer())
+    env.reset(), twin.reset()
+    for e in (env, twin):
+        e.step(torch.full((4,), ACTION_STRAIGHT_FULL))
+    # A red missile sitting on blue's position in env 2 only.
+    s = env.state_dict()
+    s["m_active"][2, 0, 0] = True
+    s["m_x"][2, 0, 0], s["m_y"][2, 0, 0] = s["x"][2, 1], s["y"][2, 1]
+    s["m_speed"][2, 0, 0], s["m_heading"][2, 0, 0] = 800.0, s["heading"][2, 1]
+    env.load_state_dict(s)
+    a = torch.full((4,), ACTION_STRAIGHT_FULL)
+    res, ref = env.step(a), twin.step(a)
+    assert res.terminated.tolist() == [False, False, True, False]
+    assert res.info["outcome"][2] == OUTCOME_WIN and res.reward[2] == 1.0
+    assert not torch.equal(res.final_obs["obs"][2], res.obs["obs"][2])
+    assert res.obs["obs"][2, 4] == 1.0 and res.obs["obs"][2, 15] == 0.0  # fresh: 6 left, none flying
+    assert 20_000 / 50_000 <= res.obs["obs"][2, 5] <= 40_000 / 50_000
+    others = [0, 1, 3]
+    assert torch.equal(res.obs["obs"][others], ref.obs["obs"][others])
+    assert torch.equal(res.obs["obs"][others], res.final_obs["obs"][others])
+    assert (res.reward[others] == 0).all()
+
+
+def test_turn_rate_within_lift_limit_and_speed_bounds():
+    n, steps = 64, 600
+    env = AirCombatVecEnv(n, seed=1, time_scale=1.0)  # one sub-step per step
+    env.reset()
+    actions = _random_actions(n, steps)
+    worst = 0.0
+    for t in range(steps):
+        if t % 60 == 0:  # hold each random action for a second, so turns get tight
+            a = actions[t]
+        h0, v0 = env._heading[:, 0].clone(), env._speed[:, 0].clone()
+        res = env.step(a)
+        live = ~(res.terminated | res.truncated)
+        dh = torch.remainder(env._heading[:, 0] - h0 + math.pi, 2 * math.pi) - math.pi
+        rate = dh.abs() / env.dt
+        limit = turn_rate_limit(v0)
+        assert (rate[live] <= limit[live] * (1 + 1e-3) + 1e-5).all()
+        worst = max(worst, float((rate[live] / limit[live]).max()))
+        assert (env._speed >= V_STALL - 1e-3).all() and (env._speed <= V_TERMINAL + 1e-3).all()
+    assert worst > 0.99  # the limit is actually reached
+    # The lift limit is below the commanded rate at high speed, and turning bleeds speed.
+    assert turn_rate_limit(torch.tensor(550.0)) < turn_rate_limit(torch.tensor(250.0))
+
+
+def test_turning_bleeds_energy():
+    env = AirCombatVecEnv(2, seed=0, opponent=StraightFlyer())
+    env.reset()
+    _place(env, red=(0.0, 0.0, 0.0, 400.0), blue=(-90_000.0, 0.0, math.pi, 400.0))
+    straight, hard_turn = ACTION_STRAIGHT_FULL, 1  # rudder -1, full throttle
+    for _ in range(300):
+        env.step(torch.tensor([straight, hard_turn]))
+    v = env._speed[:, 0]
+    assert v[1] < v[0] - 30.0
+
+
+@pytest.mark.parametrize("blue_heading", [0.0, math.pi / 2])  # fleeing, crossing
+def test_missile_pn_hits_non_maneuvering_target(blue_heading):
+    env = AirCombatVecEnv(1, seed=0, time_scale=2.0, opponent=StraightFlyer())
+    env.reset()
+    _place(env, red=(0.0, 0.0, 0.0, 300.0), blue=(10_000.0, 0.0, blue_heading, 300.0))
+    res = env.step(torch.tensor([FIRE_STRAIGHT_FULL]))
+    assert env._m_active[0, 0, 0]
+    for _ in range(int(MISSILE_MAX_TOF_S / env.dt)):
+        if res.terminated[0] or res.truncated[0]:
+            break
+        res = env.step(torch.tensor([ACTION_STRAIGHT_FULL]))
+    assert res.terminated[0] and res.info["outcome"][0] == OUTCOME_WIN and res.reward[0] == 1.0
+
+
+def test_missile_self_destructs_when_slow_or_old():
+    env = AirCombatVecEnv(1, seed=0, opponent=StraightFlyer())
+    env.reset()
+    _place(env, red=(0.0, 0.0, 0.0, 300.0), blue=(200_000.0, 0.0, 0.0, 300.0))
+    s = env.state_dict()
+    s["m_active"][0, 0, :3] = True
+    s["m_speed"][0, 0, :3] = torch.tensor([MISSILE_MIN_SPEED - 1, 1000.0, MISSILE_MIN_SPEED - 1])
+    s["m_tof"][0, 0, :3] = torch.tensor([20.0, MISSILE_MAX_TOF_S - 1e-3, 1.0])  # slot 2 still burning
+    env.load_state_dict(s)
+    env.step(torch.tensor([ACTION_STRAIGHT_FULL]))
+    assert env._m_active[0, 0, :3].tolist() == [False, False, True]
+
+    # A missile fired at an unreachable target dies on its own, without a hit.
+    env = AirCombatVecEnv(1, seed=0, time_scale=8.0, opponent=StraightFlyer())
+    env.reset()
+    _place(env, red=(0.0, 0.0, 0.0, 300.0), blue=(60_000.0, 0.0, 0.0, 600.0))
+    env.step(torch.tensor([FIRE_STRAIGHT_FULL]))
+    for _ in range(int((MISSILE_MAX_TOF_S + 1) / env.dt)):
+        if not env._m_active[0, 0, 0]:
+            break
+        speed, tof = float(env._m_speed[0, 0, 0]), float(env._m_tof[0, 0, 0])
+        res = env.step(torch.tensor([ACTION_STRAIGHT_FULL]))
+        assert not res.terminated[0]
+    assert not env._m_active[0, 0, 0]
+    assert tof <= MISSILE_MAX_TOF_S + env.dt
+    assert speed < MISSILE_MIN_SPEED + 10.0 or tof > MISSILE_MAX_TOF_S - env.dt
+
+
+@pytest.mark.parametrize("time_scale", [0.5, 1.0, 4.0, 8.0])
+def test_time_scale_stability(time_scale):
+    n = 32
+    env = AirCombatVecEnv(n, seed=7, time_scale=time_scale)
+    steps = 800 if env.substeps == 1 else 500  # 800-2000 physics sub-steps (67 s of sim at x8)
+    env.reset()
+    actions = _random_actions(n, steps, seed=2)
+    for t in range(steps):
+        res = env.step(actions[t])
+        if t % 100 == 0:
+            assert torch.isfinite(res.obs["obs"]).all() and torch.isfinite(res.reward).all()
+    for key in ("x", "y", "speed", "heading", "m_x", "m_y", "m_speed", "m_heading"):
+        assert torch.isfinite(getattr(env, "_" + key)).all(), key
+    assert (env._speed >= V_STALL - 1e-3).all() and (env._speed <= V_TERMINAL + 1e-3).all()
+    assert (env._m_speed <= 1500.0).all()
+    assert env.dt / env.substeps <= 1 / 30 + 1e-9
+
+
+def test_deterministic_seeding():
+    actions = _random_actions(16, 100, seed=5)
+
+    def run(seed):
+        env = AirCombatVecEnv(16, seed=seed, time_scale=4.0)
+        out = [env.reset()["obs"]]
+        for a in actions:
+            r = env.step(a)
+            out += [r.obs["obs"], r.reward]
+        return torch.cat([o.flatten() for o in out])
+
+    assert torch.equal(run(11), run(11))
+    assert not torch.equal(run(11), run(12))
+    env = AirCombatVecEnv(16, seed=11)
+    first = env.reset()["obs"]
+    env.step(actions[0])
+    assert torch.equal(env.reset(seed=11)["obs"], first)
+    assert not torch.equal(env.reset()["obs"], first)
+
+
+def test_fire_masked_without_missiles_and_during_cooldown():
+    env = AirCombatVecEnv(2, seed=0, opponent=StraightFlyer())
+    obs = env.reset()
+    assert obs["action_mask"].all()
+    s = env.state_dict()
+    s["left"][0, 0] = 0
+    env.load_state_dict(s)
+    res = env.step(torch.tensor([FIRE_STRAIGHT_FULL, FIRE_STRAIGHT_FULL]))
+    mask = res.obs["action_mask"]
+    assert not mask[0, 6:].any() and mask[0, :6].all()
+    assert not env._m_active[0].any() and env._left[0, 0] == 0  # the illegal fire was ignored
+    assert env._m_active[1, 0, 0] and env._left[1, 0] == 5
+    assert not mask[1, 6:].any()  # cooldown right after a launch
+
+
+def test_scripted_opponent_beats_do_nothing_red():
+    n = 48
+    env = AirCombatVecEnv(n, seed=4, time_scale=8.0)
+    env.reset()
+    outcome = torch.zeros(n, dtype=torch.int8)
+    finished = torch.zeros(n, dtype=torch.bool)
+    a = torch.full((n,), ACTION_STRAIGHT_FULL)
+    for _ in range(env.max_steps):
+        res = env.step(a)
+        new = (res.terminated | res.truncated) & ~finished
+        outcome[new] = res.info["outcome"][new]
+        finished |= new
+        if finished.all():
+            break
+    assert finished.all()
+    assert (outcome == OUTCOME_LOSS).float().mean() > 0.8
+
+
+def test_reward_modules_are_added():
+    assert isinstance(PursuitShaping(), RewardModule)
+    actions = _random_actions(8, 50, seed=9)
+    plain = AirCombatVecEnv(8, seed=2)
+    shaped = AirCombatVecEnv(8, seed=2, reward_modules=[PursuitShaping(closing_coef=10.0, pointing_coef=0.01)])
+    plain.reset(), shaped.reset()
+    diff = 0.0
+    for a in actions:
+        r0, r1 = plain.step(a), shaped.step(a)
+        assert torch.equal(r0.obs["obs"], r1.obs["obs"])
+        extra = r1.reward - r0.reward
+        assert torch.isfinite(extra).all() and (extra.abs() < 0.1).all()
+        diff += float(extra.abs().sum())
+    assert diff > 0
+
+
+def test_state_dict_round_trip():
+    actions = _random_actions(8, 40, seed=1)
+    env = AirCombatVecEnv(8, seed=0)
+    env.reset()
+    for a in actions[:20]:
+        env.step(a)
+    state = env.state_dict()
+    a_rewards = [env.step(a).obs["obs"] for a in actions[20:]]
+    other = AirCombatVecEnv(8, seed=99)
+    other.reset()
+    other.load_state_dict(state)
+    b_rewards = [other.step(a).obs["obs"] for a in actions[20:]]
+    assert all(torch.equal(x, y) for x, y in zip(a_rewards, b_rewards))
