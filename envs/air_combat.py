@@ -100,7 +100,7 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 
 import torch
 
-from envs.base import Box, Discrete, Obs, StepResult, TensorSpec, VecEnv
+from envs.base import Box, Discrete, Obs, StepResult, TensorSpec, VecEnv, make_generator
 
 # --------------------------------------------------------------------------- parameters
 G = 9.81                      # m/s^2
@@ -234,11 +234,7 @@ class AirCombatVecEnv(VecEnv):
         else:
             self.action_spec = Box(shape=(3,), low=(-1.0, 0.0, 0.0), high=(1.0, 1.0, 1.0))
 
-        self._generator = torch.Generator(device=dev)
-        if seed is not None:
-            self._generator.manual_seed(seed)
-        else:
-            self._generator.seed()
+        self._generator = make_generator(dev, seed)
 
         f32 = dict(dtype=torch.float32, device=dev)
         m = MISSILES_PER_SIDE

@@ -78,6 +78,17 @@ class StepResult(NamedTuple):
     info: dict[str, torch.Tensor]
 
 
+def make_generator(device: torch.device, seed: int | None) -> torch.Generator:
+    """The env batch's random generator on ``device``: seeded when ``seed`` is given, else from
+    OS entropy."""
+    generator = torch.Generator(device=device)
+    if seed is not None:
+        generator.manual_seed(seed)
+    else:
+        generator.seed()
+    return generator
+
+
 class VecEnv:
     """Base class: N environments stepped together as tensors on one device."""
 

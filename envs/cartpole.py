@@ -42,7 +42,7 @@ import math
 
 import torch
 
-from envs.base import Discrete, Obs, StepResult, TensorSpec, VecEnv
+from envs.base import Discrete, Obs, StepResult, TensorSpec, VecEnv, make_generator
 
 # Gymnasium CartPoleEnv constants.
 GRAVITY = 9.8
@@ -77,11 +77,7 @@ class CartPoleVecEnv(VecEnv):
         self.action_spec = Discrete(2)
 
         n, dev = self.num_envs, self.device
-        self._generator = torch.Generator(device=dev)
-        if seed is not None:
-            self._generator.manual_seed(seed)
-        else:
-            self._generator.seed()
+        self._generator = make_generator(dev, seed)
         # On CPU a host-side branch on "any env done?" is free and lets the reset draw random
         # numbers only for the finished envs; on accelerators it would force a sync, so there
         # every step draws a full batch of reset states and blends them in with ``torch.where``.

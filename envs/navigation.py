@@ -68,7 +68,7 @@ import math
 
 import torch
 
-from envs.base import Box, Obs, StepResult, TensorSpec, VecEnv
+from envs.base import Box, Obs, StepResult, TensorSpec, VecEnv, make_generator
 
 ROBOT_RADIUS = 0.2
 MAX_SPEED = 2.0
@@ -109,11 +109,7 @@ class NavigationVecEnv(VecEnv):
         }
         self.action_spec = Box((3,), (-1.0,) * 3, (1.0,) * 3)
 
-        self._generator = torch.Generator(device=dev)
-        if seed is not None:
-            self._generator.manual_seed(seed)
-        else:
-            self._generator.seed()
+        self._generator = make_generator(dev, seed)
 
         f32 = dict(dtype=torch.float32, device=dev)
         s, m = self.num_static, self.num_dynamic
