@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,6 @@ class _Pending:
 class RunStats:
     rounds: int = 0
     env_steps: int = 0
-    dropped: int = 0
     worker_failures: int = 0
     worker_restarts: int = 0
     nonfinite_rounds: int = 0  # consecutive rounds with skipped (non-finite) minibatches
@@ -57,7 +56,6 @@ class RunStats:
     best_return: float = float("-inf")
     time_to_target_s: float | None = None
     steps_to_target: int | None = None
-    history: list[dict[str, float]] = field(default_factory=list)
     # Seconds spent per phase, summed over rounds: where the wall time goes.
     time_sample: float = 0.0
     time_update: float = 0.0
@@ -144,7 +142,7 @@ class Trainer:
     # -- checkpoints -------------------------------------------------------------------------
     def _driver_state(self, elapsed: float) -> dict[str, Any]:
         st = self.stats
-        return {"rounds": st.rounds, "env_steps": st.env_steps, "dropped": st.dropped,
+        return {"rounds": st.rounds, "env_steps": st.env_steps, "dropped": self.gate.dropped,
                 "worker_failures": st.worker_failures, "worker_restarts": st.worker_restarts,
                 "best_return": st.best_return, "time_to_target_s": st.time_to_target_s,
                 "steps_to_target": st.steps_to_target, "elapsed_s": elapsed,
@@ -182,7 +180,7 @@ class Trainer:
         ray.get(self.weights_ref)
         self.version = int(state["learner"]["version"])
         d, st = state["driver"], self.stats
-        st.rounds, st.env_steps, st.dropped = d["rounds"], d["env_steps"], d["dropped"]
+        st.rounds, st.env_steps, self.gate.dropped = d["rounds"], d["env_steps"], d["dropped"]
         st.worker_failures, st.worker_restarts = d["worker_failures"], d["worker_restarts"]
         st.best_return, st.time_to_target_s, st.steps_to_target = d["best_return"], d["time_to_target_s"], d["steps_to_target"]
         st.elapsed_before_resume = d["elapsed_s"]
@@ -217,18 +215,17 @@ class Trainer:
             if meta["fresh_process"]:
                 # A (re)started process: resolve `compression: auto` for it again.
                 self.workers[job.worker].set_learner_node.remote(self.learner_node)
-            if meta["fresh_process"] and job.worker in self._sampled_before:
-                # Ray restarted this worker (killed while idle, so no call failed): count it.
-                self.stats.worker_restarts += 1
-                self.log.line(f"[yellow]worker {job.worker} was restarted[/yellow]")
+                if job.worker in self._sampled_before:
+                    # Ray restarted it while idle (no call failed): count the restart.
+                    self.stats.worker_restarts += 1
+                    self.log.line(f"[yellow]worker {job.worker} was restarted[/yellow]")
             self._sampled_before.add(job.worker)
             if self.gate.check(meta["version"], self.version):
                 accepted.append((job.worker, job.payload_ref))
                 metas.append(meta)
                 if self.cfg.max_policy_lag > 0:
                     self._submit(pending, job.worker)  # overlap sampling with the coming update
-            else:
-                self.stats.dropped += 1
+            else:  # counted by the gate; re-request with the current weights
                 self._submit(pending, job.worker)
         # Worker order, not arrival order: the learner's batch (and so a seeded run) is reproducible.
         accepted.sort(key=lambda item: item[0])
@@ -298,8 +295,9 @@ class Trainer:
         pending: dict = {}
         t0 = last_log = time.perf_counter() - st.elapsed_before_resume
         while True:
+            busy = {p.worker for p in pending.values()}
             for w in range(len(self.workers)):
-                if not any(p.worker == w for p in pending.values()):
+                if w not in busy:
                     self._submit(pending, w)
             t_round = time.perf_counter()
             refs, metas = self._gather(pending, len(self.workers))
@@ -324,7 +322,7 @@ class Trainer:
                 self._poll_checkpointer()
                 self._publish("running", elapsed)
                 self.log.progress(st.rounds, st.env_steps, st.env_steps / elapsed, self.window,
-                                  st.best_return, self.version, st.dropped)
+                                  st.best_return, self.version, self.gate.dropped)
             stop = self._should_stop(elapsed)
             every = cfg.checkpoint.every_rounds
             if stop or (every and st.rounds % every == 0):
@@ -337,7 +335,7 @@ class Trainer:
         self._flush_checkpoints()
         wall = time.perf_counter() - t0
         self.log.progress(st.rounds, st.env_steps, st.env_steps / wall, self.window, st.best_return,
-                          self.version, st.dropped)
+                          self.version, self.gate.dropped)
         summary = self._summary(wall, startup_s, status="completed")
         self._write_summary(summary)
         self._publish("completed", wall)
@@ -353,7 +351,7 @@ class Trainer:
                 "steps_per_s": st.env_steps / max(elapsed, 1e-9), "policy_version": self.version,
                 "return_mean": self.window.mean, "policy_lag_mean": self.gate.mean_lag,
                 "workers_alive": len(self.workers), "num_workers": self.cfg.workers.num_workers,
-                "rollouts_dropped": st.dropped, "worker_restarts": st.worker_restarts,
+                "rollouts_dropped": self.gate.dropped, "worker_restarts": st.worker_restarts,
                 "bytes_shipped": st.bytes_shipped,
                 "compression_ratio": st.bytes_raw / st.bytes_shipped if st.bytes_shipped else None,
                 "checkpoint_save_s": self.storage.checkpoint_stats.get("last_save_s") if self.storage else None,
@@ -370,13 +368,12 @@ class Trainer:
                 and mean_ret >= cfg.target_return):
             st.time_to_target_s, st.steps_to_target = elapsed, st.env_steps
         row = {"return_mean": mean_ret, "episode_length_mean": self.window.mean_length,
-               "steps_per_s": st.env_steps / max(elapsed, 1e-9), "dropped_rollouts": st.dropped,
+               "steps_per_s": st.env_steps / max(elapsed, 1e-9), "dropped_rollouts": self.gate.dropped,
                "worker_failures": st.worker_failures, "worker_restarts": st.worker_restarts,
                "policy_lag_mean": self.gate.mean_lag,
                "sample_s": max(m["sample_s"] for m in metas),
                "payload_bytes": sum(m["payload_bytes"] for m in metas), **metrics}
         self.log.scalars(st.env_steps, row)
-        st.history.append({"round": st.rounds, "env_steps": st.env_steps, "wall_s": elapsed, "return_mean": mean_ret})
 
     def _check_finite(self, metrics: dict[str, Any], pending: dict) -> None:
         st = self.stats
@@ -425,7 +422,7 @@ class Trainer:
             "final_mean_return": self.window.mean if self.window.returns else None,
             "best_mean_return": st.best_return if self.window.returns else None,
             "episodes": self.window.episodes,
-            "dropped_rollouts": st.dropped,
+            "dropped_rollouts": self.gate.dropped,
             "max_policy_lag_used": self.gate.max_lag_used,
             "worker_failures": st.worker_failures,
             "worker_restarts": st.worker_restarts,

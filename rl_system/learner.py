@@ -6,7 +6,6 @@ It receives rollouts as LZ4 payloads (``bytes``) straight from the object store.
 
 from __future__ import annotations
 
-import copy
 import threading
 import time
 from typing import Any
@@ -95,11 +94,11 @@ class Learner:
         return metrics, self.get_weights()
 
     # -- checkpointing -------------------------------------------------------------------------
-    def state(self, copy_tensors: bool = True) -> dict[str, Any]:
+    def state(self) -> dict[str, Any]:
         """Everything needed to continue training exactly: weights (incl. normaliser buffers),
-        optimiser moments, counters and RNG state. With ``copy_tensors=False`` the tensors are
-        the live ones (the caller must finish with them before the next update)."""
-        state = {
+        optimiser moments, counters and RNG state. The tensors are the live ones: the caller
+        must be done with them before the next update."""
+        return {
             "model": self.policy.state_dict(),
             "optimizer": self.algo.optimizer.state_dict(),
             "version": self.version,
@@ -107,7 +106,6 @@ class Learner:
             "skipped_updates": self.algo.skipped_updates,
             "rng": capture_rng_state(),
         }
-        return copy.deepcopy(state) if copy_tensors else state
 
     def load_state(self, state: dict[str, Any]) -> dict[str, torch.Tensor]:
         """Restore :meth:`state`; returns the weights for the workers."""
@@ -134,7 +132,7 @@ class Learner:
             try:
                 # No copy here: ray.put copies into the object store, and the next update
                 # waits for this thread before it touches the weights.
-                ref = ray.put(to_transport({"learner": self.state(copy_tensors=False), **extra}))
+                ref = ray.put(to_transport({"learner": self.state(), **extra}))
                 self._save_ref = checkpointer.save.remote(
                     [ref], {"policy_version": self.version, "env_steps": self.env_steps, **manifest})
             except Exception as err:  # noqa: BLE001 - reported through metrics, training goes on
