@@ -72,10 +72,9 @@ def bench_adapter(n: int, seconds: float, repeats: int) -> tuple[float, float]:
         env.close()
 
 
-def bench_gym_sync_raw(n: int, seconds: float, repeats: int) -> tuple[float, float]:
-    """What the adapter wraps: Gymnasium's SyncVectorEnv (SAME_STEP), numpy in and out."""
-    env = gymnasium.make_vec("CartPole-v1", num_envs=n, vectorization_mode="sync",
-                             vector_kwargs={"autoreset_mode": gymnasium.vector.AutoresetMode.SAME_STEP})
+def bench_gym_numpy(n: int, seconds: float, repeats: int, **make_vec_kwargs) -> tuple[float, float]:
+    """A plain Gymnasium vector CartPole, numpy in and out (``make_vec_kwargs`` pick the kind)."""
+    env = gymnasium.make_vec("CartPole-v1", num_envs=n, **make_vec_kwargs)
     env.reset(seed=0)
     actions = np.random.default_rng(0).integers(0, 2, (N_ACTION_BATCHES, n))
     try:
@@ -84,14 +83,11 @@ def bench_gym_sync_raw(n: int, seconds: float, repeats: int) -> tuple[float, flo
         env.close()
 
 
-def bench_gym_numpy_vector(n: int, seconds: float, repeats: int) -> tuple[float, float]:
-    env = gymnasium.make_vec("CartPole-v1", num_envs=n, vectorization_mode="vector_entry_point")
-    env.reset(seed=0)
-    actions = np.random.default_rng(0).integers(0, 2, (N_ACTION_BATCHES, n))
-    try:
-        return measure(lambda i: env.step(actions[i % N_ACTION_BATCHES]), n, seconds, repeats)
-    finally:
-        env.close()
+# What the adapter wraps: Gymnasium's SyncVectorEnv in SAME_STEP mode.
+SYNC_SAME_STEP = {"vectorization_mode": "sync",
+                  "vector_kwargs": {"autoreset_mode": gymnasium.vector.AutoresetMode.SAME_STEP}}
+# Gymnasium's own numpy-vectorised CartPole (NEXT_STEP autoreset, no final_obs).
+NUMPY_VECTOR = {"vectorization_mode": "vector_entry_point"}
 
 
 def main() -> None:
@@ -110,10 +106,10 @@ def main() -> None:
                          bench_torch_cartpole(n, dtype, args.seconds, args.repeats)))
     for n in (16, 64):
         rows.append(("GymnasiumVecEnv CartPole-v1 sync", "float64", n, bench_adapter(n, args.seconds, args.repeats)))
-        rows.append(("  (raw gymnasium sync, numpy)", "float64", n, bench_gym_sync_raw(n, args.seconds, args.repeats)))
+        rows.append(("  (raw gymnasium sync, numpy)", "float64", n, bench_gym_numpy(n, args.seconds, args.repeats, **SYNC_SAME_STEP)))
     for n in (16, 64, 256, 1024, 4096, 16384):
         rows.append(("gymnasium numpy vector CartPole*", "float64", n,
-                     bench_gym_numpy_vector(n, args.seconds, args.repeats)))
+                     bench_gym_numpy(n, args.seconds, args.repeats, **NUMPY_VECTOR)))
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"torch {torch.__version__}, gymnasium {gymnasium.__version__}, numpy {np.__version__}; "

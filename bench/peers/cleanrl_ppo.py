@@ -36,6 +36,8 @@ import torch
 import torch.nn as nn
 from torch.distributions import Categorical
 
+from bench.peers import peer_result
+
 ENV_ID = "CartPole-v1"
 
 
@@ -270,23 +272,9 @@ def _train(a: PPOArgs, seed, time_budget_s, target, variant, vmode, verbose) -> 
             break
 
     envs.close()
-    if hit is not None:
-        steps, wall, final = hit
-    else:
-        steps, final = env_steps, (sum(window) / len(window) if window else float("nan"))
-    return {
-        "peer": "cleanrl-style",
-        "variant": variant,
-        "seed": seed,
-        "reached": hit is not None,
-        "env_steps": int(steps),
-        "train_wall_s": float(wall),
-        "build_s": float(build_s),
-        "steps_per_s": float(steps / wall) if wall > 0 else math.nan,
-        "final_return": float(final),
-        "updates": update,
-        "vec_steps_total": int(vec_steps),
-    }
+    final = sum(window) / len(window) if window else float("nan")
+    row = peer_result("cleanrl-style", seed, hit, env_steps, wall, build_s, final)
+    return {**row, "variant": variant, "updates": update, "vec_steps_total": int(vec_steps)}
 
 
 def main(argv=None) -> None:

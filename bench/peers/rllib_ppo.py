@@ -31,6 +31,8 @@ import time
 import warnings
 from typing import Any, Callable, Dict, Optional
 
+from bench.peers import peer_result
+
 ENV_ID = "CartPole-v1"
 EP_RETURNS_KEY = "peer_episode_returns"
 
@@ -244,23 +246,9 @@ def _run(seed, time_budget_s, target, config_name, criterion, verbose) -> dict:
         algo.stop()
 
     hit = first[criterion]
-    if hit is not None:
-        steps, wall, final = hit
-    else:
-        steps = env_steps
-        final = (sum(window) / len(window)) if (criterion == "true100" and window) else rllib_mean
-    out = {
-        "peer": f"rllib-ppo[{config_name}]",
-        "seed": seed,
-        "reached": hit is not None,
-        "env_steps": int(steps),
-        "train_wall_s": float(wall),
-        "build_s": float(build_s),
-        "steps_per_s": float(steps / wall) if wall > 0 else math.nan,
-        "final_return": float(final),
-        "criterion": criterion,
-        "iterations": iters,
-    }
+    final = (sum(window) / len(window)) if (criterion == "true100" and window) else rllib_mean
+    out = {**peer_result(f"rllib-ppo[{config_name}]", seed, hit, env_steps, wall, build_s, final),
+           "criterion": criterion, "iterations": iters}
     for name in ("rllib", "true100"):
         prefix = "rllib_key" if name == "rllib" else "true100"
         h = first[name]
