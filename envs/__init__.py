@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import torch
 
-from envs.base import Box, Discrete, StepResult, TensorSpec, VecEnv
+from envs.base import AgentDiscrete, Box, Discrete, StepResult, TensorSpec, VecEnv
 
 # name -> "module:Class"; imported lazily so that importing ``envs`` stays cheap.
 _REGISTRY: dict[str, str] = {
@@ -22,6 +22,7 @@ _REGISTRY: dict[str, str] = {
     "Chaos": "envs.chaos:ChaosVecEnv",
     "AirCombat": "envs.air_combat:AirCombatVecEnv",
     "Navigation": "envs.navigation:NavigationVecEnv",
+    "AliceBob": "envs.alice_bob:AliceBobVecEnv",
 }
 
 GYM_PREFIX = "gym:"
@@ -55,4 +56,4 @@ def make_env(name: str, num_envs: int, device: str | torch.device = "cpu", seed:
     return _resolve(_REGISTRY[name])(num_envs=num_envs, device=device, seed=seed, **kwargs)
 
 
-__all__ = ["Box", "Discrete", "StepResult", "TensorSpec", "VecEnv", "make_env", "register", "registered_names"]
+__all__ = ["AgentDiscrete", "Box", "Discrete", "StepResult", "TensorSpec", "VecEnv", "make_env", "register", "registered_names"]

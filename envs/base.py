@@ -11,6 +11,11 @@ is a torch tensor on ``env.device`` with a leading batch dimension ``N = num_env
   the returned ``obs`` is already the first observation of the next episode where
   ``terminated | truncated``, and ``final_obs`` holds the observation the episode ended on, which
   a learner needs to bootstrap the value of truncated episodes.
+
+Multi-agent (cooperative) envs follow the same API with ``num_agents`` set and an
+:class:`AgentDiscrete` action spec: observations are ``"state"`` (the global state, ``[N, S]``)
+and ``"obs"`` (per-agent observations, ``[N, num_agents, O]``); actions are ``[N, num_agents]``;
+``reward`` is the team reward ``[N]`` and ``terminated``/``truncated`` are per env ``[N]``.
 """
 
 from __future__ import annotations
@@ -52,7 +57,20 @@ class Box:
     dtype: torch.dtype = field(default=torch.float32, init=False)
 
 
-ActionSpec = Discrete | Box
+@dataclass(frozen=True)
+class AgentDiscrete:
+    """One discrete action in ``[0, n)`` per agent of a multi-agent env: int64 ``[N, num_agents]``."""
+
+    n: int
+    num_agents: int
+    shape: tuple[int, ...] = field(default=(), init=False)
+    dtype: torch.dtype = field(default=torch.int64, init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", (self.num_agents,))
+
+
+ActionSpec = Discrete | Box | AgentDiscrete
 
 
 class StepResult(NamedTuple):
@@ -93,6 +111,7 @@ class VecEnv:
     """Base class: N environments stepped together as tensors on one device."""
 
     num_envs: int
+    num_agents: int = 1
     device: torch.device
     observation_spec: dict[str, TensorSpec]
     action_spec: ActionSpec

@@ -40,9 +40,6 @@ class RolloutBuffer:
         self.truncated = alloc(dtype=torch.bool)
         self.trunc_value = alloc()
         self.last_value = torch.zeros(N, device=device)
-        # Running episode return at every step; only read where the episode ended.
-        self.episode_return = alloc()
-        self.episode_length = alloc(dtype=torch.int32)
 
     def columns(self) -> dict[str, torch.Tensor]:
         """The columns a learner needs, by name (views, no copies)."""
@@ -51,8 +48,3 @@ class RolloutBuffer:
                     terminated=self.terminated, truncated=self.truncated,
                     trunc_value=self.trunc_value, last_value=self.last_value)
         return cols
-
-    def completed_episodes(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Returns and lengths ``[K]`` of the episodes that ended in this rollout, in time order."""
-        done = self.terminated | self.truncated
-        return self.episode_return[done], self.episode_length[done]

@@ -33,6 +33,9 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--seed", type=int, default=12345)
     e.add_argument("--json", dest="json_out", type=Path, default=None,
                    help="where to write the result (default: eval.json beside the checkpoint's run)")
+    e.add_argument("--render", type=Path, default=None, metavar="OUT.png",
+                   help="instead of the statistics, draw one episode (env index 0) to a PNG "
+                        "(AirCombat, Navigation; needs matplotlib: pip install 'rl-system[render]')")
 
     st = sub.add_parser("status", help="one-screen summary of the runs reporting on a Ray cluster")
     st.add_argument("--address", default="auto", help="Ray cluster address (default: auto)")
@@ -111,11 +114,24 @@ def cmd_eval(args: argparse.Namespace) -> int:
         found = find_resume(args.checkpoint, load_config(None), None)
     except CheckpointError as err:
         return _fail(f"cannot load checkpoint: {err}", 1)
+    if args.render is not None:
+        from rl_system.render import RenderError, render_episode
+
+        try:
+            ep = render_episode(found.state, args.render, deterministic=args.deterministic, seed=args.seed)
+        except RenderError as err:
+            return _fail(f"cannot render: {err}", 2)
+        print(f"{ep['env']} v{ep['policy_version']}: one episode of {ep['steps']} steps, return {ep['return']:.2f}"
+              f"{' (deterministic)' if args.deterministic else ''}; wrote {ep['path']}")
+        return 0
     result = evaluate(found.state, episodes=args.episodes, deterministic=args.deterministic,
                       num_envs=args.num_envs, seed=args.seed)
     result["checkpoint"] = found.path
+    if not result["episodes"]:
+        return _fail(f"no episode finished within {result['env_steps']:,} env steps", 1)
+    rates = "".join(f", {k[:-5]} {v:.3f}" for k, v in result.items() if k.endswith("_rate"))
     print(f"{result['env']} v{result['policy_version']}: return {result['return_mean']:.2f} ± {result['return_std']:.2f}, "
-          f"length {result['length_mean']:.1f} ± {result['length_std']:.1f} over {result['episodes']} episodes"
+          f"length {result['length_mean']:.1f} ± {result['length_std']:.1f}{rates} over {result['episodes']} episodes"
           f"{' (deterministic)' if args.deterministic else ''}")
     out = args.json_out or ((found.run_dir or Path(".")) / "eval.json")
     out.write_text(json.dumps(result, indent=2))

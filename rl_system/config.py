@@ -99,17 +99,105 @@ class CheckpointConfig(_Strict):
     """Stop (with a checkpoint) after this many rounds in a row had non-finite losses/gradients."""
 
 
+class HMASDConfig(_Strict):
+    """HMASD hyperparameters (``algo: hmasd``). Names follow the paper (Yang et al., NeurIPS 2023,
+    §3.2 and Appendix E); per-scenario values (its Table 3) live in the launch configs, e.g.
+    ``launch/configs/alice_bob_hmasd.yaml``. See :mod:`rl_system.algos.hmasd`."""
+
+    hierarchy: bool = True
+    """False: flat MAPPO (no coordinator, no skills, no intrinsic rewards), same code path."""
+    skill_interval: int = Field(25, gt=0)
+    """k: the coordinator assigns new skills every k env steps."""
+    n_team_skills: int = Field(3, ge=1)
+    """n_Z: number of discrete team skills Z."""
+    n_agent_skills: int = Field(3, ge=1)
+    """n_z: number of discrete individual skills z_i."""
+
+    # -- rewards -----------------------------------------------------------------------------
+    lambda_e: float = Field(1.0, ge=0)
+    """Weight of the team (extrinsic) reward in the low-level reward (1 when hierarchy is off)."""
+    lambda_D: float = Field(0.1, ge=0)
+    """Weight of log q_D(Z | s_{t+1}) in the low-level reward."""
+    lambda_d: float = Field(0.5, ge=0)
+    """Weight of log q_d(z_i | o_{i,t+1}, Z) in the low-level reward."""
+    lambda_h: float = Field(0.001, ge=0)
+    """Entropy bonus of the skill coordinator (high level)."""
+    lambda_l: float = Field(0.01, ge=0)
+    """Entropy bonus of the skill discoverer's actor (low level)."""
+
+    # -- PPO, shared by both levels ------------------------------------------------------------
+    lr: float = Field(5e-4, gt=0)
+    anneal_lr: bool = False
+    gamma: float = Field(0.99, gt=0, le=1)
+    """Low-level discount per env step."""
+    gae_lambda: float = Field(0.95, ge=0, le=1)
+    high_gamma: float = Field(0.99, gt=0, le=1)
+    """High-level discount per skill window (one high-level step = one window)."""
+    high_gae_lambda: float = Field(0.95, ge=0, le=1)
+    num_epochs: int = Field(5, gt=0)
+    num_minibatches: int = Field(1, gt=0)
+    """Minibatches of chunks (low level, discriminators) and of skill windows (high level)."""
+    chunk_len: int = Field(10, gt=0)
+    """Recurrent training (MAPPO-style): rollouts are cut into chunks of this many steps, each
+    trained by BPTT from the hidden state entering it (recomputed by the learner from the shipped
+    initial hiddens with the same weights that sampled). Rounded down to a divisor of rollout_len."""
+    clip_coef: float = Field(0.2, gt=0)
+    value_clip: float | None = Field(0.2, gt=0)
+    """Clip range of the value loss (in normalised units with value_norm); None: unclipped."""
+    vf_coef: float = Field(1.0, ge=0)
+    disc_coef: float = Field(1.0, ge=0)
+    """Weight of the discriminators' cross-entropy losses in the total loss."""
+    max_grad_norm: float = Field(10.0, gt=0)
+    """Gradient-norm clip, applied to each network group separately (coordinator, actor,
+    critic, discriminators)."""
+    norm_adv: bool = True
+    value_norm: bool = True
+    """MAPPO-style running normalisation of value targets (one normaliser per level)."""
+
+    # -- networks ------------------------------------------------------------------------------
+    hidden: int = Field(64, gt=0)
+    """Width of the skill discoverer (MLP -> GRU -> MLP) and of the discriminators."""
+    coord_dim: int = Field(64, gt=0)
+    """Embedding width of the skill coordinator's transformer."""
+    coord_heads: int = Field(2, gt=0)
+    coord_layers: int = Field(1, gt=0)
+    """Blocks in the coordinator's encoder and in its decoder."""
+
+    @model_validator(mode="after")
+    def _check(self) -> "HMASDConfig":
+        if self.coord_dim % self.coord_heads:
+            raise ValueError(f"coord_dim ({self.coord_dim}) must be divisible by coord_heads ({self.coord_heads})")
+        return self
+
+
+class SelfPlayConfig(_Strict):
+    """Self-play for two-player envs whose opponent is pluggable (``env.set_opponent``)."""
+
+    enabled: bool = False
+    refresh_every: int = Field(10, gt=0)
+    """Every K rounds: add the current policy to the pool and re-pick each worker's opponent."""
+    pool_size: int = Field(8, gt=0)
+    """Snapshots kept (the newest ones)."""
+    latest_prob: float = Field(0.5, ge=0, le=1)
+    """Probability that a worker's opponent is the newest snapshot (else uniform over the pool)."""
+    scripted_prob: float = Field(0.2, ge=0, le=1)
+    """Probability that a worker plays the env's scripted opponent instead of a snapshot."""
+
+
 class RunConfig(_Strict):
     """Top-level config of a training run."""
 
-    algo: Literal["ppo"] = "ppo"
+    algo: Literal["ppo", "hmasd"] = "ppo"
     seed: int = 0
     env: EnvConfig = Field(default_factory=EnvConfig)
     workers: WorkersConfig = Field(default_factory=WorkersConfig)
     learner: LearnerConfig = Field(default_factory=LearnerConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     ppo: PPOConfig = Field(default_factory=PPOConfig)
+    hmasd: HMASDConfig = Field(default_factory=HMASDConfig)
+    """HMASD hyperparameters (``algo: hmasd``); see :mod:`rl_system.algos.hmasd`."""
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    selfplay: SelfPlayConfig = Field(default_factory=SelfPlayConfig)
     max_policy_lag: int = Field(0, ge=0)
     """Rollouts from policy versions older than ``version - max_policy_lag`` are dropped."""
     max_env_steps: int = Field(1_000_000, gt=0)

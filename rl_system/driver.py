@@ -27,6 +27,7 @@ from rl_system.config import RunConfig
 from rl_system.gate import PolicyVersionGate
 from rl_system.learner import Learner
 from rl_system.metrics import ReturnWindow, RunLogger, write_json
+from rl_system.selfplay import SnapshotPool
 from rl_system.storage import RunStorage, first_line
 from rl_system.telemetry import Telemetry
 from rl_system.worker import RolloutWorker
@@ -95,6 +96,7 @@ class Trainer:
         self.log = RunLogger(self.run_dir, tensorboard=cfg.tensorboard, quiet=quiet)
         self.gate = PolicyVersionGate(cfg.max_policy_lag)
         self.window = ReturnWindow(cfg.return_window)
+        self.pool = SnapshotPool(cfg.selfplay, cfg.seed)
         self.stats = RunStats()
         self.version = 0
         self.workers: list[Any] = []
@@ -121,6 +123,8 @@ class Trainer:
         probe = make_env(cfg.env.name, 1, "cpu", seed=0, **cfg.env.kwargs)
         obs_spec, action_spec = probe.observation_spec, probe.action_spec
         probe.close()
+        if cfg.selfplay.enabled and not callable(getattr(probe, "set_opponent", None)):
+            raise TrainingError(f"selfplay.enabled: env {cfg.env.name!r} has no pluggable opponent (set_opponent)")
         self.learner = ray.remote(Learner).options(
             name="learner", num_cpus=cfg.learner.num_cpus, num_gpus=cfg.learner.num_gpus, max_restarts=0,
             resources=cfg.learner.resources,
@@ -147,7 +151,8 @@ class Trainer:
                 "best_return": st.best_return, "time_to_target_s": st.time_to_target_s,
                 "steps_to_target": st.steps_to_target, "elapsed_s": elapsed,
                 "returns": list(self.window.returns), "lengths": list(self.window.lengths),
-                "episodes": self.window.episodes}
+                "episodes": self.window.episodes,
+                "outcomes": {k: list(v) for k, v in self.window.outcomes.items()}}
 
     def _checkpoint(self, elapsed: float, pending: dict) -> None:
         """Ask the learner to snapshot itself to the checkpointer (it returns at once)."""
@@ -160,6 +165,8 @@ class Trainer:
             if workers is not None and any(s is None for s in workers):
                 workers = None
         extra = {"driver": self._driver_state(elapsed), "workers": workers, "config": self.cfg.model_dump()}
+        if self.cfg.selfplay.enabled:
+            extra["selfplay"] = self.pool.state()
         manifest = {"round": self.stats.rounds, "mean_return": self.window.mean if self.window.returns else None}
         self.storage.request_checkpoint(self.learner, extra, manifest)
 
@@ -184,7 +191,10 @@ class Trainer:
         st.worker_failures, st.worker_restarts = d["worker_failures"], d["worker_restarts"]
         st.best_return, st.time_to_target_s, st.steps_to_target = d["best_return"], d["time_to_target_s"], d["steps_to_target"]
         st.elapsed_before_resume = d["elapsed_s"]
-        self.window.extend(d["returns"], d["lengths"], d["episodes"])
+        self.window.extend(d["returns"], d["lengths"], d["episodes"], d.get("outcomes"))
+        if state.get("selfplay") is not None:
+            self.pool.load_state(state["selfplay"])
+            self.pool.refresh(self.workers)
         workers = state.get("workers")
         if workers and len(workers) == len(self.workers):
             ray.get([w.set_state.remote(s) for w, s in zip(self.workers, workers)])
@@ -215,6 +225,8 @@ class Trainer:
             if meta["fresh_process"]:
                 # A (re)started process: resolve `compression: auto` for it again.
                 self.workers[job.worker].set_learner_node.remote(self.learner_node)
+                if self.cfg.selfplay.enabled:
+                    self.pool.send(job.worker, self.workers[job.worker])  # its opponent was lost too
                 if job.worker in self._sampled_before:
                     # Ray restarted it while idle (no call failed): count the restart.
                     self.stats.worker_restarts += 1
@@ -310,11 +322,15 @@ class Trainer:
             st.time_update += time.perf_counter() - t_gathered
             st.time_round += time.perf_counter() - t_round
             st.rounds += 1
+            if self.pool.due(st.rounds):
+                self.pool.add(self.version, self.weights_ref)
+                self.pool.refresh(self.workers)
             for meta in metas:
                 st.env_steps += meta["env_steps"]
                 st.bytes_shipped += meta["payload_bytes"]
                 st.bytes_raw += meta["raw_bytes"]
-                self.window.extend(meta["episode_returns"], meta["episode_lengths"], meta["num_episodes"])
+                self.window.extend(meta["episode_returns"], meta["episode_lengths"], meta["num_episodes"],
+                                   meta.get("episode_info"))
             elapsed = time.perf_counter() - t0
             self._record(metrics, metas, elapsed)
             if time.perf_counter() - last_log >= cfg.log_every_s:
@@ -368,11 +384,15 @@ class Trainer:
                 and mean_ret >= cfg.target_return):
             st.time_to_target_s, st.steps_to_target = elapsed, st.env_steps
         row = {"return_mean": mean_ret, "episode_length_mean": self.window.mean_length,
+               **{f"episode_{k}_rate": v for k, v in self.window.rates.items()},
                "steps_per_s": st.env_steps / max(elapsed, 1e-9), "dropped_rollouts": self.gate.dropped,
                "worker_failures": st.worker_failures, "worker_restarts": st.worker_restarts,
                "policy_lag_mean": self.gate.mean_lag,
                "sample_s": max(m["sample_s"] for m in metas),
                "payload_bytes": sum(m["payload_bytes"] for m in metas), **metrics}
+        if cfg.selfplay.enabled:
+            row["selfplay_opponent_version_mean"] = sum(m["opponent_version"] for m in metas) / len(metas)
+            row["selfplay_pool_size"] = len(self.pool.snapshots)
         self.log.scalars(st.env_steps, row)
 
     def _check_finite(self, metrics: dict[str, Any], pending: dict) -> None:
@@ -422,6 +442,7 @@ class Trainer:
             "final_mean_return": self.window.mean if self.window.returns else None,
             "best_mean_return": st.best_return if self.window.returns else None,
             "episodes": self.window.episodes,
+            **{f"final_{k}_rate": v for k, v in self.window.rates.items()},
             "dropped_rollouts": self.gate.dropped,
             "max_policy_lag_used": self.gate.max_lag_used,
             "worker_failures": st.worker_failures,

@@ -1,8 +1,9 @@
 """Evaluation: run a checkpoint's policy without training and report episode statistics.
 
-Runs in-process (no Ray needed): builds the env named in the checkpoint's config, steps
-``num_envs`` copies until ``episodes`` episodes have finished, and reports mean ± std of the
-return and length. Episodes are counted in the order they finish; with many envs the first
+Runs in-process (no Ray needed): builds the env named in the checkpoint's config and the
+algorithm's sampler, collects rollouts of ``num_envs`` copies until ``episodes`` episodes have
+finished, and reports mean ± std of the return and length and the rate of every boolean episode
+outcome the env reports (``success_rate``, ``win_rate``...). Episodes are counted in the order they finish; with many envs the first
 ``episodes`` to finish are slightly biased to short ones, so by default each env contributes
 at most ``ceil(episodes / num_envs)`` episodes.
 """
@@ -16,8 +17,8 @@ from typing import Any
 import torch
 
 from envs import make_env
+from rl_system.algos import get_algorithm
 from rl_system.config import RunConfig
-from rl_system.policy import ActorCritic
 
 
 @torch.no_grad()
@@ -29,34 +30,37 @@ def evaluate(state: dict[str, Any], episodes: int = 100, deterministic: bool = F
     torch.manual_seed(seed)
     env = make_env(cfg.env.name, n, device, seed=seed, **cfg.env.kwargs)
     try:
-        policy = ActorCritic(env.observation_spec, env.action_spec, cfg.model).to(device)
+        algo = get_algorithm(cfg.algo)
+        policy = algo.make_policy(env.observation_spec, env.action_spec, cfg).to(device)
         policy.load_state_dict(state["learner"]["model"])
         policy.eval()
-        ret = torch.zeros(n, dtype=torch.float64)
-        length = torch.zeros(n, dtype=torch.int64)
+        sampler = algo.make_sampler(env, policy, cfg, torch.device(device))
+        sampler.reset(seed)
         counts = torch.zeros(n, dtype=torch.int64)
-        returns, lengths = [], []
-        obs, steps, t0 = env.reset(seed=seed), 0, time.perf_counter()
-        while len(returns) < episodes and steps < max_steps:
-            action, _, _ = policy.act(obs, deterministic=deterministic)
-            out = env.step(action)
-            ret += out.reward.double().cpu()
-            length += 1
-            done = (out.terminated | out.truncated).cpu()
-            take = done & (counts < per_env)
-            returns += ret[take].tolist()
-            lengths += length[take].tolist()
-            counts += take.long()
-            ret[done], length[done] = 0.0, 0
-            obs, steps = out.obs, steps + n
+        taken: dict[str, list] = {}
+        steps, t0 = 0, time.perf_counter()
+        while len(taken.get("episode_return", [])) < episodes and steps < max_steps:
+            cols = sampler.collect(deterministic=deterministic)
+            steps += cfg.workers.rollout_len * n
+            for i, env_index in enumerate(cols["episode_env"].tolist()):
+                if counts[env_index] < per_env:
+                    counts[env_index] += 1
+                    for k, v in cols.items():
+                        if k.startswith("episode_") and k != "episode_env":
+                            taken.setdefault(k, []).append(v[i].item())
     finally:
         env.close()
-    returns, lengths = returns[:episodes], lengths[:episodes]
-    r, l = torch.tensor(returns, dtype=torch.float64), torch.tensor(lengths, dtype=torch.float64)
-    return {
-        "env": cfg.env.name, "policy_version": int(state["learner"]["version"]),
-        "episodes": len(returns), "deterministic": deterministic,
-        "return_mean": float(r.mean()) if returns else None, "return_std": float(r.std(unbiased=False)) if returns else None,
-        "length_mean": float(l.mean()) if lengths else None, "length_std": float(l.std(unbiased=False)) if lengths else None,
-        "env_steps": steps, "wall_s": time.perf_counter() - t0,
-    }
+    out = {"env": cfg.env.name, "algo": cfg.algo, "policy_version": int(state["learner"]["version"]),
+           "episodes": min(len(taken.get("episode_return", [])), episodes), "deterministic": deterministic,
+           "env_steps": steps, "wall_s": time.perf_counter() - t0}
+    for key, values in taken.items():
+        v = torch.tensor(values[:episodes], dtype=torch.float64)
+        name = key[len("episode_"):]
+        if name in ("return", "length"):
+            out[f"{name}_mean"], out[f"{name}_std"] = float(v.mean()), float(v.std(unbiased=False))
+        else:  # boolean outcomes: a rate
+            out[f"{name}_rate"] = float(v.mean())
+    for name in ("return", "length"):
+        out.setdefault(f"{name}_mean", None)
+        out.setdefault(f"{name}_std", None)
+    return out

@@ -1,4 +1,5 @@
-"""Learner: decodes a round's rollouts, re-checks their policy versions, runs one PPO update.
+"""Learner: decodes a round's rollouts, re-checks their policy versions, runs one update of the
+configured algorithm (PPO or HMASD, see :mod:`rl_system.algos`).
 
 The learner is a Ray actor; its policy version starts at 0 and increments with every update.
 It receives rollouts as LZ4 payloads (``bytes``) straight from the object store.
@@ -13,15 +14,17 @@ from typing import Any
 import ray
 import torch
 
-from envs.base import Box, Discrete, TensorSpec
+from envs.base import ActionSpec, TensorSpec
 from rl_system import codec
-from rl_system.algos.ppo import PPO
+from rl_system.algos import get_algorithm
 from rl_system.checkpoint import capture_rng_state, restore_rng_state
 from rl_system.checkpointer import to_transport
 from rl_system.config import RunConfig
 from rl_system.device import resolve_device
 from rl_system.gate import PolicyVersionGate
-from rl_system.policy import ActorCritic
+
+
+ENV_MAJOR = ("last_", "init_", "final_")  # final_*: rows of ended episodes, env-major (HMASD)
 
 
 class StaleRolloutError(RuntimeError):
@@ -29,23 +32,25 @@ class StaleRolloutError(RuntimeError):
 
 
 def concat_rollouts(rollouts: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    """Join rollouts along the env axis: ``[T, N_i, ...]`` -> ``[T, sum N_i, ...]``; ``last_value``
-    (``[N_i]``) along its only axis. Episode-statistics columns are not part of the batch."""
+    """Join rollouts along the env axis: ``[T, N_i, ...]`` -> ``[T, sum N_i, ...]``; env-major
+    columns (``last_*``, ``init_*``: ``[N_i, ...]``) along their first axis. Episode-statistics
+    columns (``episode_*``) are not part of the batch."""
     keys = [k for k in rollouts[0] if not k.startswith("episode_")]
     if len(rollouts) == 1:
         return {k: rollouts[0][k] for k in keys}
-    return {k: torch.cat([r[k] for r in rollouts], dim=0 if k == "last_value" else 1) for k in keys}
+    return {k: torch.cat([r[k] for r in rollouts], dim=0 if k.startswith(ENV_MAJOR) else 1) for k in keys}
 
 
 class Learner:
     def __init__(self, cfg: dict[str, Any] | RunConfig, obs_spec: dict[str, TensorSpec],
-                 action_spec: Discrete | Box):
+                 action_spec: ActionSpec):
         self.cfg = cfg if isinstance(cfg, RunConfig) else RunConfig.model_validate(cfg)
         torch.set_num_threads(self.cfg.learner.torch_threads)
         torch.manual_seed(self.cfg.seed)
         self.device = resolve_device(self.cfg.learner.device)
-        self.policy = ActorCritic(obs_spec, action_spec, self.cfg.model).to(self.device)
-        self.algo = PPO(self.policy, self.cfg.ppo)
+        algo = get_algorithm(self.cfg.algo)
+        self.policy = algo.make_policy(obs_spec, action_spec, self.cfg).to(self.device)
+        self.algo = algo.make_trainer(self.policy, self.cfg)
         self.gate = PolicyVersionGate(self.cfg.max_policy_lag)
         self.version = 0
         self.env_steps = 0  # env steps trained on
@@ -81,10 +86,6 @@ class Learner:
         progress = self.env_steps / self.cfg.max_env_steps
         self.policy.train()
         metrics = self.algo.update(batch, progress)
-        if self.policy.obs_norm is not None:
-            # After the update, so the ratio of the first minibatch is exactly 1.
-            obs = {k[4:]: v.flatten(0, 1) for k, v in batch.items() if k.startswith("obs.")}
-            self.policy.obs_norm.update(self.policy.flatten(obs))
         self.env_steps += steps
         self.version += 1
         metrics.update(version=self.version, learner_env_steps=self.env_steps, learner_dropped=dropped,
@@ -100,7 +101,7 @@ class Learner:
         must be done with them before the next update."""
         return {
             "model": self.policy.state_dict(),
-            "optimizer": self.algo.optimizer.state_dict(),
+            "optimizer": self.algo.state_dict(),
             "version": self.version,
             "env_steps": self.env_steps,
             "skipped_updates": self.algo.skipped_updates,
@@ -111,7 +112,7 @@ class Learner:
         """Restore :meth:`state`; returns the weights for the workers."""
         self._join_snapshot()
         self.policy.load_state_dict(state["model"])
-        self.algo.optimizer.load_state_dict(state["optimizer"])
+        self.algo.load_state_dict(state["optimizer"])
         self.version = int(state["version"])
         self.env_steps = int(state["env_steps"])
         self.algo.skipped_updates = int(state["skipped_updates"])

@@ -13,17 +13,29 @@ from rich.console import Console
 
 
 class ReturnWindow:
-    """Mean of the last ``size`` completed episode returns (the usual "100-episode mean")."""
+    """Mean of the last ``size`` completed episode returns (the usual "100-episode mean"), and
+    the rate of each boolean episode outcome the env reports (success, win...) over the same
+    window."""
 
     def __init__(self, size: int = 100):
+        self.size = size
         self.returns: deque[float] = deque(maxlen=size)
         self.lengths: deque[int] = deque(maxlen=size)
+        self.outcomes: dict[str, deque[bool]] = {}
         self.episodes = 0
 
-    def extend(self, returns: list[float], lengths: list[int], total_episodes: int) -> None:
+    def extend(self, returns: list[float], lengths: list[int], total_episodes: int,
+               outcomes: dict[str, list[bool]] | None = None) -> None:
         self.returns.extend(returns)
         self.lengths.extend(lengths)
         self.episodes += total_episodes
+        for key, values in (outcomes or {}).items():
+            self.outcomes.setdefault(key, deque(maxlen=self.size)).extend(values)
+
+    @property
+    def rates(self) -> dict[str, float]:
+        """``{"success": 0.83, ...}``: the mean of each outcome over the window."""
+        return {k: sum(v) / len(v) for k, v in self.outcomes.items() if v}
 
     @property
     def full(self) -> bool:
@@ -64,7 +76,8 @@ class RunLogger:
         self.console.print(
             f"round {rnd:>5} | steps {steps:>11,} | {sps:>10,.0f} steps/s | "
             f"return {window.mean:8.2f} (best {best:8.2f}, {window.episodes:,} eps) | "
-            f"v{version} | dropped {dropped}"
+            + "".join(f"{k} {v:.2f} | " for k, v in window.rates.items())
+            + f"v{version} | dropped {dropped}"
         )
 
     def close(self) -> None:

@@ -18,7 +18,7 @@ from rl_system.archive import (ID_COLUMNS, ArchiveError, RolloutArchiver, archiv
                                read_archive, rollouts_to_table, write_archive)
 
 T, N = 5, 8
-NON_STEP = ("last_value", "episode_return", "episode_length")
+NON_STEP = ("last_value", "episode_return", "episode_length", "episode_env")
 
 
 @pytest.fixture(scope="module")

@@ -54,6 +54,13 @@ class PPO:
         self.optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr, eps=1e-5, fused=True)
         self.skipped_updates = 0
 
+    def state_dict(self) -> dict:
+        """The optimiser state (what a checkpoint needs besides the policy weights)."""
+        return self.optimizer.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.optimizer.load_state_dict(state)
+
     def prepare(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Adds advantages and returns, then flattens ``[T, N, ...]`` to ``[T*N, ...]``."""
         cfg = self.cfg
@@ -94,6 +101,10 @@ class PPO:
             if stop:
                 break
         self.skipped_updates += skipped
+        if policy.obs_norm is not None:
+            # After the epochs, so the ratio of the first minibatch is exactly 1.
+            obs = {k[4:]: v.flatten(0, 1) for k, v in batch.items() if k.startswith("obs.")}
+            policy.obs_norm.update(policy.flatten(obs))
         metrics = {k: v / max(n, 1) for k, v in stats.items()}
         metrics.update(lr=lr, minibatch_steps=n, skipped_minibatches=skipped,
                        explained_variance=explained_variance(data["value"], data["ret"]))
