@@ -452,6 +452,7 @@ class Trainer:
             "compression": sorted({p["compression"] for p in getattr(self, "placement", [])}),
             "placement": {"learner": getattr(self, "learner_node", None),
                           "workers": [p["node_id"] for p in getattr(self, "placement", [])]},
+            "selfplay_pool_versions": [v for v, _ in self.pool.snapshots] if self.cfg.selfplay.enabled else None,
             "archives_written": self.storage.archives_written if self.storage else 0,
             "archives_skipped": self.storage.archives_skipped if self.storage else 0,
             "time_breakdown_s": {"gather": st.time_sample, "update": st.time_update,

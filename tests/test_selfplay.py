@@ -1,0 +1,72 @@
+"""Self-play: the snapshot pool's choices, a worker driving the opponent with a frozen snapshot,
+and a real training run whose workers play earlier versions of the policy."""
+
+import ray
+import torch
+
+from rl_system.config import SelfPlayConfig, load_config
+from rl_system.driver import TrainingError, train
+from rl_system.selfplay import SnapshotOpponent, SnapshotPool
+from rl_system.worker import RolloutWorker
+
+AIR = ["env.name=AirCombat", "workers.num_workers=2", "workers.num_envs=32", "workers.rollout_len=16",
+       "model.hidden_sizes=[32]", "tensorboard=false", "target_return=null", "checkpoint.every_rounds=0"]
+
+
+def test_pool_keeps_newest_and_picks_by_probability():
+    pool = SnapshotPool(SelfPlayConfig(enabled=True, pool_size=3, latest_prob=1.0, scripted_prob=0.0), seed=0)
+    assert pool.pick() == SnapshotPool.SCRIPTED  # empty pool: the scripted opponent
+    for v in range(1, 6):
+        pool.add(v, f"ref{v}")
+    assert [v for v, _ in pool.snapshots] == [3, 4, 5]
+    assert {pool.pick()[0] for _ in range(50)} == {5}
+    pool.cfg = SelfPlayConfig(enabled=True, pool_size=3, latest_prob=0.0, scripted_prob=0.5)
+    picks = [pool.pick()[0] for _ in range(2000)]
+    assert 0.4 < picks.count(-1) / len(picks) < 0.6  # scripted about half of the time
+    assert set(picks) == {-1, 3, 4, 5}  # the rest uniform over the pool
+    assert pool.due(10) and not pool.due(7) and not SnapshotPool(SelfPlayConfig(), 0).due(10)
+
+
+def test_pool_state_round_trip(ray_session):
+    cfg = SelfPlayConfig(enabled=True, pool_size=2)
+    pool = SnapshotPool(cfg, seed=1)
+    for v in (4, 8):
+        pool.add(v, ray.put({"w": torch.full((2,), float(v))}))
+    pool.pick()
+    state = pool.state()
+    other = SnapshotPool(cfg, seed=99)
+    other.load_state(state)
+    assert [v for v, _ in other.snapshots] == [4, 8]
+    assert torch.equal(ray.get(other.snapshots[1][1])["w"], torch.full((2,), 8.0))
+    assert [other.pick()[0] for _ in range(20)] == [pool.pick()[0] for _ in range(20)]  # same RNG stream
+
+
+def test_worker_flies_the_opponent_with_a_snapshot():
+    cfg = load_config(None, AIR)
+    worker = RolloutWorker(0, cfg)
+    weights = {k: v.clone() for k, v in worker.policy.state_dict().items()}
+    worker.set_opponent(weights, 7)
+    assert isinstance(worker.env.opponent, SnapshotOpponent) and worker.env.opponent.version == 7
+    meta, _ = worker.sample(weights, 1)
+    assert meta["opponent_version"] == 7
+    worker.set_opponent(None, -1)
+    assert worker.env.opponent == "scripted"
+    meta, _ = worker.sample(weights, 1)
+    assert meta["opponent_version"] == -1
+
+
+def test_training_with_selfplay_pool(ray_session, tmp_path):
+    cfg = load_config(None, AIR + ["max_env_steps=12288", "selfplay.enabled=true", "selfplay.refresh_every=3",
+                                   "selfplay.pool_size=2", "selfplay.scripted_prob=0.0"])
+    summary = train(cfg, run_dir=tmp_path, quiet=True)
+    assert summary["status"] == "completed" and summary["rounds"] == 12
+    # refreshed after rounds 3, 6, 9 and 12; the pool keeps the newest two versions
+    assert summary["selfplay_pool_versions"] == [9, 12]
+
+
+def test_selfplay_on_an_env_without_opponent_is_one_clear_error(ray_session, tmp_path):
+    import pytest
+
+    cfg = load_config(None, ["env.name=CartPole", "selfplay.enabled=true", "max_env_steps=1000", "tensorboard=false"])
+    with pytest.raises(TrainingError, match="no pluggable opponent"):
+        train(cfg, run_dir=tmp_path, quiet=True)
