@@ -92,7 +92,8 @@ class RolloutWorker:
         self.samples += 1
         header = {k: v for k, v in meta.items() if not k.startswith("episode_")}
         payload = codec.encode(columns, header,
-                               compression=self.compression, level=self.cfg.compression_level)
+                               compression=self.compression, level=self.cfg.compression_level,
+                               filters=self.cfg.codec_filters)
         meta["raw_bytes"] = sum(t.numel() * t.element_size() for t in columns.values())
         meta["encode_s"] = time.perf_counter() - t0 - sample_s
         meta["payload_bytes"] = len(payload)
