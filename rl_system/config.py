@@ -151,6 +151,11 @@ class HMASDConfig(_Strict):
     """Gradient-norm clip, applied to each network group separately (coordinator, actor,
     critic, discriminators)."""
     norm_adv: bool = True
+    """Normalise the low level's advantages over the batch."""
+    high_norm_adv: bool = False
+    """Normalise the coordinator's advantages too. Off by default: while no team reward has been
+    seen, the high-level advantages are pure value noise, and scaling them to unit variance makes
+    the coordinator random-walk into a few skills (entropy collapse) before any reward exists."""
     value_norm: bool = True
     """MAPPO-style running normalisation of value targets (one normaliser per level)."""
 
@@ -209,6 +214,10 @@ class RunConfig(_Strict):
     """``auto``: LZ4 only for workers on another node than the learner (on one node the object
     store is shared memory and compression costs more than it saves)."""
     compression_level: int = Field(0, ge=0, le=16)
+    codec_filters: Literal["auto", "none"] = "auto"
+    """Bit-exact preconditioning of compressed columns (integer narrowing, XOR along time, byte
+    shuffle), chosen per column; ``none`` is slightly cheaper on links faster than ~4 Gbit/s
+    (``docs/wire_cost.md``)."""
     run_dir: str = "runs"
     """Parent directory; each run writes to ``run_dir/<name>``."""
     run_name: str | None = None
