@@ -13,7 +13,8 @@ An algorithm has two halves that meet only through the rollout columns and the w
 
 Column convention (what the codec ships and :func:`rl_system.learner.concat_rollouts` joins):
 time-major ``[T, N, ...]``, except names starting with ``last_`` or ``init_`` (env-major
-``[N, ...]``) and ``episode_`` (per completed episode, ``[E]``; statistics, not training data).
+``[N, ...]``), ``final_`` (one row per episode that ended in the rollout, env-major order) and
+``episode_`` (per completed episode, ``[E]``; statistics, not training data).
 """
 
 from __future__ import annotations

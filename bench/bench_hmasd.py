@@ -1,0 +1,132 @@
+"""HMASD vs flat MAPPO on Alice_and_Bob, over seeds, through the real system (Ray workers,
+gate, learner), plus a table of what each learned individual skill does.
+
+For each method (``launch/configs/alice_bob_hmasd.yaml`` and ``alice_bob_mappo.yaml``, the same
+code with the hierarchy switched off) and seed, trains until the 100-episode training success
+rate reaches ``--target`` (the team reward is 1 on success, so the mean return is the success
+rate) or the env-step budget runs out, then measures the *test* success rate of the final
+policy with ``rl_system.evaluate`` (200 episodes, argmax at both levels, fresh env seed).
+
+    python -m bench.bench_hmasd --size small --steps 150000 --seeds 0 1 2
+    python -m bench.bench_hmasd --size default --steps 3000000 --seeds 0   # ~15-20 min a run here
+
+Prints one row per run, a summary per method, and (HMASD) the skill table: for each agent and
+individual skill z, the share of steps under that skill spent on each button/diamond cell.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+from pathlib import Path
+
+import torch
+
+from rl_system.algos import get_algorithm
+from rl_system.checkpoint import CheckpointStore
+from rl_system.config import RunConfig, load_config
+from rl_system.driver import train
+from rl_system.evaluate import evaluate
+
+CONFIGS = {"hmasd": "launch/configs/alice_bob_hmasd.yaml", "mappo": "launch/configs/alice_bob_mappo.yaml"}
+# Geometry per map: the small map's 30-step episodes want short windows and rollouts.
+GEOMETRY = {
+    "small": ["workers.num_envs=32", "workers.rollout_len=30", "hmasd.skill_interval=10", "hmasd.lr=0.001"],
+    "default": [],
+    "large": [],
+}
+OBJECTS = {"r": "red button", "b": "blue button", "R": "red diamond", "B": "blue diamond"}
+
+
+def run_one(method: str, seed: int, size: str, steps: int, target: float, root: Path) -> dict:
+    run_dir = root / f"{method}-s{seed}"
+    cfg = load_config(CONFIGS[method], [f"seed={seed}", f"env.kwargs.size={size}", f"max_env_steps={steps}",
+                                        f"target_return={target}", "return_window=100", "tensorboard=false",
+                                        "log_every_s=60", "checkpoint.every_rounds=0", "max_wall_s=1800",
+                                        *GEOMETRY[size]])
+    summary = train(cfg, run_dir=run_dir, quiet=True)
+    state = CheckpointStore(str(run_dir / "checkpoints")).load_latest_valid()[0]
+    test = evaluate(state, episodes=200, deterministic=True, seed=10_000 + seed)
+    return {"method": method, "seed": seed, "steps_to_target": summary["steps_to_target"],
+            "time_to_target_s": summary["time_to_target_s"], "env_steps": summary["env_steps"],
+            "wall_s": summary["wall_time_s"], "steps_per_s": summary["steps_per_s"],
+            "train_success": summary.get("final_success_rate", 0.0), "test_success": test.get("success_rate", 0.0),
+            "test_length": test["length_mean"], "state": state}
+
+
+@torch.no_grad()
+def skill_table(state: dict, rollouts: int = 3) -> list[str]:
+    """Share of steps each (agent, z) spends on each object cell, from deterministic rollouts."""
+    cfg = RunConfig.model_validate(state["config"])
+    if not cfg.hmasd.hierarchy:
+        return []
+    from envs import make_env
+
+    env = make_env(cfg.env.name, 64, "cpu", seed=777, **cfg.env.kwargs)
+    algo = get_algorithm(cfg.algo)
+    policy = algo.make_policy(env.observation_spec, env.action_spec, cfg)
+    policy.load_state_dict(state["learner"]["model"])
+    sampler = algo.make_sampler(env, policy.eval(), cfg, torch.device("cpu"))
+    sampler.reset(777)
+    H, W = env.height, env.width
+    n_z = cfg.hmasd.n_agent_skills
+    counts = torch.zeros(2, n_z, len(OBJECTS) + 1)
+    for _ in range(rollouts):
+        cols = sampler.collect(deterministic=True)
+        pos = cols["obs.state"][..., :4].reshape(*cols["obs.state"].shape[:2], 2, 2)  # [T, N, agent, (row, col)]
+        cell = (pos[..., 0] * (H - 1)).round().long() * W + (pos[..., 1] * (W - 1)).round().long()
+        z = cols["skill_agent"]  # [T, N, agent]
+        for a in range(2):
+            for k, ch in enumerate(OBJECTS):
+                on = cell[..., a] == env._cell[ch]
+                counts[a, :, k] += torch.bincount(z[..., a][on], minlength=n_z).float()
+            counts[a, :, -1] += torch.bincount(z[..., a].reshape(-1), minlength=n_z).float()
+    lines = ["agent | z | steps | " + " | ".join(OBJECTS.values()), "---|---|---|" + "---|" * len(OBJECTS)]
+    for a, name in enumerate(("Alice", "Bob")):
+        for s in range(n_z):
+            total = counts[a, s, -1].item()
+            shares = " | ".join(f"{100 * counts[a, s, k].item() / max(total, 1):.0f}%" for k in range(len(OBJECTS)))
+            lines.append(f"{name} | {s} | {int(total)} | {shares}")
+    return lines
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", default="small", choices=sorted(GEOMETRY))
+    ap.add_argument("--steps", type=int, default=150_000)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--methods", nargs="+", default=["hmasd", "mappo"], choices=sorted(CONFIGS))
+    ap.add_argument("--target", type=float, default=0.8)
+    args = ap.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="bench_hmasd_"))
+    rows = []
+    print(f"Alice_and_Bob size={args.size}, budget {args.steps:,} env steps, stop at train success >= {args.target}")
+    print("method | seed | steps to target | time to target s | env steps | wall s | steps/s | train success | test success (argmax) | test length")
+    print("---|---|---|---|---|---|---|---|---|---")
+    for method in args.methods:
+        for seed in args.seeds:
+            r = run_one(method, seed, args.size, args.steps, args.target, root)
+            rows.append(r)
+            stt = f"{r['steps_to_target']:,}" if r["steps_to_target"] else "not reached"
+            ttt = f"{r['time_to_target_s']:.0f}" if r["time_to_target_s"] else "-"
+            print(f"{method} | {seed} | {stt} | {ttt} | {r['env_steps']:,} | {r['wall_s']:.0f} | "
+                  f"{r['steps_per_s']:,.0f} | {r['train_success']:.2f} | {r['test_success']:.3f} | {r['test_length']:.1f}",
+                  flush=True)
+    print("\nmethod | runs reaching target | median steps to target | mean test success")
+    print("---|---|---|---")
+    for method in args.methods:
+        rs = [r for r in rows if r["method"] == method]
+        hit = [r["steps_to_target"] for r in rs if r["steps_to_target"]]
+        med = f"{statistics.median(hit):,.0f}" if hit else "-"
+        print(f"{method} | {len(hit)}/{len(rs)} | {med} | {statistics.mean(r['test_success'] for r in rs):.3f}")
+    for r in rows:
+        table = skill_table(r["state"]) if r["method"] == "hmasd" else []
+        if table:
+            print(f"\nskills of hmasd seed {r['seed']} (share of steps under z on each object cell):")
+            print("\n".join(table))
+            break
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""HMASD (Yang et al., "Hierarchical Multi-Agent Skill Discovery", NeurIPS 2023) as a selectable
+algorithm (``algo: hmasd``, hyperparameters in the ``hmasd:`` config section), and flat recurrent
+MAPPO with the same code (``hmasd.hierarchy: false``). See ``docs/hmasd.md``.
+
+* :mod:`.networks` -- skill coordinator (transformer), skill discoverer (GRU actor/critic),
+  discriminators, value normalisers: one :class:`HMASDPolicy` module.
+* :mod:`.sampler` -- worker side: both levels stepping a multi-agent env batch.
+* :mod:`.trainer` -- learner side: intrinsic rewards, GAE per level, PPO updates.
+"""
+
+from __future__ import annotations
+
+# Networks, sampler and trainer are imported when first needed (importing the package stays cheap).
+from rl_system.algos.hmasd.config import HMASDConfig
+
+__all__ = ["HMASDConfig", "make_policy", "make_sampler", "make_trainer"]
+
+
+def make_policy(obs_spec, action_spec, cfg):
+    """An :class:`~rl_system.algos.hmasd.networks.HMASDPolicy`. ``cfg`` is the run config; the env
+    must be multi-agent: observations ``"state" [S]`` and ``"obs" [n, O]``, :class:`AgentDiscrete`
+    actions."""
+    from envs.base import AgentDiscrete
+    from rl_system.algos.hmasd.networks import HMASDPolicy
+
+    if not isinstance(action_spec, AgentDiscrete) or "state" not in obs_spec or "obs" not in obs_spec:
+        raise ValueError("algo hmasd needs a multi-agent env: observations 'state' and 'obs', AgentDiscrete actions "
+                         f"(got {sorted(obs_spec)} and {type(action_spec).__name__})")
+    n, O = obs_spec["obs"].shape
+    return HMASDPolicy(obs_spec["state"].shape[0], O, n, action_spec.n, cfg.hmasd)
+
+
+def make_sampler(env, policy, cfg, device):
+    from rl_system.algos.hmasd.sampler import HMASDSampler
+
+    return HMASDSampler(env, policy, cfg.hmasd, cfg.workers.rollout_len, device)
+
+
+def make_trainer(policy, cfg):
+    from rl_system.algos.hmasd.trainer import HMASDTrainer
+
+    return HMASDTrainer(policy, cfg.hmasd)

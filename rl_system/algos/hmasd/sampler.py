@@ -1,0 +1,164 @@
+"""HMASD sampler: steps a multi-agent env batch with both levels of the policy and fills one
+rollout's columns (see :mod:`rl_system.algos` for the layout convention, ``docs/hmasd.md`` for
+every column).
+
+Per-env state is batched tensors, never per-env Python objects: GRU hiddens ``[N, n, H]`` (actor
+and critic), team skill ``Z [N]``, individual skills ``z [N, n]``, skill timer ``[N]``; all are
+reset per env index with masks.
+
+Window rule (high level): the coordinator assigns new skills for an env on the first step of
+every rollout, on the first step after that env's episode ended, and when its timer reaches
+``k`` steps. A window ended by ``terminated`` is terminal for the high level; one ended by a
+time-limit truncation bootstraps with ``V_h(final obs)`` (``h_trunc_value``); one cut by the
+rollout end bootstraps with ``V_h`` of the rollout's last observation (``last_h_value``) -- exact,
+because the next rollout starts a new window there. The coordinator runs only on the envs that
+start a window at that step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from envs.base import VecEnv
+from rl_system.algos.hmasd.config import HMASDConfig
+from rl_system.algos.hmasd.networks import HMASDPolicy
+from rl_system.sampler import EpisodeTracker
+
+
+class HMASDSampler:
+    def __init__(self, env: VecEnv, policy: HMASDPolicy, cfg: HMASDConfig, rollout_len: int, device: torch.device):
+        self.env, self.policy, self.cfg, self.device = env, policy, cfg, device
+        self.hierarchy = cfg.hierarchy
+        T, N, n, H = rollout_len, env.num_envs, env.num_agents, cfg.hidden
+        self.T, self.N, self.n = T, N, n
+        S = env.observation_spec["state"].shape[0]
+        O = env.observation_spec["obs"].shape[-1]
+
+        def alloc(*shape, dtype=torch.float32):
+            return torch.zeros(shape, dtype=dtype, device=device)
+
+        self.buf = {
+            "obs.state": alloc(T, N, S), "obs.obs": alloc(T, N, n, O),
+            "action": alloc(T, N, n, dtype=torch.int64), "logp": alloc(T, N, n), "value": alloc(T, N, n),
+            "reward": alloc(T, N), "terminated": alloc(T, N, dtype=torch.bool),
+            "truncated": alloc(T, N, dtype=torch.bool), "trunc_value": alloc(T, N, n),
+            "last_value": alloc(N, n), "init_h_actor": alloc(N, n, H), "init_h_critic": alloc(N, n, H),
+        }
+        if self.hierarchy:
+            self.buf.update({
+                "skill_team": alloc(T, N, dtype=torch.int64), "skill_agent": alloc(T, N, n, dtype=torch.int64),
+                "h_start": alloc(T, N, dtype=torch.bool), "h_logp": alloc(T, N, n + 1), "h_value": alloc(T, N, n + 1),
+                "h_trunc_value": alloc(T, N, n + 1), "last_h_value": alloc(N, n + 1),
+                "last_obs.state": alloc(N, S), "last_obs.obs": alloc(N, n, O),
+            })
+            # Observation each step ended on (== next obs unless the episode ended); only the rows
+            # of ended episodes are shipped, as the compact ``final_obs.*`` columns.
+            self._final_state, self._final_obs = alloc(T, N, S), alloc(T, N, n, O)
+        self.episodes = EpisodeTracker(T, N, device)
+        self.obs: dict[str, torch.Tensor] = {}
+        self.h_actor, self.h_critic = alloc(N, n, H), alloc(N, n, H)
+        self.team_skill = alloc(N, dtype=torch.int64)
+        self.agent_skill = alloc(N, n, dtype=torch.int64)
+        self.timer = alloc(N, dtype=torch.int64)
+
+    def reset(self, seed: int | None = None) -> None:
+        self.obs = self.env.reset(seed=seed)
+        self.episodes.reset()
+        for t in (self.h_actor, self.h_critic, self.team_skill, self.agent_skill, self.timer):
+            t.zero_()
+
+    def _assign(self, t: int, start: torch.Tensor, deterministic: bool) -> None:
+        """The coordinator picks ``(Z, z)`` for the envs that start a window at step t."""
+        buf, obs = self.buf, self.obs
+        buf["h_start"][t].copy_(start)
+        buf["h_logp"][t].zero_()
+        buf["h_value"][t].zero_()
+        idx = start.nonzero().squeeze(1)
+        if idx.numel():
+            Z, z, logp, value = self.policy.coordinator.act(obs["state"][idx], obs["obs"][idx], deterministic)
+            self.team_skill[idx] = Z
+            self.agent_skill[idx] = z
+            self.timer[idx] = 0
+            buf["h_logp"][t][idx] = logp
+            buf["h_value"][t][idx] = value
+
+    @torch.no_grad()
+    def collect(self, deterministic: bool = False) -> dict[str, torch.Tensor]:
+        buf, env, policy, cfg = self.buf, self.env, self.policy, self.cfg
+        low, hier = policy.low, self.hierarchy
+        buf["init_h_actor"].copy_(self.h_actor)
+        buf["init_h_critic"].copy_(self.h_critic)
+        h_actor, h_critic = self.h_actor, self.h_critic
+        prev_done = torch.ones(self.N, dtype=torch.bool, device=self.device)  # every env starts a window at t=0
+        for t in range(self.T):
+            obs = self.obs
+            buf["obs.state"][t].copy_(obs["state"])
+            buf["obs.obs"][t].copy_(obs["obs"])
+            if hier:
+                self._assign(t, prev_done | (self.timer >= cfg.skill_interval), deterministic)
+                buf["skill_team"][t].copy_(self.team_skill)
+                buf["skill_agent"][t].copy_(self.agent_skill)
+            action, logp, value, h_actor, h_critic = low.act(obs["state"], obs["obs"], self.team_skill,
+                                                             self.agent_skill, h_actor, h_critic, deterministic)
+            buf["action"][t].copy_(action)
+            buf["logp"][t].copy_(logp)
+            buf["value"][t].copy_(value)
+            step = env.step(action)
+            done = step.terminated | step.truncated
+            buf["reward"][t].copy_(step.reward)
+            buf["terminated"][t].copy_(step.terminated)
+            buf["truncated"][t].copy_(step.truncated)
+            self.episodes.record(t, step.reward, done, step.info)
+            fin = step.final_obs
+            # Time-limit truncation: both levels bootstrap from the final observation, valued here
+            # by the same policy version (only on steps where some env was truncated).
+            trunc = step.truncated & ~step.terminated
+            if bool(trunc.any()):
+                v = low.value(fin["state"], fin["obs"], self.team_skill, self.agent_skill, h_critic)
+                buf["trunc_value"][t] = torch.where(trunc.unsqueeze(1), v, 0.0)
+                if hier:
+                    hv = policy.coordinator.values(fin["state"], fin["obs"])
+                    buf["h_trunc_value"][t] = torch.where(trunc.unsqueeze(1), hv, 0.0)
+            else:
+                buf["trunc_value"][t].zero_()
+                if hier:
+                    buf["h_trunc_value"][t].zero_()
+            if hier:
+                self._final_state[t].copy_(fin["state"])
+                self._final_obs[t].copy_(fin["obs"])
+            # Recurrent state of finished episodes starts afresh (per env index, by mask).
+            keep = (~done).to(h_actor.dtype).view(-1, 1, 1)
+            h_actor = h_actor * keep
+            h_critic = h_critic * keep
+            self.timer += 1
+            prev_done = done
+            self.obs = step.obs
+        self.h_actor, self.h_critic = h_actor, h_critic
+        obs = self.obs
+        buf["last_value"].copy_(low.value(obs["state"], obs["obs"], self.team_skill, self.agent_skill, h_critic))
+        cols = dict(buf)
+        if hier:
+            buf["last_h_value"].copy_(policy.coordinator.values(obs["state"], obs["obs"]))
+            buf["last_obs.state"].copy_(obs["state"])
+            buf["last_obs.obs"].copy_(obs["obs"])
+            # Rows of ended episodes, env-major (env, then time): the order of done.T[mask].
+            ended = (buf["terminated"] | buf["truncated"]).T
+            cols["final_obs.state"] = self._final_state.transpose(0, 1)[ended]
+            cols["final_obs.obs"] = self._final_obs.transpose(0, 1)[ended]
+        return {**cols, **self.episodes.completed()}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"obs": dict(self.obs), **self.episodes.state_dict(), "h_actor": self.h_actor.clone(),
+                "h_critic": self.h_critic.clone(), "team_skill": self.team_skill.clone(),
+                "agent_skill": self.agent_skill.clone(), "skill_timer": self.timer.clone()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.obs = {k: v.to(self.device) for k, v in state["obs"].items()}
+        self.episodes.load_state_dict(state)
+        self.h_actor = state["h_actor"].to(self.device).clone()
+        self.h_critic = state["h_critic"].to(self.device).clone()
+        self.team_skill.copy_(state["team_skill"])
+        self.agent_skill.copy_(state["agent_skill"])
+        self.timer.copy_(state["skill_timer"])
