@@ -46,6 +46,7 @@ import pyarrow.ipc as ipc
 import torch
 
 from rl_system import codec
+from rl_system.algos import ENV_MAJOR, STATS
 
 __all__ = ["ArchiveError", "RolloutArchiver", "archive_compression", "cmd_rollouts_inspect",
            "column_stats", "column_to_numpy", "inspect_archive", "read_archive", "rollouts_to_table",
@@ -102,6 +103,8 @@ def _rollout_batch(cols: dict[str, torch.Tensor], meta: dict, round_index: int) 
         "step": pa.array(np.tile(np.arange(T, dtype=np.int32), N)),
     }
     for name, t in cols.items():
+        if name.startswith((*ENV_MAJOR, STATS)):
+            continue  # not one row per (env, step), whatever their shape happens to be
         if t.dim() >= 2 and tuple(t.shape[:2]) == (T, N):
             if name in arrays:
                 raise ValueError(f"rollout column {name!r} clashes with an archive id column")

@@ -16,7 +16,7 @@ import torch
 
 from envs.base import ActionSpec, TensorSpec
 from rl_system import codec
-from rl_system.algos import get_algorithm
+from rl_system.algos import ENV_MAJOR, STATS, get_algorithm
 from rl_system.checkpoint import capture_rng_state, restore_rng_state
 from rl_system.checkpointer import to_transport
 from rl_system.config import RunConfig
@@ -24,7 +24,6 @@ from rl_system.device import resolve_device
 from rl_system.gate import PolicyVersionGate
 
 
-ENV_MAJOR = ("last_", "init_", "final_")  # final_*: rows of ended episodes, env-major (HMASD)
 
 
 class StaleRolloutError(RuntimeError):
@@ -35,7 +34,7 @@ def concat_rollouts(rollouts: list[dict[str, torch.Tensor]]) -> dict[str, torch.
     """Join rollouts along the env axis: ``[T, N_i, ...]`` -> ``[T, sum N_i, ...]``; env-major
     columns (``last_*``, ``init_*``: ``[N_i, ...]``) along their first axis. Episode-statistics
     columns (``episode_*``) are not part of the batch."""
-    keys = [k for k in rollouts[0] if not k.startswith("episode_")]
+    keys = [k for k in rollouts[0] if not k.startswith(STATS)]
     if len(rollouts) == 1:
         return {k: rollouts[0][k] for k in keys}
     return {k: torch.cat([r[k] for r in rollouts], dim=0 if k.startswith(ENV_MAJOR) else 1) for k in keys}

@@ -23,6 +23,11 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
+ENV_MAJOR = ("last_", "init_", "final_")
+"""Prefixes of columns that are not time-major (see above)."""
+STATS = "episode_"
+"""Prefix of the per-episode statistics columns."""
+
 # algo name -> module providing make_policy / make_sampler / make_trainer (imported lazily).
 _ALGORITHMS = {
     "ppo": "rl_system.algos.ppo_algo",
