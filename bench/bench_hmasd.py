@@ -4,10 +4,11 @@ gate, learner), plus a table of what each learned individual skill does.
 For each method (``launch/configs/alice_bob_hmasd.yaml`` and ``alice_bob_mappo.yaml``, the same
 code with the hierarchy switched off) and seed, trains until the 100-episode training success
 rate reaches ``--target`` (the team reward is 1 on success, so the mean return is the success
-rate) or the env-step budget runs out, then measures the *test* success rate of the final
-policy with ``rl_system.evaluate`` (200 episodes, argmax at both levels, fresh env seed).
+rate) -- recorded, training goes on -- and until the env-step budget runs out, then measures the
+*test* success rate of the final policy with ``rl_system.evaluate`` (200 episodes on a fresh env
+seed, sampling as in training and argmax at both levels).
 
-    python -m bench.bench_hmasd --size small --steps 150000 --seeds 0 1 2
+    python -m bench.bench_hmasd --size small --steps 100000 --seeds 0 1 2
     python -m bench.bench_hmasd --size default --steps 3000000 --seeds 0   # ~15-20 min a run here
 
 Prints one row per run, a summary per method, and (HMASD) the skill table: for each agent and
@@ -42,22 +43,25 @@ OBJECTS = {"r": "red button", "b": "blue button", "R": "red diamond", "B": "blue
 def run_one(method: str, seed: int, size: str, steps: int, target: float, root: Path) -> dict:
     run_dir = root / f"{method}-s{seed}"
     cfg = load_config(CONFIGS[method], [f"seed={seed}", f"env.kwargs.size={size}", f"max_env_steps={steps}",
-                                        f"target_return={target}", "return_window=100", "tensorboard=false",
+                                        f"target_return={target}", "stop_at_target=false", "return_window=100", "tensorboard=false",
                                         "log_every_s=60", "checkpoint.every_rounds=0", "max_wall_s=1800",
                                         *GEOMETRY[size]])
     summary = train(cfg, run_dir=run_dir, quiet=True)
     state = CheckpointStore(str(run_dir / "checkpoints")).load_latest_valid()[0]
-    test = evaluate(state, episodes=200, deterministic=True, seed=10_000 + seed)
+    test = evaluate(state, episodes=200, deterministic=False, seed=10_000 + seed)
+    test_argmax = evaluate(state, episodes=200, deterministic=True, seed=10_000 + seed)
     return {"method": method, "seed": seed, "steps_to_target": summary["steps_to_target"],
             "time_to_target_s": summary["time_to_target_s"], "env_steps": summary["env_steps"],
             "wall_s": summary["wall_time_s"], "steps_per_s": summary["steps_per_s"],
             "train_success": summary.get("final_success_rate", 0.0), "test_success": test.get("success_rate", 0.0),
-            "test_length": test["length_mean"], "state": state}
+            "test_success_argmax": test_argmax.get("success_rate", 0.0), "test_length": test["length_mean"],
+            "state": state}
 
 
 @torch.no_grad()
 def skill_table(state: dict, rollouts: int = 3) -> list[str]:
-    """Share of steps each (agent, z) spends on each object cell, from deterministic rollouts."""
+    """Share of steps each (agent, z) spends on each object cell, from rollouts that sample both
+    levels as in training (so every skill the coordinator still picks shows up)."""
     cfg = RunConfig.model_validate(state["config"])
     if not cfg.hmasd.hierarchy:
         return []
@@ -73,7 +77,7 @@ def skill_table(state: dict, rollouts: int = 3) -> list[str]:
     n_z = cfg.hmasd.n_agent_skills
     counts = torch.zeros(2, n_z, len(OBJECTS) + 1)
     for _ in range(rollouts):
-        cols = sampler.collect(deterministic=True)
+        cols = sampler.collect(deterministic=False)
         pos = cols["obs.state"][..., :4].reshape(*cols["obs.state"].shape[:2], 2, 2)  # [T, N, agent, (row, col)]
         cell = (pos[..., 0] * (H - 1)).round().long() * W + (pos[..., 1] * (W - 1)).round().long()
         z = cols["skill_agent"]  # [T, N, agent]
@@ -102,8 +106,9 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="bench_hmasd_"))
     rows = []
     print(f"Alice_and_Bob size={args.size}, budget {args.steps:,} env steps, stop at train success >= {args.target}")
-    print("method | seed | steps to target | time to target s | env steps | wall s | steps/s | train success | test success (argmax) | test length")
-    print("---|---|---|---|---|---|---|---|---|---")
+    print("method | seed | steps to target | time to target s | env steps | wall s | steps/s | train success | "
+          "test success | test success (argmax) | test length")
+    print("---|---|---|---|---|---|---|---|---|---|---")
     for method in args.methods:
         for seed in args.seeds:
             r = run_one(method, seed, args.size, args.steps, args.target, root)
@@ -111,19 +116,22 @@ def main() -> None:
             stt = f"{r['steps_to_target']:,}" if r["steps_to_target"] else "not reached"
             ttt = f"{r['time_to_target_s']:.0f}" if r["time_to_target_s"] else "-"
             print(f"{method} | {seed} | {stt} | {ttt} | {r['env_steps']:,} | {r['wall_s']:.0f} | "
-                  f"{r['steps_per_s']:,.0f} | {r['train_success']:.2f} | {r['test_success']:.3f} | {r['test_length']:.1f}",
+                  f"{r['steps_per_s']:,.0f} | {r['train_success']:.2f} | {r['test_success']:.3f} | "
+                  f"{r['test_success_argmax']:.3f} | {r['test_length']:.1f}",
                   flush=True)
-    print("\nmethod | runs reaching target | median steps to target | mean test success")
-    print("---|---|---|---")
+    print("\nmethod | runs reaching target | median steps to target | mean test success | mean test success (argmax)")
+    print("---|---|---|---|---")
     for method in args.methods:
         rs = [r for r in rows if r["method"] == method]
         hit = [r["steps_to_target"] for r in rs if r["steps_to_target"]]
         med = f"{statistics.median(hit):,.0f}" if hit else "-"
-        print(f"{method} | {len(hit)}/{len(rs)} | {med} | {statistics.mean(r['test_success'] for r in rs):.3f}")
+        print(f"{method} | {len(hit)}/{len(rs)} | {med} | {statistics.mean(r['test_success'] for r in rs):.3f} | "
+              f"{statistics.mean(r['test_success_argmax'] for r in rs):.3f}")
     for r in rows:
         table = skill_table(r["state"]) if r["method"] == "hmasd" else []
         if table:
-            print(f"\nskills of hmasd seed {r['seed']} (share of steps under z on each object cell):")
+            print(f"\nskills of hmasd seed {r['seed']} (share of the steps under z spent on each object cell, "
+                  "both levels sampled):")
             print("\n".join(table))
             break
 

@@ -208,7 +208,9 @@ class RunConfig(_Strict):
     max_env_steps: int = Field(1_000_000, gt=0)
     max_wall_s: float | None = Field(None, gt=0)
     target_return: float | None = None
-    """Stop once the 100-episode mean return reaches this."""
+    """Record the time and env steps at which the 100-episode mean return first reaches this, and
+    stop there unless ``stop_at_target`` is false."""
+    stop_at_target: bool = True
     return_window: int = Field(100, gt=0)
     compression: Literal["auto", "lz4", "none"] = "auto"
     """``auto``: LZ4 only for workers on another node than the learner (on one node the object

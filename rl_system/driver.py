@@ -410,7 +410,7 @@ class Trainer:
 
     def _should_stop(self, elapsed: float) -> bool:
         cfg, st = self.cfg, self.stats
-        if cfg.target_return is not None and st.time_to_target_s is not None:
+        if cfg.target_return is not None and cfg.stop_at_target and st.time_to_target_s is not None:
             return True
         if st.env_steps >= cfg.max_env_steps:
             return True

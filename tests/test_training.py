@@ -64,3 +64,12 @@ def test_status_command_reads_the_run_from_another_process(ray_session, tmp_path
     assert out.returncode == 0, out.stderr
     line = next(l for l in out.stdout.splitlines() if l.startswith("status-run:"))
     assert "completed" in line and "4,096 steps" in line
+
+
+def test_target_is_recorded_without_stopping_when_asked(ray_session, tmp_path):
+    cfg = load_config("launch/configs/cartpole_ppo.yaml",
+                      ["target_return=15", "stop_at_target=false", "return_window=20", "max_env_steps=20480",
+                       "tensorboard=false"])
+    summary = train(cfg, run_dir=tmp_path, quiet=True)
+    assert summary["reached_target"] and summary["steps_to_target"] < summary["env_steps"]
+    assert summary["env_steps"] >= 20480  # ran on to the budget
