@@ -2,9 +2,9 @@
 
 Each env holds two point-mass aircraft, **red** (side 0, the learner) and **blue** (side 1, the
 opponent), flying in a horizontal plane, plus 6 missile slots per side. Everything is a torch
-tensor with a leading batch dimension; aircraft state is ``[N, 2]`` (side), missile state is
-``[N, 2, 6]`` (launching side, slot) and all missiles of all envs advance in one batched step
-(no Python loops over envs or missiles).
+tensor with a leading batch dimension (state dict layout: aircraft ``[N, 2]`` (side), missiles
+``[N, 2, 6]`` (launching side, slot)); both sides and all missiles of all envs advance in one
+batched step (no Python loops over envs, sides or missiles).
 
 Aircraft model (SI units, constants below)
     Position ``(x, y)`` m, speed m/s, heading rad, throttle ``[0, 1]``, rudder ``[-1, 1]``.
@@ -22,22 +22,34 @@ Missiles
     aircraft's position, speed and heading. ``MISSILE_BURN_S`` of motor thrust
     (``MISSILE_THRUST_ACCEL``), then coast; drag ``MISSILE_DRAG_K * v^2`` throughout. Guidance
     is proportional navigation: heading rate ``= PN_GAIN * line-of-sight rate``, limited to
-    ``MISSILE_MAX_G`` g of lateral acceleration. A missile's target is always the opposing
-    aircraft (one aircraft per side, so nothing needs storing). Hit: within ``MISSILE_HIT_RADIUS_M``
-    of a live target, checked every physics sub-step (missile position at the start of the
-    sub-step against the target's already-advanced one); the target is destroyed. Only the
-    slots in flight are gathered and advanced, so the cost grows with the missiles in flight. Self-destruct:
-    speed ``< MISSILE_MIN_SPEED`` after motor burn-out, or time of flight ``> MISSILE_MAX_TOF_S``.
+    ``MISSILE_MAX_G`` g of lateral acceleration (the heading is kept as its cos/sin, rotated by the
+    sub-step's turn angle). A missile's target is always the opposing aircraft (one aircraft per
+    side, so nothing needs storing). Hit: within ``MISSILE_HIT_RADIUS_M`` of a live target, checked
+    every physics sub-step (missile position at the start of the sub-step against the target's
+    already-advanced one); the target is destroyed. Self-destruct: speed ``< MISSILE_MIN_SPEED``
+    after motor burn-out, or time of flight ``> MISSILE_MAX_TOF_S``. All 12 slots of every env
+    are updated densely every sub-step (slots not in flight advance with ``dt = 0``), so the cost
+    per step does not depend on how many missiles are in flight.
 Fire rule (also the action mask)
     A side may fire when it is alive, has missiles left and its launch cooldown
     (``FIRE_COOLDOWN_S`` of sim time since its previous launch) has run out. An illegal fire
     command is ignored (the rest of the action still applies).
 
+Parameters (constructor)
+    ``num_envs``, ``device``, ``seed`` (reproducible batch on a device);
+    ``time_scale`` (default 1): sim seconds per step ``= time_scale / 60``;
+    ``max_time_s`` (default 300): sim time after which an episode is truncated
+    (``max_steps = round(max_time_s / dt)``); ``opponent`` (default ``"scripted"``, see Opponent);
+    ``action_type``: ``"discrete"`` (default) or ``"continuous"``; ``reward_modules``: shaping
+    terms added to the reward (see Reward). From a run config they are ``env.kwargs``, e.g.
+    ``{time_scale: 8, max_time_s: 150, reward_modules: [{name: pursuit, closing_coef: 1.0}]}``.
+
 Time
     One ``step`` advances ``dt = time_scale / 60`` s of sim time, integrated in
     ``ceil(dt / MAX_SUBSTEP_S)`` equal sub-steps (semi-implicit Euler), so the physics is the
     same for any ``time_scale`` in ``[0.5, 8]`` (and beyond); the sub-step bound also keeps a
-    missile from skipping through the hit radius at closing speeds below ~6 km/s.
+    missile from skipping through the hit radius at closing speeds below ~6 km/s. ``time_scale``
+    up to 2 is one sub-step per step.
 
 Observation (red's view; blue's is built by the same function with the sides swapped)
     ``"obs"``: float32 ``[N, 16]`` (``OBS_DIM``), all relative to the observer, so a policy
@@ -66,23 +78,34 @@ Action
     (``ACTION_STRAIGHT_FULL = 3``: straight, full throttle, no fire).
     ``action_type="continuous"``: ``Box(3)``: rudder ``[-1, 1]``, throttle ``[0, 1]`` (both
     clipped), fire where ``> 0.5``.
-Opponent
-    ``opponent="scripted"``: batched pursuit: turn toward red (rudder ``∝`` bearing), full
-    throttle, fire when red is within ``SCRIPTED_FIRE_RANGE_M`` and within
+Opponent (pluggable at construction and at runtime)
+    ``opponent="scripted"`` (or ``None``): batched pursuit: turn toward red (rudder ``∝``
+    bearing), full throttle, fire when red is within ``SCRIPTED_FIRE_RANGE_M`` and within
     ``SCRIPTED_FIRE_CONE_RAD`` of the nose, at most every ``SCRIPTED_FIRE_INTERVAL_S``.
-    Or any object with ``act(obs_dict_for_blue) -> action`` returning an action in this env's
-    action format (``[N]`` int64 or ``[N, 3]`` float32), e.g. a frozen policy snapshot for
-    self-play; its observation comes from the same (mirrored) function as red's.
+    Or a policy: a callable ``fn(blue_obs) -> action`` or an object with
+    ``act(blue_obs) -> action`` (e.g. a frozen policy snapshot for self-play). ``blue_obs`` is
+    blue's observation dict from the same (mirrored) function as red's, ``"action_mask"``
+    included for discrete actions, computed in the same batched pass as red's; the action is in
+    this env's action format (``[N]`` int64 or ``[N, 3]`` float32); it is called once per step
+    under ``torch.no_grad()``. ``env.set_opponent(opponent)`` swaps it at runtime (``None`` goes
+    back to the scripted one), effective from the next ``step``; both sides still advance in one
+    batched tensor step.
 Reward (float32 ``[N]``)
     Terminal: ``+1`` win (blue destroyed, red alive), ``-1`` loss, ``0`` draw (both destroyed in
     the same step) or timeout. Plus the sum of ``reward_modules``: objects following
     :class:`RewardModule` (``compute(obs_before, obs_after, action, done, info) -> [N]``);
-    ``obs_after`` is the pre-reset observation (``final_obs``). :class:`PursuitShaping` is an
-    example.
+    ``obs_after`` is the pre-reset observation (``final_obs``). In a config a module is named
+    (:data:`REWARD_MODULES`), optionally with its constructor arguments:
+    ``pursuit`` (:class:`PursuitShaping`: closing range, nose on the enemy),
+    ``missile_evasion`` (:class:`MissileEvasionShaping`: opening the range to the nearest
+    incoming missile), ``fire_discipline`` (:class:`FireDisciplineShaping`: a cost per missile
+    fired out of range/off the nose, a bonus per missile fired in range).
 Termination / truncation
     ``terminated`` when either aircraft is destroyed; ``truncated`` when ``max_time_s`` of sim
-    time has passed (``terminated`` wins where both). ``info["outcome"]`` int8 ``[N]``:
-    ``0`` running, ``1`` win, ``2`` loss, ``3`` draw, ``4`` timeout (valid where done).
+    time has passed (``terminated`` wins where both). ``info`` (valid where done):
+    ``"outcome"`` int8 ``[N]``: ``0`` running, ``1`` win, ``2`` loss, ``3`` draw, ``4`` timeout;
+    ``"win"`` bool ``[N]``: red won (blue destroyed, red alive), so the mean over finished
+    episodes is the win rate.
 Start state
     Red at the origin, blue at range ``U(START_RANGE_M)`` on a uniform random bearing; each
     heads toward the other ``± U(START_HEADING_OFF_RAD)``; speeds ``U(START_SPEED_MS)``,
@@ -90,13 +113,20 @@ Start state
     ``torch.Generator`` (``seed`` makes the batch reproducible on a device).
 Auto-reset
     ``SAME_STEP`` (see :mod:`envs.base`). ``state_dict``/``load_state_dict`` capture everything,
-    RNG included.
+    RNG included (the opponent object is not part of the state).
+Speed
+    ``python bench/bench_air_combat.py`` measures env steps/s (figures in ``docs/air_combat.md``).
+    Internally all state is float32 in side-major / slot-major tensors (``_A`` [fields, 2, N],
+    ``_M`` [fields, 2, 6, N]) so that every op runs over contiguous memory; flags and counts are
+    floats too (bool ops and casts are slow on CPU), trig on missiles is replaced by rotating
+    the heading's cos/sin, and there are no host syncs in the physics (the only ones are the
+    index lists of launches and of finished envs).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 import torch
 
@@ -139,12 +169,13 @@ SCRIPTED_TURN_GAIN = 3.0      # rudder per rad of bearing
 SCRIPTED_FIRE_RANGE_M = 20_000.0
 SCRIPTED_FIRE_CONE_RAD = math.radians(15.0)
 SCRIPTED_FIRE_INTERVAL_S = 10.0
+SCRIPTED_EVADE_RANGE_M = 12_000.0  # default: turn tail on red while a red missile is this close
 
 RANGE_SCALE_M = 50_000.0
 OBS_DIM = 16
 # Indices into the observation, for reward modules and opponents.
 OBS_SPEED, OBS_MISSILES_LEFT, OBS_RANGE, OBS_BEARING_SIN, OBS_BEARING_COS, OBS_CLOSURE = 0, 4, 5, 6, 7, 8
-OBS_WARNING = 11
+OBS_WARNING, OBS_MISSILE_RANGE, OBS_MISSILE_BEARING_COS, OBS_IN_FLIGHT = 11, 12, 14, 15
 
 N_DISCRETE_ACTIONS = 12
 ACTION_STRAIGHT_FULL = 3
@@ -153,7 +184,19 @@ THROTTLE_LEVELS = (0.5, 1.0)
 
 OUTCOME_RUNNING, OUTCOME_WIN, OUTCOME_LOSS, OUTCOME_DRAW, OUTCOME_TIMEOUT = 0, 1, 2, 3, 4
 RED, BLUE = 0, 1
-_M_FIELDS = 7  # missile row: x, y, speed, heading, time of flight, cos(heading), sin(heading)
+
+# Internal layout (see AirCombatVecEnv): aircraft fields are rows of ``_A`` [A_FIELDS, 2, N], missile
+# fields rows of ``_M`` [M_FIELDS, 2, 6, N], so that every elementwise op runs over contiguous
+# memory and a side's row of N envs is one contiguous vector. The first five aircraft rows are what
+# a missile needs of its target (copied side-swapped once per sub-step); the next five are the
+# first five observation entries, up to a scale (one op for them).
+_AX, _AY, _AVX, _AVY, _AALIVE, _ASPEED, _ASIN, _ACOS, _ATHR, _ALEFT, _AHEAD, _ARUD, _ACOOL = range(13)
+_A_FIELDS = 13
+_OBS_HEAD_SCALE = (1.0 / V_TERMINAL, 1.0, 1.0, 1.0, 1.0 / MISSILES_PER_SIDE)  # obs 0..4 = rows _ASPEED.._ALEFT
+_MX, _MY, _MACT, _MV, _MC, _MS, _MTOF = range(7)  # position, in flight, speed, heading cos/sin, time of flight
+_M_FIELDS = 7
+_NO_MISSILE_R2 = 1.0e12       # m^2, stands in for the range^2 of an empty slot (sqrt: 1000 km)
+_BURN_OFFSET = 1.0e4          # m/s added to a burning missile's speed in the slow self-destruct test
 
 
 def turn_rate_limit(speed: torch.Tensor) -> torch.Tensor:
@@ -163,6 +206,9 @@ def turn_rate_limit(speed: torch.Tensor) -> torch.Tensor:
     a_lift = ((q_s * (CL_MAX / MASS_KG)).square() - G * G).clamp_min(0.0).sqrt()
     a_lat = a_lift.clamp_max(N_MAX_LATERAL * G)
     return (a_lat / speed).clamp_max(MAX_TURN_RATE)
+
+
+# --------------------------------------------------------------------------- reward modules
 
 
 @runtime_checkable
@@ -180,17 +226,112 @@ class RewardModule(Protocol):
 class PursuitShaping:
     """Example shaping: ``closing_coef * (range_before - range_after) / RANGE_SCALE`` per metre
     closed plus ``pointing_coef * cos(bearing)`` per step (nose on the enemy). Small by default
-    so that the terminal ``±1`` dominates over an episode."""
+    so that the terminal ``±1`` dominates over an episode. ``until_first_launch``: only until the
+    own first missile is away (so that turning away after the shot is not penalised)."""
 
-    def __init__(self, closing_coef: float = 1.0, pointing_coef: float = 1e-4) -> None:
+    def __init__(self, closing_coef: float = 1.0, pointing_coef: float = 1e-4, until_first_launch: bool = False) -> None:
         self.closing_coef = closing_coef
         self.pointing_coef = pointing_coef
+        self.until_first_launch = until_first_launch
 
     def compute(self, obs_before: Obs, obs_after: Obs, action: torch.Tensor, done: torch.Tensor,
                 info: dict[str, torch.Tensor]) -> torch.Tensor:
         before, after = obs_before["obs"], obs_after["obs"]
         closing = before[:, OBS_RANGE] - after[:, OBS_RANGE]
-        return self.closing_coef * closing + self.pointing_coef * after[:, OBS_BEARING_COS]
+        reward = self.closing_coef * closing + self.pointing_coef * after[:, OBS_BEARING_COS]
+        if self.until_first_launch:
+            reward = reward * (after[:, OBS_MISSILES_LEFT] > 1.0 - 1e-3)
+        return reward
+
+
+class TimeoutPenalty:
+    """Example shaping: ``-penalty`` where the episode ends by the time limit (``info["outcome"]``
+    timeout), so that running out the clock is no better than losing."""
+
+    def __init__(self, penalty: float = 1.0) -> None:
+        self.penalty = penalty
+
+    def compute(self, obs_before: Obs, obs_after: Obs, action: torch.Tensor, done: torch.Tensor,
+                info: dict[str, torch.Tensor]) -> torch.Tensor:
+        return (info["outcome"] == OUTCOME_TIMEOUT).float() * -self.penalty
+
+
+class MissileEvasionShaping:
+    """Example shaping for surviving incoming missiles, counted only while an enemy missile is in
+    flight: ``coef * (d_after - d_before)``, where ``d`` is the observed range to the nearest enemy
+    missile (obs 12, in units of ``RANGE_SCALE_M``), so opening the range to it (dragging it out)
+    is rewarded and letting it close penalised; plus ``tail_coef * -cos(its bearing)`` per step
+    (obs 14), i.e. a reward for keeping it on the tail."""
+
+    def __init__(self, coef: float = 1.0, tail_coef: float = 0.0) -> None:
+        self.coef = coef
+        self.tail_coef = tail_coef
+
+    def compute(self, obs_before: Obs, obs_after: Obs, action: torch.Tensor, done: torch.Tensor,
+                info: dict[str, torch.Tensor]) -> torch.Tensor:
+        before, after = obs_before["obs"], obs_after["obs"]
+        both = before[:, OBS_WARNING] * after[:, OBS_WARNING]
+        reward = self.coef * both * (after[:, OBS_MISSILE_RANGE] - before[:, OBS_MISSILE_RANGE])
+        return reward - self.tail_coef * after[:, OBS_MISSILE_BEARING_COS]
+
+
+class FireDisciplineShaping:
+    """Example shaping against wasting missiles: ``-cost`` for every missile launched (a launch is
+    seen as a drop of the own-missiles-left observation, obs 4), and ``+in_range_bonus`` instead
+    where the enemy was within ``max_range_m`` and ``max_off_boresight_rad`` of the nose when it
+    was launched. ``first_only``: the bonus only for the first missile of an episode (so that it
+    cannot be farmed by emptying the rack; later good launches are then free)."""
+
+    def __init__(self, cost: float = 0.02, in_range_bonus: float = 0.02, max_range_m: float = 25_000.0,
+                 max_off_boresight_rad: float = math.radians(30.0), first_only: bool = False) -> None:
+        self.cost = cost
+        self.in_range_bonus = in_range_bonus
+        self.max_range = max_range_m / RANGE_SCALE_M
+        self.min_cos = math.cos(max_off_boresight_rad)
+        self.first_only = first_only
+
+    def compute(self, obs_before: Obs, obs_after: Obs, action: torch.Tensor, done: torch.Tensor,
+                info: dict[str, torch.Tensor]) -> torch.Tensor:
+        before, after = obs_before["obs"], obs_after["obs"]
+        launched = (before[:, OBS_MISSILES_LEFT] - after[:, OBS_MISSILES_LEFT]).gt(1e-3).float()
+        good = (before[:, OBS_RANGE] < self.max_range) & (before[:, OBS_BEARING_COS] > self.min_cos)
+        bonus = torch.where(good, self.in_range_bonus, -self.cost)
+        if self.first_only:
+            bonus = torch.where(good & (before[:, OBS_MISSILES_LEFT] < 1.0 - 1e-3), 0.0, bonus)
+        return launched * bonus
+
+
+REWARD_MODULES: dict[str, Callable[..., RewardModule]] = {
+    "pursuit": PursuitShaping,
+    "missile_evasion": MissileEvasionShaping,
+    "fire_discipline": FireDisciplineShaping,
+    "timeout_penalty": TimeoutPenalty,
+}
+"""Reward modules selectable by name in a config (``env.kwargs.reward_modules``)."""
+
+
+def build_reward_modules(specs: Sequence[Any]) -> list[RewardModule]:
+    """Reward modules from config-friendly specs: a module object, a name from
+    :data:`REWARD_MODULES`, or a mapping ``{"name": NAME, **constructor kwargs}``."""
+    modules: list[RewardModule] = []
+    for spec in specs:
+        if isinstance(spec, str):
+            spec = {"name": spec}
+        if isinstance(spec, Mapping):
+            kwargs = dict(spec)
+            name = kwargs.pop("name", None)
+            if name not in REWARD_MODULES:
+                raise ValueError(f"unknown reward module {name!r}; known: {', '.join(sorted(REWARD_MODULES))}")
+            modules.append(REWARD_MODULES[name](**kwargs))
+        elif isinstance(spec, RewardModule):
+            modules.append(spec)
+        else:
+            raise TypeError(f"reward module {spec!r}: expected a name, a {{name: ..., **kwargs}} mapping "
+                            "or an object with compute(obs_before, obs_after, action, done, info)")
+    return modules
+
+
+# --------------------------------------------------------------------------- the env
 
 
 def _wrap(angle: torch.Tensor) -> torch.Tensor:
@@ -198,23 +339,135 @@ def _wrap(angle: torch.Tensor) -> torch.Tensor:
     return angle.add_(math.pi).remainder_(2 * math.pi).sub_(math.pi)
 
 
+Opponent = Callable[[Obs], torch.Tensor]
+
+
+def _as_opponent(opponent: Any) -> Opponent | None:
+    """``None`` for the scripted opponent, else the callable that maps blue's obs to blue's action."""
+    if opponent is None or (isinstance(opponent, str) and opponent == "scripted"):
+        return None
+    if isinstance(opponent, str):
+        raise ValueError(f"unknown opponent {opponent!r}; use 'scripted', a callable or an object with act()")
+    act = getattr(opponent, "act", None)
+    if callable(act):
+        return act
+    if callable(opponent):
+        return opponent
+    raise TypeError("opponent must be 'scripted'/None, a callable fn(blue_obs) -> action, "
+                    "or an object with an act(blue_obs) method")
+
+
+class _ObsPlan:
+    """Views and scratch tensors for building observations from one aircraft state ``A``
+    [fields, 2, K] and missile state ``M`` [fields, 2, 6, K]: the whole batch (kept between
+    steps), or a gather buffer for some envs. ``both``: observers red and blue in one pass
+    (``S = 2``; observer ``s`` against enemy ``1 - s``), else red only (``S = 1``). ``fresh``:
+    the envs were just reset, so no missile is in flight and every fire action is legal; ``M`` is
+    not read and the missile entries are constants. Building the views once keeps the per-step
+    op count (and the Python overhead) down."""
+
+    def __init__(self, A: torch.Tensor, M: torch.Tensor | None, both: bool, fresh: bool = False) -> None:
+        s, k = (2 if both else 1), A.shape[2]
+        f32 = dict(dtype=torch.float32, device=A.device)
+        self.both, self.fresh, self.A, self.M, self.s, self.k = both, fresh, A, M, s, k
+        if both:
+            self.swap = torch.tensor([1, 0], device=A.device)
+            self.foe = torch.empty(_A_FIELDS, 2, k, **f32)               # A with the sides swapped
+            own, foe = A, self.foe
+        else:
+            own, foe = A[:, :1], A[:, 1:]
+        self.head5, self.oxy, self.ovxy, self.oc, self.os = (own[_ASPEED:_ALEFT + 1], own[_AX:_AY + 1],
+                                                             own[_AVX:_AVY + 1], own[_ACOS], own[_ASIN])
+        self.own_alive, self.own_left, self.own_cool = own[_AALIVE], own[_ALEFT], own[_ACOOL]
+        self.fxy, self.fvxy, self.fc, self.fs = foe[_AX:_AY + 1], foe[_AVX:_AVY + 1], foe[_ACOS], foe[_ASIN]
+        # Observation rows [S, 16, K] (transposed to [S, K, 16] at the end) and scratch.
+        self.rows = torch.empty(s, OBS_DIM, k, **f32)
+        self.row = self.rows.unbind(1)
+        self.head_rows = self.rows[:, 0:5].transpose(0, 1)
+        self.dxy, self.dvxy = torch.empty(2, s, k, **f32), torch.empty(2, s, k, **f32)
+        self.ux, self.uy = self.dxy.unbind(0)
+        self.rng = torch.empty(s, k, **f32)
+        if fresh:  # warning 0, nearest missile range 1 (none), its bearing 0, none in flight
+            self.rows[:, 11:16] = torch.tensor([0.0, 1.0, 0.0, 0.0, 0.0], **f32).view(1, 5, 1)
+            return
+        if both:
+            self.inc = torch.empty(3, 2, MISSILES_PER_SIDE, k, **f32)    # enemy missiles x, y, active
+            inc, own_active = self.inc, M[_MACT]
+        else:
+            inc, own_active = M[_MX:_MACT + 1, 1:], M[_MACT, :1]
+        self.oxy6 = self.oxy.unsqueeze(2)
+        self.inc_xy, self.inc_active, self.own_active = inc[:2], inc[2], own_active
+        self.sel = torch.empty(2, s, k, **f32)
+        self.sx, self.sy = self.sel.unbind(0)
+        self.mr, self.can, self.tmp = (torch.empty(s, k, **f32) for _ in range(3))
+        self.mdxy = torch.empty(2, s, MISSILES_PER_SIDE, k, **f32)
+        self.mdx, self.mdy = self.mdxy.unbind(0)
+        self.mr2, self.empty = (torch.empty(s, MISSILES_PER_SIDE, k, **f32) for _ in range(2))
+        self.nearest = torch.empty(s, 1, k, **f32)
+        self.nearest_sq = self.nearest.squeeze(1)
+
+    def build(self, scale: torch.Tensor, discrete: bool) -> tuple[Obs, Obs | None]:
+        p, row = self, self.row
+        if p.both:
+            torch.index_select(p.A, 1, p.swap, out=p.foe)
+        oc, os_ = p.oc, p.os
+        # 0..4: speed, sin/cos heading, throttle, missiles left: scaled rows of the state.
+        torch.mul(p.head5, scale, out=p.head_rows)
+        # Enemy: range, bearing (its direction rotated into the own frame), closure, heading.
+        torch.sub(p.fxy, p.oxy, out=p.dxy)
+        torch.hypot(p.ux, p.uy, out=p.rng)
+        torch.mul(p.rng, 1.0 / RANGE_SCALE_M, out=row[5])
+        p.dxy.mul_(p.rng.clamp_min_(1.0).reciprocal_())                  # unit vector to the enemy
+        torch.mul(p.uy, oc, out=row[6]).addcmul_(p.ux, os_, value=-1.0)  # sin(bearing)
+        torch.mul(p.ux, oc, out=row[7]).addcmul_(p.uy, os_)              # cos(bearing)
+        torch.sub(p.fvxy, p.ovxy, out=p.dvxy)
+        torch.sum(p.dvxy.mul_(p.dxy), dim=0, out=row[8]).mul_(-0.5 / V_TERMINAL)  # closure (+ = closing)
+        torch.mul(p.fs, oc, out=row[9]).addcmul_(p.fc, os_, value=-1.0)  # sin(enemy - own heading)
+        torch.mul(p.fc, oc, out=row[10]).addcmul_(p.fs, os_)             # cos
+        if not p.fresh:
+            # Nearest incoming (enemy) missile; empty slots count as _NO_MISSILE_R2 away.
+            if p.both:
+                torch.index_select(p.M[_MX:_MACT + 1], 1, p.swap, out=p.inc)
+            torch.sub(p.inc_xy, p.oxy6, out=p.mdxy)                      # [2, S, 6, K]
+            mr2 = torch.mul(p.mdx, p.mdx, out=p.mr2).addcmul_(p.mdy, p.mdy).mul_(p.inc_active)
+            mr2.add_(torch.sub(1.0, p.inc_active, out=p.empty), alpha=_NO_MISSILE_R2)
+            torch.amin(mr2, dim=1, keepdim=True, out=p.nearest)
+            pick = torch.eq(mr2, p.nearest, out=mr2)                     # one-hot (or tied slots)
+            torch.sum(p.mdxy.mul_(pick), dim=2, out=p.sel)               # [2, S, K] offset to it
+            present = torch.amax(p.inc_active, dim=1, out=row[11])
+            torch.mul(torch.sqrt(p.nearest_sq, out=p.mr), 1.0 / RANGE_SCALE_M, out=row[12]).clamp_max_(1.0)
+            norm = torch.hypot(p.sx, p.sy, out=p.mr).clamp_min_(1.0).reciprocal_().mul_(present)
+            p.sel.mul_(norm)                                             # unit vector, 0 if none
+            torch.mul(p.sy, oc, out=row[13]).addcmul_(p.sx, os_, value=-1.0)
+            torch.mul(p.sx, oc, out=row[14]).addcmul_(p.sy, os_)
+            torch.sum(p.own_active, dim=1, out=row[15]).mul_(1.0 / MISSILES_PER_SIDE)
+        obs_all = torch.empty(p.s, p.k, OBS_DIM, dtype=torch.float32, device=p.rows.device)
+        obs_all.copy_(p.rows.transpose(1, 2))
+        out = [{"obs": obs_all[i]} for i in range(p.s)]
+        if discrete:
+            mask_all = torch.ones(p.s, p.k, N_DISCRETE_ACTIONS, dtype=torch.bool, device=p.rows.device)
+            if not p.fresh:  # fire rule: alive, missiles left, cooldown over
+                can = torch.gt(p.own_left, 0.5, out=p.can).mul_(p.own_alive)
+                can.mul_(torch.le(p.own_cool, 0.0, out=p.tmp))
+                mask_all[:, :, 6:] = (can > 0.5).unsqueeze(2)
+            for i, o in enumerate(out):
+                o["action_mask"] = mask_all[i]
+        return out[0], (out[1] if p.both else None)
+
+
 class AirCombatVecEnv(VecEnv):
     """``num_envs`` red-vs-blue air-combat duels as tensors on ``device``; see the module docstring."""
 
     def __init__(self, num_envs: int, device: str | torch.device = "cpu", seed: int | None = None,
                  time_scale: float = 1.0, max_time_s: float = 300.0, opponent: Any = "scripted",
-                 action_type: str = "discrete", reward_modules: Sequence[RewardModule] = ()) -> None:
+                 action_type: str = "discrete", reward_modules: Sequence[Any] = (),
+                 scripted_evade_range_m: float = SCRIPTED_EVADE_RANGE_M) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         if not time_scale > 0:
             raise ValueError(f"time_scale must be > 0, got {time_scale}")
         if action_type not in ("discrete", "continuous"):
             raise ValueError(f"action_type must be 'discrete' or 'continuous', got {action_type!r}")
-        if isinstance(opponent, str):
-            if opponent != "scripted":
-                raise ValueError(f"unknown opponent {opponent!r}; use 'scripted' or an object with act()")
-        elif not callable(getattr(opponent, "act", None)):
-            raise TypeError("opponent must be 'scripted' or have an act(obs_dict) method")
         self.num_envs = n = int(num_envs)
         self.device = dev = torch.device(device)
         self.time_scale = float(time_scale)
@@ -223,9 +476,12 @@ class AirCombatVecEnv(VecEnv):
         self.sub_dt = self.dt / self.substeps
         self.max_time_s = float(max_time_s)
         self.max_steps = max(1, round(self.max_time_s / self.dt))
-        self.opponent = opponent
+        self.scripted_evade_range_m = float(scripted_evade_range_m)
+        self._opponent_fn: Opponent | None = None
+        self.opponent: Any = "scripted"
+        self.set_opponent(opponent)
         self.action_type = action_type
-        self.reward_modules = list(reward_modules)
+        self.reward_modules = build_reward_modules(reward_modules)
         self.discrete = action_type == "discrete"
         self.observation_spec = {"obs": TensorSpec(shape=(OBS_DIM,), dtype=torch.float32)}
         if self.discrete:
@@ -235,40 +491,83 @@ class AirCombatVecEnv(VecEnv):
             self.action_spec = Box(shape=(3,), low=(-1.0, 0.0, 0.0), high=(1.0, 1.0, 1.0))
 
         self._generator = make_generator(dev, seed)
-
         f32 = dict(dtype=torch.float32, device=dev)
         m = MISSILES_PER_SIDE
-        # Aircraft [N, 2] (side 0 red, 1 blue).
-        self._x = torch.zeros(n, 2, **f32)
-        self._y = torch.zeros(n, 2, **f32)
-        self._speed = torch.zeros(n, 2, **f32)
-        self._heading = torch.zeros(n, 2, **f32)
-        self._throttle = torch.zeros(n, 2, **f32)
-        self._rudder = torch.zeros(n, 2, **f32)
-        self._alive = torch.ones(n, 2, dtype=torch.bool, device=dev)
-        self._left = torch.zeros(n, 2, dtype=torch.int64, device=dev)
-        self._cooldown = torch.zeros(n, 2, **f32)          # s until the side may fire again
+        # All float32: flags (alive, in flight) are 0/1 and counts (missiles left) small integers,
+        # so that the per-step math is plain float arithmetic (bool ops and float<->bool casts are
+        # several times slower than float ones on CPU).
+        self._A = torch.zeros(_A_FIELDS, 2, n, **f32)
+        self._M = torch.zeros(_M_FIELDS, 2, m, n, **f32)
         self._script_cooldown = torch.zeros(n, **f32)      # scripted opponent's own interval
-        # Missiles [N, 2 launching side, 6 slots].
-        self._m_active = torch.zeros(n, 2, m, dtype=torch.bool, device=dev)
-        # The float state of a slot is one row of ``_m_state`` [N, 2, 6, M_FIELDS], so that the
-        # in-flight slots gather and scatter in one indexing op each; the names are views.
-        self._m_state = torch.zeros(n, 2, m, _M_FIELDS, **f32)
-        (self._m_x, self._m_y, self._m_speed, self._m_heading, self._m_tof,
-         self._m_cos, self._m_sin) = self._m_state.unbind(-1)             # cos/sin of the heading
         self._steps = torch.zeros(n, dtype=torch.int64, device=dev)
-
-        self._rudder_table = torch.tensor([RUDDER_LEVELS[(a % 6) // 2] for a in range(12)], **f32)
-        self._throttle_table = torch.tensor([THROTTLE_LEVELS[a % 2] for a in range(12)], **f32)
-        self._fire_table = torch.tensor([a >= 6 for a in range(12)], dtype=torch.bool, device=dev)
+        # Preallocated scratch, and views of the state and of the scratch built once (state and
+        # scratch are only ever updated in place).
+        self._a = self._A.unbind(0)                                   # aircraft rows [2, N]
+        self._m = self._M.unbind(0)                                   # missile rows [2, 6, N]
+        self._xy, self._vxy = self._A[_AX:_AY + 1], self._A[_AVX:_AVY + 1]
+        self._mxy, self._mcs = self._M[_MX:_MY + 1], self._M[_MC:_MS + 1]   # [2, 2, 6, N]
+        self._swap = torch.tensor([1, 0], device=dev)
+        self._target = torch.empty(5, 2, n, **f32)                   # x, y, vx, vy, alive of side 1 - s
+        self._target_xy = self._target[0:2].unsqueeze(2)             # [2, 2, 1, N]
+        self._target_vxy = self._target[2:4].unsqueeze(2)
+        self._target_alive = self._target[4].unsqueeze(1)            # [2, 1, N]
+        self._atmp = torch.empty(6, 2, n, **f32).unbind(0)
+        mtmp = torch.empty(9, 2, m, n, **f32)
+        self._rxy, self._vrxy = mtmp[0:2], mtmp[2:4]                 # [2, 2, 6, N]
+        self._mtmp = mtmp.unbind(0)
+        self._hit_any = torch.empty(2, n, **f32)
+        self._fire = torch.zeros(2, n, **f32)
+        self._can = torch.empty(2, n, **f32)
+        self._stmp = torch.empty(5, n, **f32).unbind(0)
+        self._dxy = torch.empty(2, n, **f32)
+        self._evade_dxy = torch.empty(2, m, n, **f32)
+        self._evade_r2, self._evade_tmp = torch.empty(m, n, **f32), torch.empty(m, n, **f32)
+        self._one = torch.ones((), **f32)
+        self._obs_head_scale = torch.tensor(_OBS_HEAD_SCALE, **f32).view(5, 1, 1)
+        self._plans: dict[tuple[bool, int], _ObsPlan] = {}
+        # Launch: the missile fields x, y, active, speed, cos, sin come from these aircraft rows;
+        # flat missile index of slot (6 - left) of (side, env) = _slot_base[side * N + env] - left * N.
+        self._launch_rows = torch.tensor([_AX, _AY, _AALIVE, _ASPEED, _ACOS, _ASIN], device=dev)
+        side = torch.arange(2 * n, device=dev).div(n, rounding_mode="floor")
+        self._slot_base = (side * m + m) * n + torch.arange(2 * n, device=dev) % n
+        # Reset: u ~ U[0, 1)^6 -> range, bearing, heading offsets (red, blue), speeds (red, blue).
+        self._reset_offset = torch.tensor([START_RANGE_M[0], -math.pi, -START_HEADING_OFF_RAD,
+                                           -START_HEADING_OFF_RAD, START_SPEED_MS[0], START_SPEED_MS[0]], **f32)
+        self._reset_scale = torch.tensor([START_RANGE_M[1] - START_RANGE_M[0], 2 * math.pi,
+                                          2 * START_HEADING_OFF_RAD, 2 * START_HEADING_OFF_RAD,
+                                          START_SPEED_MS[1] - START_SPEED_MS[0],
+                                          START_SPEED_MS[1] - START_SPEED_MS[0]], **f32)
+        self._fresh_template = torch.zeros(_A_FIELDS, 2, 1, **f32)
+        self._fresh_template[_ATHR] = START_THROTTLE
+        self._fresh_template[_AALIVE] = 1.0
+        self._fresh_template[_ALEFT] = MISSILES_PER_SIDE
+        # Step outcome from key = 2 * red_alive + blue_alive + 4 * truncated.
+        self._outcome_table = torch.tensor([OUTCOME_DRAW, OUTCOME_LOSS, OUTCOME_WIN, OUTCOME_RUNNING,
+                                            OUTCOME_DRAW, OUTCOME_LOSS, OUTCOME_WIN, OUTCOME_TIMEOUT],
+                                           dtype=torch.int8, device=dev)
+        self._terminated_table = torch.tensor([True, True, True, False] * 2, device=dev)
+        self._win_table = torch.tensor([False, False, True, False] * 2, device=dev)
+        # Discrete action -> rudder, throttle, fire.
+        self._rudder_table = torch.tensor([RUDDER_LEVELS[(a % 6) // 2] for a in range(N_DISCRETE_ACTIONS)], **f32)
+        self._throttle_table = torch.tensor([THROTTLE_LEVELS[a % 2] for a in range(N_DISCRETE_ACTIONS)], **f32)
+        self._fire_table = torch.tensor([float(a >= 6) for a in range(N_DISCRETE_ACTIONS)], **f32)
         self._last_obs: Obs | None = None
+        self._blue_obs: Obs | None = None
         self._needs_reset = True
 
     # ------------------------------------------------------------------ public API
 
-    _STATE_KEYS = ("_x", "_y", "_speed", "_heading", "_throttle", "_rudder", "_alive", "_left",
-                   "_cooldown", "_script_cooldown", "_m_active", "_m_x", "_m_y", "_m_speed",
-                   "_m_heading", "_m_tof", "_steps")  # _m_cos/_m_sin are recomputed on load
+    def set_opponent(self, opponent: Any) -> None:
+        """Plug in blue's controller: ``"scripted"`` or ``None`` (the built-in pursuit), a callable
+        ``fn(blue_obs) -> action`` or an object with ``act(blue_obs) -> action`` (e.g. a frozen
+        policy snapshot for self-play). ``blue_obs`` is blue's observation dict from the same
+        (mirrored) function as red's, ``"action_mask"`` included for discrete actions; the action
+        is in this env's action format (``[N]`` int64 or ``[N, 3]`` float32). It is called under
+        ``torch.no_grad()`` once per step, before both sides advance in the same batched step.
+        Takes effect from the next ``step``."""
+        self._opponent_fn = _as_opponent(opponent)
+        self.opponent = "scripted" if self._opponent_fn is None else opponent
+        self._blue_obs = None
 
     def reset(self, seed: int | None = None) -> Obs:
         """Reset all envs; ``seed`` reseeds the generator (else it continues its stream)."""
@@ -276,251 +575,309 @@ class AirCombatVecEnv(VecEnv):
             self._generator.manual_seed(seed)
         self._reset_envs(torch.arange(self.num_envs, device=self.device))
         self._needs_reset = False
-        obs = self.observe(RED)
+        obs, self._blue_obs = self._observe_all(self._opponent_fn is not None)
         self._last_obs = obs
         return obs
 
     def state_dict(self) -> dict[str, torch.Tensor]:
-        state = {k.lstrip("_"): getattr(self, k).clone() for k in self._STATE_KEYS}
+        """Everything needed to continue exactly; aircraft entries ``[N, 2]`` (side), missile
+        entries ``[N, 2, 6]`` (side, slot), ``alive``/``m_active`` bool, ``left``/``steps`` int64."""
+        A, M, dense = self._A, self._M, torch.contiguous_format
+        state = {name: A[row].t().clone(memory_format=dense) for name, row in self._A_KEYS.items()}
+        state["alive"] = (A[_AALIVE].t() > 0.5).contiguous()
+        state["left"] = A[_ALEFT].t().to(torch.int64, memory_format=dense)
+        state.update({name: M[row].permute(2, 0, 1).clone(memory_format=dense) for name, row in self._M_KEYS.items()})
+        state["m_active"] = (M[_MACT].permute(2, 0, 1) > 0.5).contiguous()
+        state["script_cooldown"] = self._script_cooldown.clone()
+        state["steps"] = self._steps.clone()
         state["generator"] = self._generator.get_state()
         return state
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
-        for k in self._STATE_KEYS:
-            getattr(self, k).copy_(state[k.lstrip("_")])
+        """Load a :meth:`state_dict`. A state without ``m_cos``/``m_sin`` (older versions, or one
+        that sets the missile heading) takes them from ``m_heading`` (rad)."""
+        A, M = self._A, self._M
+        for name, row in self._A_KEYS.items():
+            A[row].copy_(state[name].t())
+        A[_AALIVE].copy_(state["alive"].t())
+        A[_ALEFT].copy_(state["left"].t())
+        for name, row in self._M_KEYS.items():
+            if name in state:
+                M[row].copy_(state[name].permute(1, 2, 0))
+        if "m_cos" not in state:
+            heading = state["m_heading"].permute(1, 2, 0)
+            torch.cos(heading, out=M[_MC])
+            torch.sin(heading, out=M[_MS])
+        M[_MACT].copy_(state["m_active"].permute(1, 2, 0))
+        self._script_cooldown.copy_(state["script_cooldown"])
+        self._steps.copy_(state["steps"])
         self._generator.set_state(state["generator"])
-        torch.cos(self._m_heading, out=self._m_cos)
-        torch.sin(self._m_heading, out=self._m_sin)
+        self._derive_aircraft()
         self._needs_reset = False
-        self._last_obs = self.observe(RED)
+        self._last_obs, self._blue_obs = self._observe_all(self._opponent_fn is not None)
 
     def observe(self, side: int, rows: torch.Tensor | None = None) -> Obs:
         """The observation dict of ``side`` (0 red, 1 blue); blue's is red's mirrored. With
         ``rows`` (int64 env indices) only those envs' observations, ``[len(rows), ...]``."""
-        own, foe = side, 1 - side
         if rows is None:
-            x, y, speed, heading = self._x, self._y, self._speed, self._heading
-            throttle, left, m_active, m_x, m_y = self._throttle, self._left, self._m_active, self._m_x, self._m_y
-            can_fire = self._can_fire()
+            red, blue = self._observe_all(side != RED)
         else:
-            x, y, speed, heading = self._x[rows], self._y[rows], self._speed[rows], self._heading[rows]
-            throttle, left, m_active = self._throttle[rows], self._left[rows], self._m_active[rows]
-            m_x, m_y = self._m_x[rows], self._m_y[rows]
-            can_fire = self._alive[rows] & (left > 0) & (self._cooldown[rows] <= 0.0)
-        ox, oy, ov, oh = x[:, own], y[:, own], speed[:, own], heading[:, own]
-        ex, ey, ev, eh = x[:, foe], y[:, foe], speed[:, foe], heading[:, foe]
-        n = ox.shape[0]
-        cos_oh, sin_oh = torch.cos(oh), torch.sin(oh)
-        dx, dy = ex - ox, ey - oy
-        rng = torch.hypot(dx, dy)
-        bearing = torch.atan2(dy, dx).sub_(oh)
-        dvx = torch.cos(eh).mul_(ev).sub_(ov * cos_oh)
-        dvy = torch.sin(eh).mul_(ev).sub_(ov * sin_oh)
-        closure = (dx * dvx).add_(dy * dvy).div_(rng.clamp_min(1.0)).mul_(-0.5 / V_TERMINAL)
-        rel = eh - oh
-        # Nearest incoming (enemy) missile.
-        active = m_active[:, foe]
-        mdx = m_x[:, foe] - ox.unsqueeze(1)
-        mdy = m_y[:, foe] - oy.unsqueeze(1)
-        mr = torch.hypot(mdx, mdy).masked_fill_(~active, math.inf)
-        mr_min, idx = mr.min(dim=1, keepdim=True)
-        present = active.any(dim=1).float()
-        mb = torch.atan2(mdy.gather(1, idx), mdx.gather(1, idx)).squeeze(1).sub_(oh)
-        out = torch.stack((
-            ov / V_TERMINAL, sin_oh, cos_oh, throttle[:, own],
-            left[:, own] / MISSILES_PER_SIDE,
-            rng / RANGE_SCALE_M, torch.sin(bearing), torch.cos(bearing), closure,
-            torch.sin(rel), torch.cos(rel),
-            present, (mr_min.squeeze(1) / RANGE_SCALE_M).clamp_max_(1.0),
-            torch.sin(mb).mul_(present), torch.cos(mb).mul_(present),
-            m_active[:, own].sum(dim=1) / MISSILES_PER_SIDE), dim=1)
-        obs = {"obs": out}
-        if self.discrete:
-            mask = torch.ones(n, N_DISCRETE_ACTIONS, dtype=torch.bool, device=self.device)
-            mask[:, 6:] = can_fire[:, own].unsqueeze(1)
-            obs["action_mask"] = mask
-        return obs
+            red, blue = _ObsPlan(self._A[:, :, rows], self._M[..., rows], side != RED).build(
+                self._obs_head_scale, self.discrete)
+        return red if side == RED else blue
 
     def step(self, action: torch.Tensor) -> StepResult:
         if self._needs_reset:
             raise RuntimeError("call reset() before step()")
+        a, fire = self._a, self._fire
         action = action.to(self.device)
-        red_rudder, red_throttle, red_fire = self._decode(action)
-        blue_rudder, blue_throttle, blue_fire = self._opponent_action()
-        self._rudder[:, RED] = red_rudder
-        self._rudder[:, BLUE] = blue_rudder
-        self._throttle[:, RED] = red_throttle
-        self._throttle[:, BLUE] = blue_throttle
-        fire = torch.stack((red_fire, blue_fire), dim=1) & self._can_fire()
-        if bool(fire.any()):
-            self._launch(fire)
+        can = self._can_fire()
+        self._decode(action, RED)
+        if self._opponent_fn is None:
+            self._scripted_action(can)
+        else:
+            if self._blue_obs is None:
+                self._blue_obs = self._observe_all(True)[1]
+            with torch.no_grad():
+                blue_action = self._opponent_fn(self._blue_obs)
+            self._decode(torch.as_tensor(blue_action, device=self.device), BLUE)
+        fire.mul_(can)                                                   # illegal commands ignored
+        self._launch(fire)
 
         for _ in range(self.substeps):
             self._substep(self.sub_dt)
-        self._cooldown.sub_(self.dt).clamp_min_(0.0)
+        a[_ACOOL].sub_(self.dt).clamp_min_(0.0)
         self._script_cooldown.sub_(self.dt).clamp_min_(0.0)
         self._steps.add_(1)
 
-        red_alive, blue_alive = self._alive[:, RED], self._alive[:, BLUE]
-        terminated = ~(red_alive & blue_alive)
+        red_alive, blue_alive = a[_AALIVE]
         truncated = self._steps >= self.max_steps
+        key = torch.add(blue_alive, red_alive, alpha=2.0).add_(truncated, alpha=4.0).long()
+        outcome = self._outcome_table.index_select(0, key)
+        terminated = self._terminated_table.index_select(0, key)
+        win = self._win_table.index_select(0, key)
         done = terminated | truncated
-        outcome = torch.zeros(self.num_envs, dtype=torch.int8, device=self.device)
-        outcome.masked_fill_(truncated, OUTCOME_TIMEOUT)
-        win = red_alive & ~blue_alive
-        loss = ~red_alive & blue_alive
-        outcome.masked_fill_(win, OUTCOME_WIN)
-        outcome.masked_fill_(loss, OUTCOME_LOSS)
-        outcome.masked_fill_(~red_alive & ~blue_alive, OUTCOME_DRAW)
-        reward = win.float() - loss.float()
-        info = {"outcome": outcome}
+        reward = red_alive - blue_alive                                  # +1 win, -1 loss, else 0
+        info = {"outcome": outcome, "win": win}
 
-        final_obs = self.observe(RED)
-        if self.reward_modules:
-            for module in self.reward_modules:
-                reward += module.compute(self._last_obs, final_obs, action, done, info).to(reward.dtype)
+        two_sided = self._opponent_fn is not None
+        final_obs, blue_obs = self._observe_all(two_sided)
+        for module in self.reward_modules:
+            reward += module.compute(self._last_obs, final_obs, action, done, info).to(reward.dtype)
         idx = done.nonzero().squeeze(1)
+        obs = final_obs
         if idx.numel():
             self._reset_envs(idx)
-            fresh = self.observe(RED, idx)
+            fresh, fresh_blue = self._observe_fresh(idx, two_sided)
             obs = {k: v.index_copy(0, idx, fresh[k]) for k, v in final_obs.items()}
-        else:
-            obs = final_obs
+            if two_sided:
+                blue_obs = {k: v.index_copy_(0, idx, fresh_blue[k]) for k, v in blue_obs.items()}
         self._last_obs = obs
+        self._blue_obs = blue_obs
         return StepResult(obs, reward, terminated, truncated, final_obs, info)
+
+    # ------------------------------------------------------------------ read-only views
+    # The state in the layout of the state dict (aircraft [N, 2], missiles [N, 2, 6]); the float
+    # ones are views of the live state, the others copies. For tests, benchmarks and renderers.
+
+    _A_KEYS = {"x": _AX, "y": _AY, "speed": _ASPEED, "heading": _AHEAD, "throttle": _ATHR,
+               "rudder": _ARUD, "cooldown": _ACOOL}
+    _M_KEYS = {"m_x": _MX, "m_y": _MY, "m_speed": _MV, "m_cos": _MC, "m_sin": _MS, "m_tof": _MTOF}
+
+    _x = property(lambda self: self._A[_AX].t())
+    _y = property(lambda self: self._A[_AY].t())
+    _speed = property(lambda self: self._A[_ASPEED].t())
+    _heading = property(lambda self: self._A[_AHEAD].t())
+    _throttle = property(lambda self: self._A[_ATHR].t())
+    _cooldown = property(lambda self: self._A[_ACOOL].t())
+    _alive = property(lambda self: self._A[_AALIVE].t() > 0.5)
+    _left = property(lambda self: self._A[_ALEFT].t().long())
+    _m_x = property(lambda self: self._M[_MX].permute(2, 0, 1))
+    _m_y = property(lambda self: self._M[_MY].permute(2, 0, 1))
+    _m_speed = property(lambda self: self._M[_MV].permute(2, 0, 1))
+    _m_tof = property(lambda self: self._M[_MTOF].permute(2, 0, 1))
+    _m_cos = property(lambda self: self._M[_MC].permute(2, 0, 1))
+    _m_sin = property(lambda self: self._M[_MS].permute(2, 0, 1))
+    _m_heading = property(lambda self: torch.atan2(self._M[_MS], self._M[_MC]).permute(2, 0, 1))
+    _m_active = property(lambda self: self._M[_MACT].permute(2, 0, 1) > 0.5)
 
     # ------------------------------------------------------------------ internals
 
-    def _can_fire(self) -> torch.Tensor:
-        return self._alive & (self._left > 0) & (self._cooldown <= 0.0)
+    def _observe_all(self, both: bool) -> tuple[Obs, Obs | None]:
+        plan = self._plans.get((both, 0))
+        if plan is None:
+            plan = self._plans[(both, 0)] = _ObsPlan(self._A, self._M, both)
+        return plan.build(self._obs_head_scale, self.discrete)
 
-    def _decode(self, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        n = self.num_envs
+    def _observe_fresh(self, idx: torch.Tensor, both: bool) -> tuple[Obs, Obs | None]:
+        """Observations of the just-reset envs ``idx``: gathered into a cached buffer of the next
+        power-of-two size (padded with repeats), so that few plans serve every count."""
+        k = idx.numel()
+        size = 1 << (k - 1).bit_length()
+        plan = self._plans.get((both, size))
+        if plan is None:
+            buf = torch.empty(_A_FIELDS, 2, size, dtype=torch.float32, device=self.device)
+            plan = self._plans[(both, size)] = _ObsPlan(buf, None, both, fresh=True)
+        if size > k:
+            idx = torch.cat((idx, idx[:1].expand(size - k)))
+        torch.index_select(self._A, 2, idx, out=plan.A)
+        red, blue = plan.build(self._obs_head_scale, self.discrete)
+        red = {key: v[:k] for key, v in red.items()}
+        return red, (None if blue is None else {key: v[:k] for key, v in blue.items()})
+
+    def _can_fire(self) -> torch.Tensor:
+        """[2, N] float 0/1: alive, missiles left and launch cooldown over."""
+        a, ok = self._a, self._can
+        torch.gt(a[_ALEFT], 0.5, out=ok).mul_(a[_AALIVE])
+        return ok.mul_(torch.le(a[_ACOOL], 0.0, out=self._hit_any))
+
+    def _decode(self, action: torch.Tensor, side: int) -> None:
+        """Write ``side``'s rudder and throttle into the state and its fire command into ``_fire``."""
+        n, a = self.num_envs, self._a
         if self.discrete:
             if action.shape != (n,):
                 raise ValueError(f"action must have shape ({n},), got {tuple(action.shape)}")
             if action.is_floating_point():
                 raise TypeError(f"discrete actions must be integers, got {action.dtype}")
             action = action.long()
-            return (self._rudder_table[action], self._throttle_table[action], self._fire_table[action])
+            torch.index_select(self._rudder_table, 0, action, out=a[_ARUD][side])
+            torch.index_select(self._throttle_table, 0, action, out=a[_ATHR][side])
+            torch.index_select(self._fire_table, 0, action, out=self._fire[side])
+            return
         if action.shape != (n, 3):
             raise ValueError(f"action must have shape ({n}, 3), got {tuple(action.shape)}")
         action = action.float()
-        return action[:, 0].clamp(-1.0, 1.0), action[:, 1].clamp(0.0, 1.0), action[:, 2] > 0.5
+        torch.clamp(action[:, 0], -1.0, 1.0, out=a[_ARUD][side])
+        torch.clamp(action[:, 1], 0.0, 1.0, out=a[_ATHR][side])
+        torch.gt(action[:, 2], 0.5, out=self._fire[side])
 
-    def _opponent_action(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        if not isinstance(self.opponent, str):
-            with torch.no_grad():
-                act = self.opponent.act(self.observe(BLUE))
-            return self._decode(torch.as_tensor(act, device=self.device))
-        # Scripted pursuit, straight from the state.
-        dx = self._x[:, RED] - self._x[:, BLUE]
-        dy = self._y[:, RED] - self._y[:, BLUE]
-        bearing = _wrap(torch.atan2(dy, dx) - self._heading[:, BLUE])
-        rudder = (bearing * SCRIPTED_TURN_GAIN).clamp_(-1.0, 1.0)
-        throttle = torch.ones_like(rudder)
-        fire = ((dx * dx + dy * dy) < SCRIPTED_FIRE_RANGE_M ** 2) & (bearing.abs() < SCRIPTED_FIRE_CONE_RAD)
-        fire &= self._script_cooldown <= 0.0
-        fire &= self._can_fire()[:, BLUE]
-        self._script_cooldown.masked_fill_(fire, SCRIPTED_FIRE_INTERVAL_S)
-        return rudder, throttle, fire
+    def _scripted_action(self, can: torch.Tensor) -> None:
+        """Blue's batched scripted policy, straight from the state: rudder, throttle and fire
+        command (``can``: the fire rule, [2, N])."""
+        a = self._a
+        bx, by, bearing, ok, tmp = self._stmp
+        dx, dy = torch.sub(self._xy[:, RED], self._xy[:, BLUE], out=self._dxy)
+        cos_h, sin_h = a[_ACOS][BLUE], a[_ASIN][BLUE]
+        # Red's bearing off blue's nose: atan2 of red's offset rotated into blue's frame.
+        torch.mul(dx, cos_h, out=bx).addcmul_(dy, sin_h)
+        torch.mul(dy, cos_h, out=by).addcmul_(dx, sin_h, value=-1.0)
+        torch.atan2(by, bx, out=bearing)
+        # Fire: red in range and on the nose, own interval over, fire rule.
+        r2 = bx.mul_(bx).addcmul_(by, by)
+        fire = torch.lt(r2, SCRIPTED_FIRE_RANGE_M ** 2, out=self._fire[BLUE])
+        fire.mul_(torch.lt(torch.abs(bearing, out=ok), SCRIPTED_FIRE_CONE_RAD, out=ok))
+        fire.mul_(torch.le(self._script_cooldown, 0.0, out=ok)).mul_(can[BLUE])
+        self._script_cooldown.add_(fire, alpha=SCRIPTED_FIRE_INTERVAL_S)  # it was 0 where fire
+        command = bearing                                                # pursuit: turn toward red
+        if self.scripted_evade_range_m > 0:
+            # Evasion: while a red missile in flight is within the evade range, turn tail on red
+            # (and so, roughly, on its missiles): command bearing - pi * sign(bearing).
+            mdxy = torch.sub(self._mxy[:, RED], self._xy[:, BLUE].unsqueeze(1), out=self._evade_dxy)
+            md2 = torch.mul(mdxy[0], mdxy[0], out=self._evade_r2).addcmul_(mdxy[1], mdxy[1])
+            red_active = self._m[_MACT][RED]
+            md2.mul_(red_active).add_(torch.sub(1.0, red_active, out=self._evade_tmp), alpha=_NO_MISSILE_R2)
+            threat = torch.lt(torch.amin(md2, dim=0, out=ok), self.scripted_evade_range_m ** 2, out=ok)
+            command = bearing.addcmul_(torch.sign(bearing, out=tmp), threat, value=-math.pi)
+        torch.mul(command, SCRIPTED_TURN_GAIN, out=a[_ARUD][BLUE]).clamp_(-1.0, 1.0)
+        a[_ATHR][BLUE].fill_(1.0)
 
     def _launch(self, fire: torch.Tensor) -> None:
-        """Launch the next free slot of every side where ``fire`` ([N, 2] bool, already legal).
-        Index-based: only the launching (env, side) pairs are touched."""
-        flat = fire.view(-1).nonzero().squeeze(1)                       # env * 2 + side
-        slot = flat * MISSILES_PER_SIDE + (MISSILES_PER_SIDE - self._left.view(-1)[flat])
-        x, y = self._x.view(-1)[flat], self._y.view(-1)[flat]
-        speed, heading = self._speed.view(-1)[flat], self._heading.view(-1)[flat]
-        rows = torch.stack((x, y, speed, heading, torch.zeros_like(x), torch.cos(heading), torch.sin(heading)), 1)
-        self._m_state.view(-1, _M_FIELDS)[slot] = rows
-        self._m_active.view(-1)[slot] = True
-        self._left.sub_(fire.long())
-        self._cooldown.masked_fill_(fire, FIRE_COOLDOWN_S)
+        """Launch the next free slot of every side where ``fire`` ([2, N] float 0/1, already
+        legal). Index-based: only the launching (side, env) pairs are touched."""
+        n = self.num_envs
+        flat = fire.view(-1).nonzero().squeeze(1)                         # side * N + env
+        if flat.numel() == 0:
+            return
+        src = self._A.view(_A_FIELDS, -1).index_select(1, flat)           # [fields, k]
+        slot = torch.sub(self._slot_base.index_select(0, flat), src[_ALEFT].long(), alpha=n)
+        M = self._M.view(_M_FIELDS, -1)
+        M[:_MTOF].index_copy_(1, slot, src.index_select(0, self._launch_rows))  # x, y, 1, v, cos, sin
+        M[_MTOF].index_fill_(0, slot, 0.0)
+        self._a[_ALEFT].sub_(fire)
+        self._a[_ACOOL].add_(fire, alpha=FIRE_COOLDOWN_S)                  # it was 0 where fire
+
+    def _derive_aircraft(self) -> None:
+        """Heading cos/sin and velocity from heading and speed, for the whole batch (one kernel over
+        the same tensor every time, so the values are bit-identical however the state got here)."""
+        a = self._a
+        torch.cos(a[_AHEAD], out=a[_ACOS])
+        torch.sin(a[_AHEAD], out=a[_ASIN])
+        torch.mul(a[_ASPEED], a[_ACOS], out=a[_AVX])
+        torch.mul(a[_ASPEED], a[_ASIN], out=a[_AVY])
 
     def _substep(self, dt: float) -> None:
-        # ---- aircraft: lift-limited turn, thrust - (parasite + induced) drag.
-        v, heading = self._speed, self._heading
-        omega = (self._rudder * MAX_TURN_RATE)
-        lim = turn_rate_limit(v)
-        omega = torch.minimum(torch.maximum(omega, -lim), lim)
-        q_s = (0.5 * RHO * WING_AREA_M2) * v * v
-        a_lat = v * omega
+        a = self._a
+        # ---- aircraft [2, N]: lift-limited turn, thrust - (parasite + induced) drag.
+        v, heading = a[_ASPEED], a[_AHEAD]
+        q_s, lim, neg_lim, omega, drag, accel = self._atmp
+        torch.mul(v, v, out=q_s).mul_(0.5 * RHO * WING_AREA_M2)
+        torch.mul(q_s, CL_MAX / MASS_KG, out=lim).square_().sub_(G * G).clamp_min_(0.0).sqrt_()
+        lim.clamp_max_(N_MAX_LATERAL * G).div_(v).clamp_max_(MAX_TURN_RATE)   # turn_rate_limit(v)
+        torch.mul(a[_ARUD], MAX_TURN_RATE, out=omega)
+        torch.clamp(omega, min=torch.neg(lim, out=neg_lim), max=lim, out=omega)
         # Cl^2 = (m * hypot(g, a_lat) / qS)^2 ; drag/m = qS*CD0/m + K * m * (g^2 + a_lat^2) / qS
-        drag_acc = q_s * (CD0 / MASS_KG) + (K_INDUCED * MASS_KG) * (a_lat * a_lat + G * G) / q_s
-        accel = self._throttle * (THRUST_N / MASS_KG) - drag_acc
-        heading.add_(omega * dt)
-        _wrap(heading)
-        v.add_(accel * dt).clamp_(V_STALL, V_TERMINAL)
-        cos_h, sin_h = torch.cos(heading), torch.sin(heading)
-        self._x.add_(v * cos_h * dt)
-        self._y.add_(v * sin_h * dt)
+        torch.mul(v, omega, out=drag).square_().add_(G * G).mul_(K_INDUCED * MASS_KG).div_(q_s)
+        drag.add_(q_s, alpha=CD0 / MASS_KG)
+        torch.mul(a[_ATHR], THRUST_N / MASS_KG, out=accel).sub_(drag)
+        _wrap(heading.add_(omega, alpha=dt))
+        v.add_(accel, alpha=dt).clamp_(V_STALL, V_TERMINAL)
+        self._derive_aircraft()
+        self._xy.add_(self._vxy, alpha=dt)
 
-        # ---- missiles: only the slots in flight, gathered into flat [K] tensors (on average a
-        # small fraction of the N * 2 * 6 slots), advanced, and scattered back. Flat slot index
-        # = (env * 2 + side) * 6 + slot; the target of side s is the aircraft of side 1 - s,
-        # i.e. flat aircraft index (env * 2 + side) ^ 1. Hits are tested on the distance at the
-        # start of the sub-step (to the target's already-advanced position). The missile heading
-        # is not wrapped (only its cos/sin are used; it is reset at every launch).
-        idx = self._m_active.view(-1).nonzero().squeeze(1)
-        if idx.numel() == 0:
-            return
-        tgt = torch.bitwise_xor(idx // MISSILES_PER_SIDE, 1)
-        target = torch.stack((self._x.view(-1), self._y.view(-1), (v * cos_h).view(-1), (v * sin_h).view(-1)), 1)[tgt]
-        tx, ty, tvx, tvy = target.unbind(1)
-        flat_state = self._m_state.view(-1, _M_FIELDS)
-        ms = flat_state[idx]                                                # [K, 7] copy
-        mx, my, mv, mh, tof, mcos, msin = ms.unbind(1)                     # views into ms
-        rx, ry = tx - mx, ty - my
-        vrx = torch.addcmul(tvx, mv, mcos, value=-1.0)
-        vry = torch.addcmul(tvy, mv, msin, value=-1.0)
-        r2 = rx * rx
-        r2.addcmul_(ry, ry)
-        hit = (r2 < MISSILE_HIT_RADIUS_M ** 2) & self._alive.view(-1)[tgt]
+        # ---- missiles [2, 6, N], all slots densely: slots not in flight advance with dt = 0
+        # (every time step below is scaled by the 0/1 `active`), so they stay put and cannot hit.
+        # The target of side s is the aircraft of side 1 - s, at its already-advanced position;
+        # the hit test uses the distance at the start of the sub-step.
+        torch.index_select(self._A[:5], 1, self._swap, out=self._target)
+        mx, my, active, mv, mc, ms, tof = self._m
+        rx, ry, vrx, vry, r2, hit, t1, t2, t3 = self._mtmp
+        torch.sub(self._target_xy, self._mxy, out=self._rxy)               # missile -> target
+        torch.mul(rx, rx, out=r2).addcmul_(ry, ry)
+        torch.lt(r2, MISSILE_HIT_RADIUS_M ** 2, out=hit).mul_(active).mul_(self._target_alive)
         # PN: lateral acceleration N * v * LOS rate, limited to MISSILE_MAX_G; heading rate = a / v.
-        los = rx * vry
-        los.addcmul_(ry, vrx, value=-1.0).div_(r2.add_(1.0))
-        a_lat = los.mul_(mv).mul_(PN_GAIN).clamp_(-MISSILE_MAX_G * G, MISSILE_MAX_G * G)
-        mh.add_(a_lat.mul_(dt).div_(mv.clamp_min(1.0)))
-        torch.cos(mh, out=mcos)
-        torch.sin(mh, out=msin)
-        burning = tof < MISSILE_BURN_S
-        acc = burning * MISSILE_THRUST_ACCEL
-        acc.addcmul_(mv, mv, value=-MISSILE_DRAG_K)
-        mv.add_(acc.mul_(dt)).clamp_min_(0.0)
-        step_len = mv * dt
-        mx.addcmul_(mcos, step_len)
-        my.addcmul_(msin, step_len)
-        tof.add_(dt)
-        flat_state[idx] = ms
-        if bool(hit.any()):
-            self._alive.view(-1)[tgt[hit]] = False
-        gone = (mv < MISSILE_MIN_SPEED).logical_and_(~burning).logical_or_(tof > MISSILE_MAX_TOF_S)
-        gone.logical_or_(hit)
-        self._m_active.view(-1)[idx[gone]] = False
+        # LOS rate = (r x v_rel) / (|r|^2 + 1) with v_rel = target velocity - missile velocity.
+        torch.addcmul(self._target_vxy, mv, self._mcs, value=-1.0, out=self._vrxy)
+        los = torch.mul(rx, vry, out=t2).addcmul_(ry, vrx, value=-1.0).div_(r2.add_(1.0))
+        a_lat = los.mul_(mv).clamp_(-MISSILE_MAX_G * G / PN_GAIN, MISSILE_MAX_G * G / PN_GAIN)  # a / N
+        per_v = torch.clamp(mv, min=1.0, out=t1).reciprocal_().mul_(active)
+        turn = a_lat.mul_(per_v).mul_(PN_GAIN * dt)                      # rad this sub-step
+        # Rotate (cos, sin) of the heading by `turn` (|turn| <= 30 g * dt / v, < 0.05 rad): Taylor
+        # series of cos/sin to 4th/3rd order, error < 1e-9 (below float32 resolution).
+        k = torch.mul(turn, turn, out=t1)
+        cos_d = torch.addcmul(self._one, torch.sub(k, 12.0, out=r2), k, value=1.0 / 24.0, out=r2)  # 1 - k/2 + k^2/24
+        sin_d = torch.addcmul(turn, turn, k, value=-1.0 / 6.0, out=t3)  # turn - turn^3/6
+        new_c = torch.mul(mc, cos_d, out=t1).addcmul_(ms, sin_d, value=-1.0)
+        ms.mul_(cos_d).addcmul_(mc, sin_d)
+        mc.copy_(new_c)
+        # Speed: motor thrust while tof < burn time, drag K v^2; then move along the new heading.
+        burning = torch.lt(tof, MISSILE_BURN_S, out=t2)
+        acc = torch.mul(burning, MISSILE_THRUST_ACCEL, out=t1).addcmul_(mv, mv, value=-MISSILE_DRAG_K)
+        mv.addcmul_(acc, active, value=dt).clamp_min_(0.0)
+        step_len = torch.mul(mv, active, out=t1)
+        self._mxy.addcmul_(self._mcs, step_len, value=dt)
+        tof.add_(active, alpha=dt)
+        # Self-destruct: slow after burn-out (a burning missile's speed is offset out of the test),
+        # or too old; a hit missile is gone too (hit implies active, so subtracting clears it).
+        keep = torch.add(mv, burning, alpha=_BURN_OFFSET, out=t1)
+        torch.ge(keep, MISSILE_MIN_SPEED, out=keep).mul_(torch.le(tof, MISSILE_MAX_TOF_S, out=t3))
+        active.sub_(hit).mul_(keep)
+        # Hit targets are destroyed: side s's hits land on side 1 - s (it was alive: 1 - 1 = 0).
+        torch.amax(hit, dim=1, out=self._hit_any)
+        a[_AALIVE].sub_(self._hit_any.index_select(0, self._swap))
 
     def _reset_envs(self, idx: torch.Tensor) -> None:
         k = idx.numel()
-        g, dev = self._generator, self.device
-        u = torch.rand(k, 6, generator=g, device=dev)
-        rng = START_RANGE_M[0] + (START_RANGE_M[1] - START_RANGE_M[0]) * u[:, 0]
-        theta = (u[:, 1] * 2 - 1) * math.pi
-        off = (u[:, 2:4] * 2 - 1) * START_HEADING_OFF_RAD
-        speed = START_SPEED_MS[0] + (START_SPEED_MS[1] - START_SPEED_MS[0]) * u[:, 4:6]
-        zeros = torch.zeros(k, device=dev)
-        x = torch.stack((zeros, rng * torch.cos(theta)), 1)
-        y = torch.stack((zeros, rng * torch.sin(theta)), 1)
-        heading = _wrap(torch.stack((theta, theta + math.pi), 1) + off)
-        self._x.index_copy_(0, idx, x)
-        self._y.index_copy_(0, idx, y)
-        self._speed.index_copy_(0, idx, speed)
-        self._heading.index_copy_(0, idx, heading)
-        self._throttle.index_fill_(0, idx, START_THROTTLE)
-        self._rudder.index_fill_(0, idx, 0.0)
-        self._alive.index_fill_(0, idx, True)
-        self._left.index_fill_(0, idx, MISSILES_PER_SIDE)
-        self._cooldown.index_fill_(0, idx, 0.0)
+        u = torch.rand(k, 6, generator=self._generator, device=self.device)
+        rng, theta, off, speed = torch.addcmul(self._reset_offset, u, self._reset_scale).t().split((1, 1, 2, 2))
+        fresh = self._fresh_template.expand(_A_FIELDS, 2, k).contiguous()
+        torch.mul(torch.cos(theta), rng, out=fresh[_AX, BLUE:])           # red at the origin
+        torch.mul(torch.sin(theta), rng, out=fresh[_AY, BLUE:])
+        fresh[_ASPEED] = speed
+        heading = torch.add(off, theta, out=fresh[_AHEAD])                # each toward the other
+        heading[BLUE].add_(math.pi)
+        _wrap(heading)
+        self._A.index_copy_(2, idx, fresh)
+        self._derive_aircraft()
+        self._M.index_fill_(3, idx, 0.0)
         self._script_cooldown.index_fill_(0, idx, 0.0)
-        self._m_active.index_fill_(0, idx, False)
-        self._m_state.index_fill_(0, idx, 0.0)
         self._steps.index_fill_(0, idx, 0)

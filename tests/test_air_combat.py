@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from envs import make_env
-from envs.air_combat import (ACTION_STRAIGHT_FULL, MISSILE_MAX_TOF_S, MISSILE_MIN_SPEED, N_DISCRETE_ACTIONS,
-                             OBS_DIM, OUTCOME_LOSS, OUTCOME_WIN, V_STALL, V_TERMINAL, AirCombatVecEnv,
+from envs.air_combat import (ACTION_STRAIGHT_FULL, BLUE, MISSILE_MAX_TOF_S, MISSILE_MIN_SPEED, N_DISCRETE_ACTIONS,
+                             OBS_DIM, OUTCOME_LOSS, OUTCOME_WIN, RED, V_STALL, V_TERMINAL, AirCombatVecEnv,
                              PursuitShaping, RewardModule, turn_rate_limit)
 from envs.base import Box, Discrete
 
@@ -84,7 +84,8 @@ def test_auto_reset_only_done_envs():
     s = env.state_dict()
     s["m_active"][2, 0, 0] = True
     s["m_x"][2, 0, 0], s["m_y"][2, 0, 0] = s["x"][2, 1], s["y"][2, 1]
-    s["m_speed"][2, 0, 0], s["m_heading"][2, 0, 0] = 800.0, s["heading"][2, 1]
+    s["m_speed"][2, 0, 0] = 800.0
+    s["m_cos"][2, 0, 0], s["m_sin"][2, 0, 0] = s["heading"][2, 1].cos(), s["heading"][2, 1].sin()
     env.load_state_dict(s)
     a = torch.full((4,), ACTION_STRAIGHT_FULL)
     res, ref = env.step(a), twin.step(a)
@@ -186,7 +187,7 @@ def test_time_scale_stability(time_scale):
         res = env.step(actions[t])
         if t % 100 == 0:
             assert torch.isfinite(res.obs["obs"]).all() and torch.isfinite(res.reward).all()
-    for key in ("x", "y", "speed", "heading", "m_x", "m_y", "m_speed", "m_heading"):
+    for key in ("x", "y", "speed", "heading", "m_x", "m_y", "m_speed", "m_cos", "m_sin"):
         assert torch.isfinite(getattr(env, "_" + key)).all(), key
     assert (env._speed >= V_STALL - 1e-3).all() and (env._speed <= V_TERMINAL + 1e-3).all()
     assert (env._m_speed <= 1500.0).all()
@@ -275,3 +276,128 @@ def test_state_dict_round_trip():
     other.load_state_dict(state)
     b_rewards = [other.step(a).obs["obs"] for a in actions[20:]]
     assert all(torch.equal(x, y) for x, y in zip(a_rewards, b_rewards))
+
+
+def test_info_win_matches_outcome():
+    n = 48
+    env = AirCombatVecEnv(n, seed=4, time_scale=8.0)
+    env.reset()
+    actions = _random_actions(n, 400, seed=3)
+    finished = 0
+    for a in actions:
+        res = env.step(a)
+        win = res.info["win"]
+        assert win.dtype == torch.bool and win.shape == (n,)
+        done = res.terminated | res.truncated
+        assert torch.equal(win[done], res.info["outcome"][done] == OUTCOME_WIN)
+        assert not win[~done].any()
+        finished += int(done.sum())
+    assert finished > 0
+
+
+class RecordingOpponent:
+    """Flies straight at full throttle (callable form); records the observations it was given."""
+
+    def __init__(self):
+        self.seen = []
+
+    def __call__(self, obs):
+        self.seen.append({k: v.clone() for k, v in obs.items()})
+        return torch.full((obs["obs"].shape[0],), ACTION_STRAIGHT_FULL, dtype=torch.int64)
+
+
+def test_set_opponent_at_runtime_gets_mirrored_obs():
+    n = 16
+    env = AirCombatVecEnv(n, seed=6, time_scale=4.0)
+    env.reset()
+    actions = _random_actions(n, 120, seed=4)
+    for a in actions[:20]:
+        env.step(a)
+    opp = RecordingOpponent()
+    env.set_opponent(opp)
+    for t, a in enumerate(actions[20:]):
+        expected = env.observe(BLUE)  # blue's observation of the current state, before the step
+        env.step(a)
+        got = opp.seen[-1]
+        assert set(got) == {"obs", "action_mask"}
+        assert torch.allclose(got["obs"], expected["obs"], atol=1e-6)
+        assert torch.equal(got["action_mask"], expected["action_mask"])
+    assert len(opp.seen) == 100 and all(o["obs"].shape == (n, OBS_DIM) for o in opp.seen)
+    # Mirrored: blue's own range/closure equal red's, its own-state entries are blue's state.
+    red, blue = env.observe(RED), env.observe(BLUE)
+    assert torch.allclose(red["obs"][:, 5], blue["obs"][:, 5]) and torch.allclose(red["obs"][:, 8], blue["obs"][:, 8])
+    assert torch.allclose(blue["obs"][:, 0], env._speed[:, BLUE] / V_TERMINAL)
+    # Back to the scripted opponent; an object with act() works too.
+    env.set_opponent(None)
+    assert env.opponent == "scripted"
+    env.step(actions[0])
+    assert len(opp.seen) == 100
+    env.set_opponent(StraightFlyer())
+    env.step(actions[1])
+    with pytest.raises(TypeError):
+        env.set_opponent(42)
+    with pytest.raises(ValueError):
+        env.set_opponent("nonsense")
+
+
+def test_observe_rows_and_fresh_obs_match_full_batch():
+    env = AirCombatVecEnv(32, seed=8, time_scale=8.0)
+    env.reset()
+    for a in _random_actions(32, 300, seed=6):
+        res = env.step(a)
+        rows = torch.tensor([0, 5, 31])
+        for side in (RED, BLUE):
+            full, sub = env.observe(side), env.observe(side, rows)
+            assert torch.allclose(full["obs"][rows], sub["obs"], atol=1e-6)
+            assert torch.equal(full["action_mask"][rows], sub["action_mask"])
+        # The observation returned for just-reset envs equals the generic one.
+        assert torch.allclose(res.obs["obs"], env.observe(RED)["obs"], atol=1e-6)
+        assert torch.equal(res.obs["action_mask"], env.observe(RED)["action_mask"])
+
+
+def test_scripted_opponent_evades_close_missiles():
+    def blue_turn(evade_range):
+        env = AirCombatVecEnv(1, seed=0, opponent="scripted", scripted_evade_range_m=evade_range)
+        env.reset()
+        # Blue heads straight at red (red dead ahead, slightly to its left), a red missile 5 km
+        # in front of blue, coming at it.
+        _place(env, red=(0.0, 0.0, 0.0, 300.0), blue=(30_000.0, 100.0, math.pi, 300.0))
+        s = env.state_dict()
+        s["m_active"][0, 0, 0] = True
+        s["m_x"][0, 0, 0], s["m_y"][0, 0, 0], s["m_speed"][0, 0, 0] = 25_000.0, 100.0, 900.0
+        s["m_cos"][0, 0, 0], s["m_sin"][0, 0, 0] = 1.0, 0.0
+        s["left"][0, 0] = 5
+        env.load_state_dict(s)
+        env.step(torch.tensor([ACTION_STRAIGHT_FULL]))
+        return float(env.state_dict()["rudder"][0, BLUE])
+
+    assert abs(blue_turn(0.0)) < 0.5      # pure pursuit: red is nearly dead ahead
+    assert abs(blue_turn(12_000.0)) == 1.0  # evading: full rudder to turn tail
+
+
+def test_reward_modules_from_config_specs():
+    from envs.air_combat import FireDisciplineShaping, MissileEvasionShaping, build_reward_modules
+
+    mods = build_reward_modules(["pursuit", {"name": "fire_discipline", "cost": 0.1}, {"name": "missile_evasion"},
+                                 PursuitShaping(closing_coef=2.0)])
+    assert [type(m) for m in mods] == [PursuitShaping, FireDisciplineShaping, MissileEvasionShaping, PursuitShaping]
+    assert mods[1].cost == 0.1 and mods[3].closing_coef == 2.0
+    with pytest.raises(ValueError, match="unknown reward module"):
+        build_reward_modules(["nope"])
+    with pytest.raises(TypeError):
+        build_reward_modules([3])
+    env = make_env("AirCombat", num_envs=8, seed=0, time_scale=8.0,
+                   reward_modules=[{"name": "fire_discipline"}, {"name": "missile_evasion"}])
+    env.reset()
+    res = env.step(torch.full((8,), FIRE_STRAIGHT_FULL))
+    assert torch.isfinite(res.reward).all() and (res.reward != 0).all()  # every env launched one
+
+
+def test_load_state_dict_accepts_missile_heading():
+    env = AirCombatVecEnv(2, seed=0, opponent=StraightFlyer())
+    env.reset()
+    s = env.state_dict()
+    del s["m_cos"], s["m_sin"]
+    s["m_heading"] = torch.full((2, 2, 6), math.pi / 2)
+    env.load_state_dict(s)
+    assert torch.allclose(env._m_sin, torch.ones(2, 2, 6)) and env._m_cos.abs().max() < 1e-6
