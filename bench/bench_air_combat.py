@@ -81,8 +81,8 @@ def main() -> None:
             for load in args.loads:
                 for n in args.sizes:
                     r = bench(n, load, ts, args.repeats, args.seconds, args.warmup)
-                    print(f"{threads:>7} {load:>6} {n:>9} {ts:>10g} {r['wall_best']:>12,.0f} {r['wall_median']:>12,.0f} "
-                          f"{r['cpu_best']:>12,.0f} {r['cpu_median']:>12,.0f} {r['in_flight']:>9.2f}", flush=True)
+                    rates = " ".join(f"{r[k]:>12,.0f}" for k in ("wall_best", "wall_median", "cpu_best", "cpu_median"))
+                    print(f"{threads:>7} {load:>6} {n:>9} {ts:>10g} {rates} {r['in_flight']:>9.2f}", flush=True)
     print(f"load avg after: {os.getloadavg()[0]:.2f}")
 
 

@@ -41,8 +41,10 @@ Parameters (constructor)
     ``max_time_s`` (default 300): sim time after which an episode is truncated
     (``max_steps = round(max_time_s / dt)``); ``opponent`` (default ``"scripted"``, see Opponent);
     ``action_type``: ``"discrete"`` (default) or ``"continuous"``; ``reward_modules``: shaping
-    terms added to the reward (see Reward). From a run config they are ``env.kwargs``, e.g.
-    ``{time_scale: 8, max_time_s: 150, reward_modules: [{name: pursuit, closing_coef: 1.0}]}``.
+    terms added to the reward (see Reward); ``scripted_evade_range_m`` (default 12 km): the
+    scripted opponent's missile-evasion range (see Opponent). From a run config they are
+    ``env.kwargs``, e.g. ``{time_scale: 16, max_time_s: 120, reward_modules: [{name: pursuit,
+    closing_coef: 1.0}]}`` (``launch/configs/air_combat_ppo.yaml``).
 
 Time
     One ``step`` advances ``dt = time_scale / 60`` s of sim time, integrated in
@@ -81,7 +83,12 @@ Action
 Opponent (pluggable at construction and at runtime)
     ``opponent="scripted"`` (or ``None``): batched pursuit: turn toward red (rudder ``∝``
     bearing), full throttle, fire when red is within ``SCRIPTED_FIRE_RANGE_M`` and within
-    ``SCRIPTED_FIRE_CONE_RAD`` of the nose, at most every ``SCRIPTED_FIRE_INTERVAL_S``.
+    ``SCRIPTED_FIRE_CONE_RAD`` of the nose, at most every ``SCRIPTED_FIRE_INTERVAL_S``; and
+    evasion: while a red missile in flight is within ``scripted_evade_range_m`` (default
+    ``SCRIPTED_EVADE_RANGE_M``, 12 km; 0 turns it off), turn tail on red instead (rudder ``∝``
+    bearing ``- pi sign(bearing)``). Without the evasion a uniformly random red wins every duel
+    (it empties its rack at long range and blue flies into the missiles); with it random red
+    wins none, and winning takes holding fire until within ~20 km on the nose, then turning away.
     Or a policy: a callable ``fn(blue_obs) -> action`` or an object with
     ``act(blue_obs) -> action`` (e.g. a frozen policy snapshot for self-play). ``blue_obs`` is
     blue's observation dict from the same (mirrored) function as red's, ``"action_mask"``
@@ -96,10 +103,12 @@ Reward (float32 ``[N]``)
     :class:`RewardModule` (``compute(obs_before, obs_after, action, done, info) -> [N]``);
     ``obs_after`` is the pre-reset observation (``final_obs``). In a config a module is named
     (:data:`REWARD_MODULES`), optionally with its constructor arguments:
-    ``pursuit`` (:class:`PursuitShaping`: closing range, nose on the enemy),
-    ``missile_evasion`` (:class:`MissileEvasionShaping`: opening the range to the nearest
-    incoming missile), ``fire_discipline`` (:class:`FireDisciplineShaping`: a cost per missile
-    fired out of range/off the nose, a bonus per missile fired in range).
+    ``pursuit`` (:class:`PursuitShaping`: closing range, nose on the enemy, optionally only until
+    the first shot), ``missile_evasion`` (:class:`MissileEvasionShaping`: opening the range to
+    the nearest incoming missile, keeping it on the tail), ``fire_discipline``
+    (:class:`FireDisciplineShaping`: a cost per missile fired out of range/off the nose, a bonus
+    per missile fired in range), ``timeout_penalty`` (:class:`TimeoutPenalty`: a cost for running
+    out the clock).
 Termination / truncation
     ``terminated`` when either aircraft is destroyed; ``truncated`` when ``max_time_s`` of sim
     time has passed (``terminated`` wins where both). ``info`` (valid where done):
@@ -115,7 +124,8 @@ Auto-reset
     ``SAME_STEP`` (see :mod:`envs.base`). ``state_dict``/``load_state_dict`` capture everything,
     RNG included (the opponent object is not part of the state).
 Speed
-    ``python bench/bench_air_combat.py`` measures env steps/s (figures in ``docs/air_combat.md``).
+    ``python bench/bench_air_combat.py`` measures env steps/s (figures, and how PPO was trained
+    against the scripted opponent, in ``docs/air_combat.md``).
     Internally all state is float32 in side-major / slot-major tensors (``_A`` [fields, 2, N],
     ``_M`` [fields, 2, 6, N]) so that every op runs over contiguous memory; flags and counts are
     floats too (bool ops and casts are slow on CPU), trig on missiles is replaced by rotating
@@ -229,7 +239,8 @@ class PursuitShaping:
     so that the terminal ``±1`` dominates over an episode. ``until_first_launch``: only until the
     own first missile is away (so that turning away after the shot is not penalised)."""
 
-    def __init__(self, closing_coef: float = 1.0, pointing_coef: float = 1e-4, until_first_launch: bool = False) -> None:
+    def __init__(self, closing_coef: float = 1.0, pointing_coef: float = 1e-4,
+                 until_first_launch: bool = False) -> None:
         self.closing_coef = closing_coef
         self.pointing_coef = pointing_coef
         self.until_first_launch = until_first_launch
