@@ -147,6 +147,32 @@ def test_sampler_state_dict_resumes_bit_exactly():
     assert ca.keys() == cb.keys() and all(torch.equal(ca[k], cb[k]) for k in ca)
 
 
+def test_values_leave_the_worker_in_return_units_of_the_sampling_version():
+    """With ``max_policy_lag > 0`` the learner's ValueNorm may have moved on since a rollout was
+    sampled; the sampler therefore ships values denormalised with its own version's statistics."""
+    cfg = run_config(num_envs=3, rollout_len=9)
+    cols = {}
+    for label, shift in (("fresh", None), ("moved", 7.0)):
+        env, policy, sampler = make_sampler_for(cfg)
+        if shift is not None:
+            for norm in (policy.low_norm, policy.high_norm):
+                for _ in range(3):
+                    norm.update(torch.tensor([shift - 2.0, shift + 2.0]))
+        norms = (policy.low_norm.mean_std(), policy.high_norm.mean_std())
+        cols[label] = (sampler.collect(), norms)
+    (a, ((lm_a, ls_a), (hm_a, hs_a))), (b, ((lm_b, ls_b), (hm_b, hs_b))) = cols["fresh"], cols["moved"]
+    assert abs(float(lm_b) - 7.0) < 1e-3 and abs(float(ls_b) - 2.0) < 1e-3
+    # Same weights and env: the critics' raw (normalised) outputs agree, so the shipped values
+    # differ exactly by the two versions' statistics.
+    for key, (ma, sa, mb, sb) in {"value": (lm_a, ls_a, lm_b, ls_b), "last_value": (lm_a, ls_a, lm_b, ls_b),
+                                  "last_h_value": (hm_a, hs_a, hm_b, hs_b)}.items():
+        torch.testing.assert_close(b[key], (a[key] - ma) / sa * sb + mb, rtol=1e-5, atol=1e-4)
+    start = a["h_start"]
+    torch.testing.assert_close(b["h_value"][start], (a["h_value"][start] - hm_a) / hs_a * hs_b + hm_b,
+                               rtol=1e-5, atol=1e-4)
+    assert (b["h_value"][~start] == 0).all()  # only window starts carry a coordinator value
+
+
 # -- rewards and advantages -------------------------------------------------------------------------
 
 def test_intrinsic_reward_matches_hand_computation():

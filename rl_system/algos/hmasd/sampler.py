@@ -82,7 +82,7 @@ class HMASDSampler:
             self.agent_skill[idx] = z
             self.timer[idx] = 0
             buf["h_logp"][t][idx] = logp
-            buf["h_value"][t][idx] = value
+            buf["h_value"][t][idx] = self._den_high(value)
 
     @torch.no_grad()
     def collect(self, deterministic: bool = False) -> dict[str, torch.Tensor]:
@@ -91,6 +91,7 @@ class HMASDSampler:
         buf["init_h_actor"].copy_(self.h_actor)
         buf["init_h_critic"].copy_(self.h_critic)
         h_actor, h_critic = self.h_actor, self.h_critic
+        self._value_units()
         prev_done = torch.ones(self.N, dtype=torch.bool, device=self.device)  # every env starts a window at t=0
         for t in range(self.T):
             obs = self.obs
@@ -104,7 +105,7 @@ class HMASDSampler:
                                                              self.agent_skill, h_actor, h_critic, deterministic)
             buf["action"][t].copy_(action)
             buf["logp"][t].copy_(logp)
-            buf["value"][t].copy_(value)
+            buf["value"][t].copy_(self._den_low(value))
             step = env.step(action)
             done = step.terminated | step.truncated
             buf["reward"][t].copy_(step.reward)
@@ -117,10 +118,10 @@ class HMASDSampler:
             trunc = step.truncated & ~step.terminated
             if bool(trunc.any()):
                 v = low.value(fin["state"], fin["obs"], self.team_skill, self.agent_skill, h_critic)
-                buf["trunc_value"][t] = torch.where(trunc.unsqueeze(1), v, 0.0)
+                buf["trunc_value"][t] = torch.where(trunc.unsqueeze(1), self._den_low(v), 0.0)
                 if hier:
                     hv = policy.coordinator.values(fin["state"], fin["obs"])
-                    buf["h_trunc_value"][t] = torch.where(trunc.unsqueeze(1), hv, 0.0)
+                    buf["h_trunc_value"][t] = torch.where(trunc.unsqueeze(1), self._den_high(hv), 0.0)
             else:
                 buf["trunc_value"][t].zero_()
                 if hier:
@@ -137,10 +138,11 @@ class HMASDSampler:
             self.obs = step.obs
         self.h_actor, self.h_critic = h_actor, h_critic
         obs = self.obs
-        buf["last_value"].copy_(low.value(obs["state"], obs["obs"], self.team_skill, self.agent_skill, h_critic))
+        buf["last_value"].copy_(self._den_low(low.value(obs["state"], obs["obs"], self.team_skill,
+                                                        self.agent_skill, h_critic)))
         cols = dict(buf)
         if hier:
-            buf["last_h_value"].copy_(policy.coordinator.values(obs["state"], obs["obs"]))
+            buf["last_h_value"].copy_(self._den_high(policy.coordinator.values(obs["state"], obs["obs"])))
             buf["last_obs.state"].copy_(obs["state"])
             buf["last_obs.obs"].copy_(obs["obs"])
             # Rows of ended episodes, env-major (env, then time): the order of done.T[mask].
@@ -148,6 +150,19 @@ class HMASDSampler:
             cols["final_obs.state"] = self._final_state.transpose(0, 1)[ended]
             cols["final_obs.obs"] = self._final_obs.transpose(0, 1)[ended]
         return {**cols, **self.episodes.completed()}
+
+    def _value_units(self) -> None:
+        """Values leave the worker in return units, denormalised with the ValueNorm statistics of
+        the version that sampled them: a learner whose statistics have moved on since
+        (``max_policy_lag > 0``) must not reinterpret them with its own. Read once per rollout
+        (the weights do not change during one)."""
+        def units(norm):
+            if not self.cfg.value_norm:
+                return lambda x: x
+            mean, std = norm.mean_std()
+            return lambda x: x * std + mean
+        self._den_low = units(self.policy.low_norm)
+        self._den_high = units(self.policy.high_norm) if self.hierarchy else (lambda x: x)
 
     def state_dict(self) -> dict[str, Any]:
         return {"obs": dict(self.obs), **self.episodes.state_dict(), "h_actor": self.h_actor.clone(),

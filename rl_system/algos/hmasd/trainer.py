@@ -169,11 +169,10 @@ class HMASDTrainer:
             low_r = reward.unsqueeze(-1).expand(batch["value"].shape)  # flat MAPPO: lambda_e = 1
         stats["low_reward_mean"] = float(low_r.mean())
 
-        # Low level: per-agent GAE on denormalised values; truncation adds gamma * V(final obs).
+        # Low level: per-agent GAE; truncation adds gamma * V(final obs). Values arrive in return
+        # units (the sampler denormalised them with its own version's ValueNorm statistics).
         norm = policy.low_norm
-        value = norm.denormalize(batch["value"]) if cfg.value_norm else batch["value"]
-        tv = norm.denormalize(batch["trunc_value"]) if cfg.value_norm else batch["trunc_value"]
-        lv = norm.denormalize(batch["last_value"]) if cfg.value_norm else batch["last_value"]
+        value, tv, lv = batch["value"], batch["trunc_value"], batch["last_value"]
         low_r = low_r + cfg.gamma * torch.where(trunc_only.unsqueeze(-1), tv, 0.0)
         adv, ret = compute_gae(low_r, value, done.unsqueeze(-1).expand_as(value), lv, cfg.gamma, cfg.gae_lambda)
         stats["low_explained_variance"] = explained_variance(value, ret)
@@ -182,10 +181,9 @@ class HMASDTrainer:
         if policy.hierarchy:
             start = batch["h_start"]
             norm = policy.high_norm
-            den = norm.denormalize if cfg.value_norm else (lambda x: x)
-            hv = den(batch["h_value"])
-            hadv, hret = window_gae(reward, hv, start, term, trunc, den(batch["h_trunc_value"]),
-                                    den(batch["last_h_value"]), cfg.high_gamma, cfg.high_gae_lambda)
+            hv = batch["h_value"]
+            hadv, hret = window_gae(reward, hv, start, term, trunc, batch["h_trunc_value"],
+                                    batch["last_h_value"], cfg.high_gamma, cfg.high_gae_lambda)
             # Window samples, flattened in (t, env) order.
             pos = start.nonzero()
             t_idx, e_idx = pos[:, 0], pos[:, 1]
