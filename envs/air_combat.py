@@ -237,19 +237,27 @@ class PursuitShaping:
     """Example shaping: ``closing_coef * (range_before - range_after) / RANGE_SCALE`` per metre
     closed plus ``pointing_coef * cos(bearing)`` per step (nose on the enemy). Small by default
     so that the terminal ``±1`` dominates over an episode. ``until_first_launch``: only until the
-    own first missile is away (so that turning away after the shot is not penalised)."""
+    own first missile is away (so that turning away after the shot is not penalised).
+    ``min_range_m``: no reward for closing below this range, nor for pointing there -- with
+    ``until_first_launch``, pursuit reward still to be earned is an incentive to hold fire, so
+    the floor should sit at the edge of the firing envelope, where shooting should start."""
 
     def __init__(self, closing_coef: float = 1.0, pointing_coef: float = 1e-4,
-                 until_first_launch: bool = False) -> None:
+                 until_first_launch: bool = False, min_range_m: float = 0.0) -> None:
+        if min_range_m < 0:
+            raise ValueError(f"pursuit needs min_range_m >= 0, got {min_range_m}")
         self.closing_coef = closing_coef
         self.pointing_coef = pointing_coef
         self.until_first_launch = until_first_launch
+        self.min_range = min_range_m / RANGE_SCALE_M
 
     def compute(self, obs_before: Obs, obs_after: Obs, action: torch.Tensor, done: torch.Tensor,
                 info: dict[str, torch.Tensor]) -> torch.Tensor:
         before, after = obs_before["obs"], obs_after["obs"]
-        closing = before[:, OBS_RANGE] - after[:, OBS_RANGE]
-        reward = self.closing_coef * closing + self.pointing_coef * after[:, OBS_BEARING_COS]
+        floor = self.min_range
+        closing = before[:, OBS_RANGE].clamp(min=floor) - after[:, OBS_RANGE].clamp(min=floor)
+        pointing = after[:, OBS_BEARING_COS] * (after[:, OBS_RANGE] > floor)
+        reward = self.closing_coef * closing + self.pointing_coef * pointing
         if self.until_first_launch:
             reward = reward * (after[:, OBS_MISSILES_LEFT] > 1.0 - 1e-3)
         return reward
@@ -290,14 +298,19 @@ class FireDisciplineShaping:
     """Example shaping against wasting missiles: ``-cost`` for every missile launched (a launch is
     seen as a drop of the own-missiles-left observation, obs 4), and ``+in_range_bonus`` instead
     where the enemy was within ``max_range_m`` and ``max_off_boresight_rad`` of the nose when it
-    was launched. ``first_only``: the bonus only for the first missile of an episode (so that it
+    was launched (and no closer than ``min_range_m``: a window just inside the opponent's own
+    firing range rewards shooting first rather than merely shooting). ``first_only``: the bonus only for the first missile of an episode (so that it
     cannot be farmed by emptying the rack; later good launches are then free)."""
 
     def __init__(self, cost: float = 0.02, in_range_bonus: float = 0.02, max_range_m: float = 25_000.0,
-                 max_off_boresight_rad: float = math.radians(30.0), first_only: bool = False) -> None:
+                 max_off_boresight_rad: float = math.radians(30.0), first_only: bool = False,
+                 min_range_m: float = 0.0) -> None:
+        if not 0.0 <= min_range_m < max_range_m:
+            raise ValueError(f"fire_discipline needs 0 <= min_range_m < max_range_m, got {min_range_m}, {max_range_m}")
         self.cost = cost
         self.in_range_bonus = in_range_bonus
         self.max_range = max_range_m / RANGE_SCALE_M
+        self.min_range = min_range_m / RANGE_SCALE_M
         self.min_cos = math.cos(max_off_boresight_rad)
         self.first_only = first_only
 
@@ -305,7 +318,8 @@ class FireDisciplineShaping:
                 info: dict[str, torch.Tensor]) -> torch.Tensor:
         before, after = obs_before["obs"], obs_after["obs"]
         launched = (before[:, OBS_MISSILES_LEFT] - after[:, OBS_MISSILES_LEFT]).gt(1e-3).float()
-        good = (before[:, OBS_RANGE] < self.max_range) & (before[:, OBS_BEARING_COS] > self.min_cos)
+        rng = before[:, OBS_RANGE]
+        good = (rng < self.max_range) & (rng >= self.min_range) & (before[:, OBS_BEARING_COS] > self.min_cos)
         bonus = torch.where(good, self.in_range_bonus, -self.cost)
         if self.first_only:
             bonus = torch.where(good & (before[:, OBS_MISSILES_LEFT] < 1.0 - 1e-3), 0.0, bonus)

@@ -401,3 +401,36 @@ def test_load_state_dict_accepts_missile_heading():
     s["m_heading"] = torch.full((2, 2, 6), math.pi / 2)
     env.load_state_dict(s)
     assert torch.allclose(env._m_sin, torch.ones(2, 2, 6)) and env._m_cos.abs().max() < 1e-6
+
+
+def test_fire_discipline_window_rewards_only_launches_inside_it():
+    from envs.air_combat import OBS_BEARING_COS, OBS_DIM, OBS_MISSILES_LEFT, OBS_RANGE, RANGE_SCALE_M, FireDisciplineShaping
+
+    mod = FireDisciplineShaping(cost=0.1, in_range_bonus=0.3, min_range_m=17_000.0, max_range_m=21_000.0,
+                                max_off_boresight_rad=0.26)
+    ranges_km = torch.tensor([16.0, 17.5, 20.5, 22.0, 19.0, 19.0])
+    before = torch.zeros(6, OBS_DIM)
+    before[:, OBS_RANGE] = ranges_km * 1000.0 / RANGE_SCALE_M
+    before[:, OBS_BEARING_COS] = 1.0
+    before[4, OBS_BEARING_COS] = math.cos(0.5)            # in the window but off the nose
+    before[:, OBS_MISSILES_LEFT] = 1.0
+    after = before.clone()
+    after[:5, OBS_MISSILES_LEFT] = 5.0 / 6.0              # env 5 did not launch
+    r = mod.compute({"obs": before}, {"obs": after}, torch.zeros(6), torch.zeros(6, dtype=torch.bool), {})
+    torch.testing.assert_close(r, torch.tensor([-0.1, 0.3, 0.3, -0.1, -0.1, 0.0]))
+    with pytest.raises(ValueError, match="min_range_m"):
+        FireDisciplineShaping(min_range_m=30_000.0, max_range_m=20_000.0)
+
+
+def test_pursuit_floor_stops_rewarding_closing_inside_the_firing_envelope():
+    from envs.air_combat import OBS_BEARING_COS, OBS_DIM, OBS_RANGE, RANGE_SCALE_M
+
+    mod = PursuitShaping(closing_coef=1.0, pointing_coef=0.5, min_range_m=21_000.0)
+    before, after = torch.zeros(3, OBS_DIM), torch.zeros(3, OBS_DIM)
+    before[:, OBS_RANGE] = torch.tensor([30.0, 22.0, 20.0]) * 1000.0 / RANGE_SCALE_M   # km
+    after[:, OBS_RANGE] = torch.tensor([29.0, 20.0, 19.0]) * 1000.0 / RANGE_SCALE_M
+    after[:, OBS_BEARING_COS] = 1.0
+    r = mod.compute({"obs": before}, {"obs": after}, torch.zeros(3), torch.zeros(3, dtype=torch.bool), {})
+    # 1 km closed outside the floor (+ pointing); only the 1 km down to 21 km counts when crossing
+    # it, and no pointing reward below it; nothing at all inside it.
+    torch.testing.assert_close(r, torch.tensor([1000.0 / RANGE_SCALE_M + 0.5, 1000.0 / RANGE_SCALE_M, 0.0]))
