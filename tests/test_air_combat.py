@@ -434,3 +434,14 @@ def test_pursuit_floor_stops_rewarding_closing_inside_the_firing_envelope():
     # 1 km closed outside the floor (+ pointing); only the 1 km down to 21 km counts when crossing
     # it, and no pointing reward below it; nothing at all inside it.
     torch.testing.assert_close(r, torch.tensor([1000.0 / RANGE_SCALE_M + 0.5, 1000.0 / RANGE_SCALE_M, 0.0]))
+
+
+def test_scripted_opponent_is_beaten_only_by_the_right_manoeuvre():
+    from bench.air_combat_baselines import outcome_rates, random_red, scripted_red
+
+    right = outcome_rates(scripted_red(fire_km=20.0, evade_km=20.0, salvo=1), episodes=200, num_envs=128, time_scale=16.0)
+    late = outcome_rates(scripted_red(fire_km=18.0, evade_km=20.0, salvo=1), episodes=200, num_envs=128, time_scale=16.0)
+    rand = outcome_rates(random_red, episodes=200, num_envs=128, time_scale=16.0)
+    assert right["win"] > 0.9
+    assert late["timeout"] > 0.9      # evades blue's 20 km shot before it ever gets its own off
+    assert rand["win"] < 0.05 and rand["loss"] > 0.5
