@@ -67,7 +67,7 @@ Per-agent observations ``"obs"`` *(choice)*, float32 ``[N, 2, O]``, all in ``[0,
     wall (cells off the grid count as wall), red button, blue button, red diamond (not yet
     collected), blue diamond (not yet collected), the other agent (only where it is inside the
     window; at the centre when both share a cell). Then six scalars: own (row, col) normalised as
-    in the state, red collected, blue collected, and the agent's one-hot id (Alice, Bob).
+    in the state (0, 0 with ``own_position=False``), red collected, blue collected, and the agent's one-hot id (Alice, Bob).
     ``O = 6 * K * K + 6`` (156 for the default radius). The teammate's position beyond the window
     is not observed; the collected flags are (the diamonds are in plain sight in the game).
 Auto-reset
@@ -200,6 +200,8 @@ class AliceBobVecEnv(VecEnv):
             custom map), ``None`` disables truncation.
         view_radius: radius of the egocentric observation window (``K = 2 r + 1``), ``>= 0``.
         random_start: draw start cells at random instead of using the map's ``1``/``2``.
+        own_position: include the agent's own (row, col) in its observation; ``False`` leaves
+            those two scalars at 0, so an agent knows where it is only from its window (and memory).
         success_reward: team reward on the step both diamonds are collected.
     """
 
@@ -209,7 +211,7 @@ class AliceBobVecEnv(VecEnv):
     def __init__(self, num_envs: int, device: str | torch.device = "cpu", seed: int | None = None, *,
                  size: str = "default", layout: str | Sequence[str] | None = None,
                  max_episode_steps: int | None | str = "auto", view_radius: int = 2,
-                 random_start: bool = False, success_reward: float = 1.0) -> None:
+                 random_start: bool = False, own_position: bool = True, success_reward: float = 1.0) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         if layout is None:
@@ -238,6 +240,7 @@ class AliceBobVecEnv(VecEnv):
         self.max_episode_steps = max_episode_steps
         self.view_radius = int(view_radius)
         self.random_start = bool(random_start)
+        self.own_position = bool(own_position)
         self.success_reward = float(success_reward)
         self.view_size = 2 * self.view_radius + 1
         self.obs_dim = N_CHANNELS * self.view_size ** 2 + N_SCALARS
@@ -310,7 +313,8 @@ class AliceBobVecEnv(VecEnv):
             if flags & BLUE_FLAG:
                 view[:, 4 * kk:5 * kk] = 0.0
             table[:, :, flags, :5 * kk] = view
-            table[:, :, flags, 6 * kk:6 * kk + 2] = pos_norm
+            if self.own_position:
+                table[:, :, flags, 6 * kk:6 * kk + 2] = pos_norm
             table[:, :, flags, 6 * kk + 2] = float(bool(flags & RED_FLAG))
             table[:, :, flags, 6 * kk + 3] = float(bool(flags & BLUE_FLAG))
         table[0, :, :, 6 * kk + 4] = 1.0

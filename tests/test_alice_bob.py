@@ -114,6 +114,19 @@ def test_observation_matches_cell_by_cell_reference(size, radius):
             torch.testing.assert_close(obs["state"][e], torch.tensor(expected_state))
 
 
+def test_without_own_position_only_the_position_scalars_change():
+    n = 16
+    with_pos = AliceBobVecEnv(n, random_start=True, seed=3)
+    without = AliceBobVecEnv(n, random_start=True, seed=3, own_position=False)
+    a, b = with_pos.reset(), without.reset()
+    kk = with_pos.view_size ** 2
+    pos_cols = slice(6 * kk, 6 * kk + 2)
+    assert (b["obs"][..., pos_cols] == 0).all() and (a["obs"][..., pos_cols] > 0).any()
+    keep = torch.ones(with_pos.obs_dim, dtype=torch.bool)
+    keep[pos_cols] = False
+    assert torch.equal(a["obs"][..., keep], b["obs"][..., keep]) and torch.equal(a["state"], b["state"])
+
+
 # ------------------------------------------------------------------ movement and the diamond rule
 
 
