@@ -4,6 +4,7 @@ non-zero exit: 2 for bad input (config, flags), 1 for a run that failed, 130 for
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from pathlib import Path
@@ -33,6 +34,9 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--seed", type=int, default=12345)
     e.add_argument("--json", dest="json_out", type=Path, default=None,
                    help="where to write the result (default: eval.json beside the checkpoint's run)")
+    e.add_argument("--opponent", default=None, metavar="CHECKPOINT",
+                   help="another checkpoint (file, checkpoints dir or run dir) whose policy flies the other "
+                        "side instead of the env's scripted opponent (two-player envs: AirCombat)")
     e.add_argument("--render", type=Path, default=None, metavar="OUT.png",
                    help="instead of the statistics, draw one episode (env index 0) to a PNG "
                         "(AirCombat, Navigation; needs matplotlib: pip install 'rl-system[render]')")
@@ -114,6 +118,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
         found = find_resume(args.checkpoint, load_config(None), None)
     except CheckpointError as err:
         return _fail(f"cannot load checkpoint: {err}", 1)
+    if args.opponent is not None and args.render is not None:
+        return _fail("--opponent does not apply to --render (the rendered episode is against the scripted opponent)", 2)
+    opponent = None
+    if args.opponent is not None:
+        try:
+            opponent = find_resume(args.opponent, load_config(None), None).state
+        except CheckpointError as err:
+            return _fail(f"cannot load opponent checkpoint: {err}", 1)
     if args.render is not None:
         from rl_system.render import RenderError, render_episode
 
@@ -124,15 +136,20 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"{ep['env']} v{ep['policy_version']}: one episode of {ep['steps']} steps, return {ep['return']:.2f}"
               f"{' (deterministic)' if args.deterministic else ''}; wrote {ep['path']}")
         return 0
-    result = evaluate(found.state, episodes=args.episodes, deterministic=args.deterministic,
-                      num_envs=args.num_envs, seed=args.seed)
+    try:
+        result = evaluate(found.state, episodes=args.episodes, deterministic=args.deterministic,
+                          num_envs=args.num_envs, seed=args.seed, opponent=opponent)
+    except ValueError as err:
+        return _fail(f"cannot evaluate: {err}", 2)
     result["checkpoint"] = found.path
+    result["opponent"] = args.opponent
     if not result["episodes"]:
         return _fail(f"no episode finished within {result['env_steps']:,} env steps", 1)
     rates = "".join(f", {k[:-5]} {v:.3f}" for k, v in result.items() if k.endswith("_rate"))
+    against = f" against v{result['opponent_version']} of {args.opponent}" if opponent is not None else ""
     print(f"{result['env']} v{result['policy_version']}: return {result['return_mean']:.2f} ± {result['return_std']:.2f}, "
           f"length {result['length_mean']:.1f} ± {result['length_std']:.1f}{rates} over {result['episodes']} episodes"
-          f"{' (deterministic)' if args.deterministic else ''}")
+          f"{' (deterministic)' if args.deterministic else ''}{against}")
     out = args.json_out or ((found.run_dir or Path(".")) / "eval.json")
     out.write_text(json.dumps(result, indent=2))
     print(f"wrote {out}")
@@ -156,6 +173,11 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"config error: {err}", 2)
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
+    except BrokenPipeError:
+        # The reader went away (`rl-system eval ... | head -1`): stop quietly, as Unix tools do.
+        # Point stdout at /dev/null so the interpreter's final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE
     return _fail(f"unknown command {args.command!r}", 2)
 
 

@@ -23,7 +23,10 @@ from rl_system.config import RunConfig
 
 @torch.no_grad()
 def evaluate(state: dict[str, Any], episodes: int = 100, deterministic: bool = False, num_envs: int | None = None,
-             seed: int = 12345, device: str = "cpu", max_steps: int = 1_000_000) -> dict[str, Any]:
+             seed: int = 12345, device: str = "cpu", max_steps: int = 1_000_000,
+             opponent: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``opponent``: another checkpoint's state whose policy flies the other side (two-player envs
+    with ``set_opponent``, e.g. AirCombat), instead of the env's scripted opponent."""
     cfg = RunConfig.model_validate(state["config"])
     n = num_envs or min(episodes, 64)
     per_env = math.ceil(episodes / n)
@@ -31,9 +34,9 @@ def evaluate(state: dict[str, Any], episodes: int = 100, deterministic: bool = F
     env = make_env(cfg.env.name, n, device, seed=seed, **cfg.env.kwargs)
     try:
         algo = get_algorithm(cfg.algo)
-        policy = algo.make_policy(env.observation_spec, env.action_spec, cfg).to(device)
-        policy.load_state_dict(state["learner"]["model"])
-        policy.eval()
+        policy = _load_policy(state, env, device)
+        if opponent is not None:
+            _set_opponent(env, opponent, device)
         sampler = algo.make_sampler(env, policy, cfg, torch.device(device))
         sampler.reset(seed)
         counts = torch.zeros(n, dtype=torch.int64)
@@ -51,6 +54,7 @@ def evaluate(state: dict[str, Any], episodes: int = 100, deterministic: bool = F
     finally:
         env.close()
     out = {"env": cfg.env.name, "algo": cfg.algo, "policy_version": int(state["learner"]["version"]),
+           "opponent_version": None if opponent is None else int(opponent["learner"]["version"]),
            "episodes": min(len(taken.get("episode_return", [])), episodes), "deterministic": deterministic,
            "env_steps": steps, "wall_s": time.perf_counter() - t0}
     for key, values in taken.items():
@@ -64,3 +68,27 @@ def evaluate(state: dict[str, Any], episodes: int = 100, deterministic: bool = F
         out.setdefault(f"{name}_mean", None)
         out.setdefault(f"{name}_std", None)
     return out
+
+
+def _load_policy(state: dict[str, Any], env, device: str) -> torch.nn.Module:
+    """The checkpoint's policy network for ``env``'s spaces, weights loaded, in eval mode."""
+    cfg = RunConfig.model_validate(state["config"])
+    policy = get_algorithm(cfg.algo).make_policy(env.observation_spec, env.action_spec, cfg).to(device)
+    policy.load_state_dict(state["learner"]["model"])
+    return policy.eval()
+
+
+def _set_opponent(env, opponent: dict[str, Any], device: str) -> None:
+    """Let another checkpoint's policy fly the env's other side (as a self-play snapshot would)."""
+    from rl_system.selfplay import SnapshotOpponent
+
+    if not callable(getattr(env, "set_opponent", None)):
+        raise ValueError(f"env {type(env).__name__} has no pluggable opponent (set_opponent)")
+    other = RunConfig.model_validate(opponent["config"])
+    mine = env.observation_spec, env.action_spec
+    try:
+        net = _load_policy(opponent, env, device)
+    except (RuntimeError, KeyError, ValueError) as err:  # another env or network shape
+        raise ValueError(f"the opponent checkpoint ({other.env.name}, {other.algo}) does not fit this env's "
+                         f"spaces {mine}: {str(err).splitlines()[0]}") from None
+    env.set_opponent(SnapshotOpponent(net))

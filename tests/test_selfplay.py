@@ -70,3 +70,66 @@ def test_selfplay_on_an_env_without_opponent_is_one_clear_error(ray_session, tmp
     cfg = load_config(None, ["env.name=CartPole", "selfplay.enabled=true", "max_env_steps=1000", "tensorboard=false"])
     with pytest.raises(TrainingError, match="no pluggable opponent"):
         train(cfg, run_dir=tmp_path, quiet=True)
+
+
+# -- head-to-head evaluation: `rl-system eval RUN --opponent OTHER` --------------------------------
+
+def _air_checkpoint(run_dir, passive: bool = False, overrides=()):
+    """A checkpoint of a fresh AirCombat policy; ``passive``: its action head always picks
+    "straight, full throttle, no fire" (so as blue it never shoots)."""
+    from envs import make_env
+    from envs.air_combat import ACTION_STRAIGHT_FULL
+    from rl_system.algos import get_algorithm
+    from rl_system.checkpoint import CheckpointStore
+
+    cfg = load_config(None, [*AIR, "env.kwargs={time_scale: 16.0, max_time_s: 60.0}", *overrides])
+    env = make_env(cfg.env.name, 1, "cpu", seed=0, **cfg.env.kwargs)
+    torch.manual_seed(1)
+    policy = get_algorithm(cfg.algo).make_policy(env.observation_spec, env.action_spec, cfg)
+    if passive:
+        head = [m for m in policy.modules() if isinstance(m, torch.nn.Linear) and m.out_features == 12][-1]
+        with torch.no_grad():
+            head.weight.zero_()
+            head.bias.fill_(-50.0)
+            head.bias[ACTION_STRAIGHT_FULL] = 50.0
+    state = {"config": cfg.model_dump(), "learner": {"model": policy.state_dict(), "version": 7 if passive else 3}}
+    CheckpointStore(str(run_dir / "checkpoints")).save(state, {"policy_version": state["learner"]["version"]})
+    return state
+
+
+def test_eval_against_another_checkpoint_flies_it_as_the_opponent(tmp_path, capsys):
+    from rl_system.cli import main
+    from rl_system.evaluate import evaluate
+
+    red = _air_checkpoint(tmp_path / "red")
+    passive = _air_checkpoint(tmp_path / "passive", passive=True)
+    scripted = evaluate(red, episodes=128, num_envs=64, seed=5)
+    against = evaluate(red, episodes=128, num_envs=64, seed=5, opponent=passive)
+    assert scripted["opponent_version"] is None and against["opponent_version"] == 7
+    # Returns are the terminal +1 win / -1 loss / 0 otherwise (no shaping here). The scripted
+    # blue shoots a random red down; a blue that never fires cannot win a single duel.
+    assert scripted["win_rate"] < 0.2 and scripted["return_mean"] < -0.1
+    assert against["return_mean"] >= 0.0
+    assert main(["eval", str(tmp_path / "red"), "--opponent", str(tmp_path / "passive"), "--episodes", "16",
+                 "--json", str(tmp_path / "h2h.json")]) == 0
+    assert "against v7 of" in capsys.readouterr().out
+
+
+def test_eval_against_an_unfit_opponent_is_one_line_and_exit_2(tmp_path, capsys):
+    from rl_system.cli import main
+
+    _air_checkpoint(tmp_path / "red")
+    _air_checkpoint(tmp_path / "wide", overrides=["model.hidden_sizes=[16, 16]"])
+    cart = load_config(None, ["env.name=CartPole", "tensorboard=false"])
+    from rl_system.checkpoint import CheckpointStore
+    from envs import make_env
+    from rl_system.algos import get_algorithm
+
+    env = make_env("CartPole", 1, "cpu", seed=0)
+    policy = get_algorithm("ppo").make_policy(env.observation_spec, env.action_spec, cart)
+    CheckpointStore(str(tmp_path / "cart" / "checkpoints")).save(
+        {"config": cart.model_dump(), "learner": {"model": policy.state_dict(), "version": 1}}, {"policy_version": 1})
+    for red, opp, words in (("cart", "red", "no pluggable opponent"), ("red", "cart", "does not fit")):
+        assert main(["eval", str(tmp_path / red), "--opponent", str(tmp_path / opp), "--episodes", "4"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.splitlines() == [err] and words in err
