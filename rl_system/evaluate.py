@@ -85,10 +85,9 @@ def _set_opponent(env, opponent: dict[str, Any], device: str) -> None:
     if not callable(getattr(env, "set_opponent", None)):
         raise ValueError(f"env {type(env).__name__} has no pluggable opponent (set_opponent)")
     other = RunConfig.model_validate(opponent["config"])
-    mine = env.observation_spec, env.action_spec
     try:
         net = _load_policy(opponent, env, device)
     except (RuntimeError, KeyError, ValueError) as err:  # another env or network shape
-        raise ValueError(f"the opponent checkpoint ({other.env.name}, {other.algo}) does not fit this env's "
-                         f"spaces {mine}: {str(err).splitlines()[0]}") from None
+        raise ValueError(f"the opponent checkpoint ({other.env.name}, {other.algo}) does not fit "
+                         f"{type(env).__name__}: {str(err).splitlines()[0]}") from None
     env.set_opponent(SnapshotOpponent(net))
