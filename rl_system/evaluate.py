@@ -40,25 +40,24 @@ def evaluate(state: dict[str, Any], episodes: int = 100, deterministic: bool = F
         sampler = algo.make_sampler(env, policy, cfg, torch.device(device))
         sampler.reset(seed)
         counts = torch.zeros(n, dtype=torch.int64)
-        taken: dict[str, list] = {}
-        steps, t0 = 0, time.perf_counter()
-        while len(taken.get("episode_return", [])) < episodes and steps < max_steps:
+        taken: dict[str, list[torch.Tensor]] = {}
+        finished, steps, t0 = 0, 0, time.perf_counter()
+        while finished < episodes and steps < max_steps:
             cols = sampler.collect(deterministic=deterministic)
             steps += cfg.workers.rollout_len * n
-            for i, env_index in enumerate(cols["episode_env"].tolist()):
-                if counts[env_index] < per_env:
-                    counts[env_index] += 1
-                    for k, v in cols.items():
-                        if k.startswith("episode_") and k != "episode_env":
-                            taken.setdefault(k, []).append(v[i].item())
+            keep = _within_quota(cols["episode_env"].cpu().long(), counts, per_env)
+            finished += int(keep.sum())
+            for k, v in cols.items():
+                if k.startswith("episode_") and k != "episode_env":
+                    taken.setdefault(k, []).append(v.detach().cpu()[keep].double())
     finally:
         env.close()
     out = {"env": cfg.env.name, "algo": cfg.algo, "policy_version": int(state["learner"]["version"]),
            "opponent_version": None if opponent is None else int(opponent["learner"]["version"]),
-           "episodes": min(len(taken.get("episode_return", [])), episodes), "deterministic": deterministic,
+           "episodes": min(finished, episodes), "deterministic": deterministic,
            "env_steps": steps, "wall_s": time.perf_counter() - t0}
-    for key, values in taken.items():
-        v = torch.tensor(values[:episodes], dtype=torch.float64)
+    for key, parts in taken.items():
+        v = torch.cat(parts)[:episodes]
         name = key[len("episode_"):]
         if name in ("return", "length"):
             out[f"{name}_mean"], out[f"{name}_std"] = float(v.mean()), float(v.std(unbiased=False))
@@ -68,6 +67,17 @@ def evaluate(state: dict[str, Any], episodes: int = 100, deterministic: bool = F
         out.setdefault(f"{name}_mean", None)
         out.setdefault(f"{name}_std", None)
     return out
+
+
+def _within_quota(env_index: torch.Tensor, counts: torch.Tensor, per_env: int) -> torch.Tensor:
+    """Which of a rollout's finished episodes (``env_index [E]``, in finishing order) still fit
+    their env's quota of ``per_env`` episodes; updates ``counts [num_envs]`` in place."""
+    n = counts.numel()
+    one_hot = torch.nn.functional.one_hot(env_index, n)                # [E, num_envs]
+    rank = (one_hot.cumsum(0) * one_hot).sum(1) - 1                   # earlier episodes of the same env
+    keep = counts.index_select(0, env_index) + rank < per_env
+    counts += torch.bincount(env_index[keep], minlength=n)
+    return keep
 
 
 def _load_policy(state: dict[str, Any], env, device: str) -> torch.nn.Module:
