@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from rl_system.algos import get_algorithm
+from rl_system.algos import get_algorithm, load_policy
 from rl_system.checkpoint import CheckpointStore
 from rl_system.config import RunConfig, load_config
 from rl_system.driver import train
@@ -68,10 +68,8 @@ def skill_table(state: dict, rollouts: int = 3) -> list[str]:
     from envs import make_env
 
     env = make_env(cfg.env.name, 64, "cpu", seed=777, **cfg.env.kwargs)
-    algo = get_algorithm(cfg.algo)
-    policy = algo.make_policy(env.observation_spec, env.action_spec, cfg)
-    policy.load_state_dict(state["learner"]["model"])
-    sampler = algo.make_sampler(env, policy.eval(), cfg, torch.device("cpu"))
+    policy = load_policy(state, env)
+    sampler = get_algorithm(cfg.algo).make_sampler(env, policy, cfg, torch.device("cpu"))
     sampler.reset(777)
     H, W = env.height, env.width
     n_z = cfg.hmasd.n_agent_skills

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from envs import make_env
-from rl_system.algos import get_algorithm
+from rl_system.algos import get_algorithm, load_policy
 from rl_system.config import RunConfig
 
 
@@ -33,11 +33,10 @@ def evaluate(state: dict[str, Any], episodes: int = 100, deterministic: bool = F
     torch.manual_seed(seed)
     env = make_env(cfg.env.name, n, device, seed=seed, **cfg.env.kwargs)
     try:
-        algo = get_algorithm(cfg.algo)
-        policy = _load_policy(state, env, device)
+        policy = load_policy(state, env, device)
         if opponent is not None:
             _set_opponent(env, opponent, device)
-        sampler = algo.make_sampler(env, policy, cfg, torch.device(device))
+        sampler = get_algorithm(cfg.algo).make_sampler(env, policy, cfg, torch.device(device))
         sampler.reset(seed)
         counts = torch.zeros(n, dtype=torch.int64)
         taken: dict[str, list[torch.Tensor]] = {}
@@ -80,14 +79,6 @@ def _within_quota(env_index: torch.Tensor, counts: torch.Tensor, per_env: int) -
     return keep
 
 
-def _load_policy(state: dict[str, Any], env, device: str) -> torch.nn.Module:
-    """The checkpoint's policy network for ``env``'s spaces, weights loaded, in eval mode."""
-    cfg = RunConfig.model_validate(state["config"])
-    policy = get_algorithm(cfg.algo).make_policy(env.observation_spec, env.action_spec, cfg).to(device)
-    policy.load_state_dict(state["learner"]["model"])
-    return policy.eval()
-
-
 def _set_opponent(env, opponent: dict[str, Any], device: str) -> None:
     """Let another checkpoint's policy fly the env's other side (as a self-play snapshot would)."""
     from rl_system.selfplay import SnapshotOpponent
@@ -96,7 +87,7 @@ def _set_opponent(env, opponent: dict[str, Any], device: str) -> None:
         raise ValueError(f"env {type(env).__name__} has no pluggable opponent (set_opponent)")
     other = RunConfig.model_validate(opponent["config"])
     try:
-        net = _load_policy(opponent, env, device)
+        net = load_policy(opponent, env, device)
     except (RuntimeError, KeyError, ValueError) as err:  # another env or network shape
         raise ValueError(f"the opponent checkpoint ({other.env.name}, {other.algo}) does not fit "
                          f"{type(env).__name__}: {str(err).splitlines()[0]}") from None

@@ -1,7 +1,7 @@
 """One episode of a checkpoint's policy as a picture: ``rl-system eval CHECKPOINT --render OUT.png``.
 
 :func:`render_episode` builds the env named in the checkpoint's config with one copy (env index 0),
-builds the policy with ``get_algorithm(cfg.algo).make_policy(...)``, loads the weights and runs one
+builds the policy with ``rl_system.algos.load_policy`` (the weights loaded) and runs one
 episode, recording the env's state tensors after every step; then it draws the episode with
 matplotlib (Agg backend: no display needed) and writes a PNG.
 
@@ -32,7 +32,7 @@ import torch
 
 from envs import make_env
 from envs.base import StepResult, VecEnv
-from rl_system.algos import get_algorithm
+from rl_system.algos import load_policy
 from rl_system.config import RunConfig
 
 
@@ -329,10 +329,7 @@ def record_episode(state: dict[str, Any], renderer: Renderer, deterministic: boo
     torch.manual_seed(seed)
     env = make_env(cfg.env.name, 1, device, seed=seed, **cfg.env.kwargs)
     try:
-        algo = get_algorithm(cfg.algo)
-        policy = algo.make_policy(env.observation_spec, env.action_spec, cfg).to(device)
-        policy.load_state_dict(state["learner"]["model"])
-        policy.eval()
+        policy = load_policy(state, env, device)
         obs = env.reset(seed=seed)
         renderer.start(env, obs)
         # See the state an episode ended in: the env resets finished envs inside step().

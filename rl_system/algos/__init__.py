@@ -23,6 +23,8 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
+from rl_system.config import RunConfig
+
 ENV_MAJOR = ("last_", "init_", "final_")
 """Prefixes of columns that are not time-major (see above)."""
 STATS = "episode_"
@@ -54,3 +56,12 @@ def get_algorithm(name: str) -> Algorithm:
     if name not in _ALGORITHMS:
         raise KeyError(f"unknown algo {name!r}; known: {', '.join(sorted(_ALGORITHMS))}")
     return Algorithm(name, importlib.import_module(_ALGORITHMS[name]))
+
+
+def load_policy(state: dict[str, Any], env: Any, device: str = "cpu") -> Any:
+    """A checkpoint's policy network for ``env``'s spaces: built by the checkpoint's algorithm
+    from its config, its weights loaded, in eval mode (for eval, rendering, opponents)."""
+    cfg = RunConfig.model_validate(state["config"])
+    policy = get_algorithm(cfg.algo).make_policy(env.observation_spec, env.action_spec, cfg).to(device)
+    policy.load_state_dict(state["learner"]["model"])
+    return policy.eval()
