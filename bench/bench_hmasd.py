@@ -12,7 +12,11 @@ seed, sampling as in training and argmax at both levels).
     python -m bench.bench_hmasd --size default --steps 3000000 --seeds 0   # ~15-20 min a run here
 
 Prints one row per run, a summary per method, and (HMASD) the skill table: for each agent and
-individual skill z, the share of steps under that skill spent on each button/diamond cell.
+individual skill z, the share of steps under that skill spent on each button/diamond cell and in
+the start hall / left / right half of the map. ``--checkpoint RUN`` prints only the skill table of
+an existing run:
+
+    python -m bench.bench_hmasd --checkpoint runs/<hmasd run>
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ GEOMETRY = {
     "large": [],
 }
 OBJECTS = {"r": "red button", "b": "blue button", "R": "red diamond", "B": "blue diamond"}
+REGIONS = ("hall", "left half", "right half")
 
 
 def run_one(method: str, seed: int, size: str, steps: int, target: float, root: Path) -> dict:
@@ -60,35 +65,42 @@ def run_one(method: str, seed: int, size: str, steps: int, target: float, root: 
 
 @torch.no_grad()
 def skill_table(state: dict, rollouts: int = 3) -> list[str]:
-    """Share of steps each (agent, z) spends on each object cell, from rollouts that sample both
-    levels as in training (so every skill the coordinator still picks shows up)."""
+    """Share of steps each (agent, z) spends on each object cell and in each part of the map (the
+    start hall: rows above the buttons; the left and right halves below it, i.e. the rooms of the
+    default and large maps), from rollouts that sample both levels as in training (so every
+    skill the coordinator still picks shows up)."""
     cfg = RunConfig.model_validate(state["config"])
     if not cfg.hmasd.hierarchy:
         return []
     from envs import make_env
 
+    torch.manual_seed(777)  # the policy samples from the global generator: same table every time
     env = make_env(cfg.env.name, 64, "cpu", seed=777, **cfg.env.kwargs)
     policy = load_policy(state, env)
     sampler = get_algorithm(cfg.algo).make_sampler(env, policy, cfg, torch.device("cpu"))
     sampler.reset(777)
     H, W = env.height, env.width
+    hall_rows = min(env._cell["r"], env._cell["b"]) // W  # rows above both buttons
     n_z = cfg.hmasd.n_agent_skills
-    counts = torch.zeros(2, n_z, len(OBJECTS) + 1)
+    places = [*OBJECTS.values(), *REGIONS]
+    counts = torch.zeros(2, n_z, len(places) + 1)
     for _ in range(rollouts):
         cols = sampler.collect(deterministic=False)
         pos = cols["obs.state"][..., :4].reshape(*cols["obs.state"].shape[:2], 2, 2)  # [T, N, agent, (row, col)]
-        cell = (pos[..., 0] * (H - 1)).round().long() * W + (pos[..., 1] * (W - 1)).round().long()
+        row, col = (pos[..., 0] * (H - 1)).round().long(), (pos[..., 1] * (W - 1)).round().long()
+        cell = row * W + col
+        region = torch.where(row < hall_rows, 0, torch.where(col < W // 2, 1, 2))
         z = cols["skill_agent"]  # [T, N, agent]
         for a in range(2):
-            for k, ch in enumerate(OBJECTS):
-                on = cell[..., a] == env._cell[ch]
+            masks = [cell[..., a] == env._cell[ch] for ch in OBJECTS] + [region[..., a] == k for k in range(3)]
+            for k, on in enumerate(masks):
                 counts[a, :, k] += torch.bincount(z[..., a][on], minlength=n_z).float()
             counts[a, :, -1] += torch.bincount(z[..., a].reshape(-1), minlength=n_z).float()
-    lines = ["agent | z | steps | " + " | ".join(OBJECTS.values()), "---|---|---|" + "---|" * len(OBJECTS)]
+    lines = ["agent | z | steps | " + " | ".join(places), "---|---|---|" + "---|" * len(places)]
     for a, name in enumerate(("Alice", "Bob")):
         for s in range(n_z):
             total = counts[a, s, -1].item()
-            shares = " | ".join(f"{100 * counts[a, s, k].item() / max(total, 1):.0f}%" for k in range(len(OBJECTS)))
+            shares = " | ".join(f"{100 * counts[a, s, k].item() / max(total, 1):.0f}%" for k in range(len(places)))
             lines.append(f"{name} | {s} | {int(total)} | {shares}")
     return lines
 
@@ -100,7 +112,17 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--methods", nargs="+", default=["hmasd", "mappo"], choices=sorted(CONFIGS))
     ap.add_argument("--target", type=float, default=0.8)
+    ap.add_argument("--checkpoint", default=None, metavar="RUN",
+                    help="only print the skill table of an existing HMASD run (run dir, checkpoints dir or file)")
     args = ap.parse_args()
+    if args.checkpoint is not None:
+        from rl_system.resume import find_resume
+
+        found = find_resume(args.checkpoint, load_config(None), None)
+        print(f"skills of {found.path} (v{found.state['learner']['version']}; share of the steps under z on "
+              "each object cell and in each part of the map, both levels sampled):")
+        print("\n".join(skill_table(found.state)))
+        return
     root = Path(tempfile.mkdtemp(prefix="bench_hmasd_"))
     rows = []
     print(f"Alice_and_Bob size={args.size}, budget {args.steps:,} env steps, stop at train success >= {args.target}")
