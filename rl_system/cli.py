@@ -88,9 +88,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     except TrainingError as err:
         return _fail(f"error: {err}", 1)
     ttt = summary["time_to_target_s"]
-    reached = f"target reached in {ttt:.2f}s / {summary['steps_to_target']:,} steps" if ttt is not None else "target not reached"
+    if cfg.target_return is None:
+        reached = ""  # no target configured: nothing was to be reached
+    elif ttt is not None:
+        reached = f", target reached in {ttt:.2f}s / {summary['steps_to_target']:,} steps"
+    else:
+        reached = ", target not reached"
     print(f"done: {summary['env_steps']:,} env steps in {summary['wall_time_s']:.2f}s "
-          f"({summary['steps_per_s']:,.0f} steps/s), final mean return {summary['final_mean_return']}, {reached}")
+          f"({summary['steps_per_s']:,.0f} steps/s), final mean return {summary['final_mean_return']}{reached}")
     return 0
 
 

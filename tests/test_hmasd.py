@@ -344,11 +344,42 @@ def test_hmasd_learns_small_alice_bob(ray_session, tmp_path):
     from rl_system.driver import train
 
     # The small map's 30-step episodes fit 3 skill windows of k=10. Untrained, 3-5% of the episodes
-    # succeed by chance (measured in docs/hmasd.md); trained, nearly all do, in 5 steps.
+    # succeed by chance (measured in docs/hmasd.md); trained, nearly all do, in 5 steps. The skill
+    # settings are the small map's (3 skills; the preset's 8 are for exploring the default map).
     cfg = load_config("launch/configs/alice_bob_hmasd.yaml", [
-        "env.kwargs.size=small", "workers.num_envs=16", "workers.rollout_len=30", "hmasd.skill_interval=10",
+        "env.kwargs.size=small", "env.kwargs.own_position=true", "hmasd.n_agent_skills=3", "hmasd.lambda_l=0.01",
+        "hmasd.lambda_h=0.01", "workers.num_envs=16", "workers.rollout_len=30", "hmasd.skill_interval=10",
         "hmasd.lr=0.001", "max_env_steps=100000", "max_wall_s=75", "target_return=0.8", "return_window=100",
         "tensorboard=false", "log_every_s=30", "checkpoint.every_rounds=0"])
     summary = train(cfg, run_dir=tmp_path, quiet=True)
     assert summary["final_success_rate"] >= 0.5, summary
     assert summary["dropped_rollouts"] == 0 and summary["policy_version"] == summary["rounds"]
+
+
+# -- the bench's plan table -------------------------------------------------------------------------
+
+def test_plan_table_window_counts_agree_with_the_env_episode_info():
+    """``bench_hmasd.window_stats`` (per skill window of each env's first episode: who reached it,
+    which diamond was collected in it) against the env's own per-episode ``red/blue_collected``."""
+    from bench.bench_hmasd import _sampled, plan_table, window_stats
+    from envs import make_env
+
+    cfg = load_config("launch/configs/alice_bob_hmasd.yaml", [
+        "env.kwargs.size=small", "env.kwargs.own_position=true", "hmasd.n_agent_skills=3",
+        "workers.rollout_len=30", "hmasd.skill_interval=10"])
+    env = make_env("AliceBob", 4, "cpu", **cfg.env.kwargs)
+    torch.manual_seed(0)
+    policy = make_policy(env.observation_spec, env.action_spec, cfg)  # untrained: 3-5% succeed by chance
+    state = {"config": cfg.model_dump(), "learner": {"model": policy.state_dict()}}
+    _, _, (cols,) = _sampled(state, 1, 256)
+    stats = window_stats(cols)
+    assert [w["episodes"] for w in stats][0] == 256 and len(stats) == 3  # 30-step episodes, k = 10
+    assert all(a["episodes"] >= b["episodes"] for a, b in zip(stats, stats[1:]))
+    envs = cols["episode_env"].tolist()
+    first = [envs.index(e) for e in range(256)]  # episodes are listed in time order
+    for colour in ("red", "blue"):
+        expected = int(cols[f"episode_{colour}_collected"][first].sum())
+        assert expected > 0  # the check below must be able to fail
+        assert sum(w[colour] for w in stats) == expected
+    lines = plan_table(state, n_envs=256)
+    assert len(lines) == 2 + 3 and lines[2].startswith("1 | 256 | (")
