@@ -69,7 +69,7 @@ def run_one(method: str, seed: int, size: str, steps: int, target: float, root: 
 
 
 def _sampled(state: dict, rollouts: int, n_envs: int = 64):
-    """``(env, cfg, [rollout columns])`` of a checkpoint's policy sampling both levels as in
+    """``(env, [rollout columns])`` of a checkpoint's policy sampling both levels as in
     training, from a fresh seeded env batch (the same tables every time)."""
     cfg = RunConfig.model_validate(state["config"])
     from envs import make_env
@@ -79,15 +79,7 @@ def _sampled(state: dict, rollouts: int, n_envs: int = 64):
     policy = load_policy(state, env)
     sampler = get_algorithm(cfg.algo).make_sampler(env, policy, cfg, torch.device("cpu"))
     sampler.reset(777)
-    return env, cfg, [sampler.collect(deterministic=False) for _ in range(rollouts)]
-
-
-def _cells(env, cols) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Per step and agent ``[T, N, 2]``: flat cell index, row, column (from the global state)."""
-    H, W = env.height, env.width
-    pos = cols["obs.state"][..., :4].reshape(*cols["obs.state"].shape[:2], 2, 2)
-    row, col = (pos[..., 0] * (H - 1)).round().long(), (pos[..., 1] * (W - 1)).round().long()
-    return row * W + col, row, col
+    return env, [sampler.collect(deterministic=False) for _ in range(rollouts)]
 
 
 @torch.no_grad()
@@ -99,14 +91,16 @@ def skill_table(state: dict, rollouts: int = 3) -> list[str]:
     cfg = RunConfig.model_validate(state["config"])
     if not cfg.hmasd.hierarchy:
         return []
-    env, cfg, runs = _sampled(state, rollouts)
-    W = env.width
+    env, runs = _sampled(state, rollouts)
+    H, W = env.height, env.width
     hall_rows = min(env._cell["r"], env._cell["b"]) // W  # rows above both buttons
     n_z = cfg.hmasd.n_agent_skills
     places = [*OBJECTS.values(), *REGIONS]
     counts = torch.zeros(2, n_z, len(places) + 1)
     for cols in runs:
-        cell, row, col = _cells(env, cols)
+        pos = cols["obs.state"][..., :4].reshape(*cols["obs.state"].shape[:2], 2, 2)  # [T, N, agent, (row, col)]
+        row, col = (pos[..., 0] * (H - 1)).round().long(), (pos[..., 1] * (W - 1)).round().long()
+        cell = row * W + col
         region = torch.where(row < hall_rows, 0, torch.where(col < W // 2, 1, 2))
         z = cols["skill_agent"]  # [T, N, agent]
         for a in range(2):
@@ -153,7 +147,7 @@ def plan_table(state: dict, n_envs: int = 256, top: int = 3) -> list[str]:
     cfg = RunConfig.model_validate(state["config"])
     if not cfg.hmasd.hierarchy:
         return []
-    _, _, (cols,) = _sampled(state, 1, n_envs)
+    _, (cols,) = _sampled(state, 1, n_envs)
     lines = ["window | episodes | most frequent (Z, z_Alice, z_Bob) | red collected in it | blue collected in it",
              "---|---|---|---|---"]
     for j, w in enumerate(window_stats(cols)):

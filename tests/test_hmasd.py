@@ -371,7 +371,7 @@ def test_plan_table_window_counts_agree_with_the_env_episode_info():
     torch.manual_seed(0)
     policy = make_policy(env.observation_spec, env.action_spec, cfg)  # untrained: 3-5% succeed by chance
     state = {"config": cfg.model_dump(), "learner": {"model": policy.state_dict()}}
-    _, _, (cols,) = _sampled(state, 1, 256)
+    _, (cols,) = _sampled(state, 1, 256)
     stats = window_stats(cols)
     assert [w["episodes"] for w in stats][0] == 256 and len(stats) == 3  # 30-step episodes, k = 10
     assert all(a["episodes"] >= b["episodes"] for a, b in zip(stats, stats[1:]))
