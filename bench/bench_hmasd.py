@@ -31,7 +31,7 @@ import torch
 
 from rl_system.algos import get_algorithm, load_policy
 from rl_system.algos.hmasd.trainer import next_inputs
-from rl_system.checkpoint import CheckpointStore
+from rl_system.checkpoint_store import CheckpointStore
 from rl_system.config import RunConfig, load_config
 from rl_system.driver import train
 from rl_system.evaluate import evaluate

@@ -44,7 +44,7 @@ from typing import Any
 import ray
 import torch
 
-from rl_system.checkpoint import CheckpointStore
+from rl_system.checkpoint_store import CheckpointStore
 
 
 class PackedTensor:

@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "eval":
             return cmd_eval(args)
         if args.command == "rollouts":
-            from rl_system.archive import cmd_rollouts_inspect
+            from rl_system.archive_inspect import cmd_rollouts_inspect
 
             return cmd_rollouts_inspect(args.file)
     except ConfigError as err:

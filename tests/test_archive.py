@@ -13,9 +13,9 @@ import pytest
 import torch
 
 from rl_system import codec
-from rl_system.archive import (ID_COLUMNS, ArchiveError, RolloutArchiver, archive_compression,
-                               cmd_rollouts_inspect, column_stats, column_to_numpy, inspect_archive,
+from rl_system.archive import (ID_COLUMNS, ArchiveError, RolloutArchiver, archive_compression, column_to_numpy,
                                read_archive, rollouts_to_table, write_archive)
+from rl_system.archive_inspect import cmd_rollouts_inspect, column_stats, inspect_archive
 
 T, N = 5, 8
 NON_STEP = ("last_value", "episode_return", "episode_length", "episode_env")

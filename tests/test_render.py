@@ -14,7 +14,7 @@ pytest.importorskip("matplotlib")
 
 from envs import make_env
 from rl_system.algos import get_algorithm
-from rl_system.checkpoint import CheckpointStore
+from rl_system.checkpoint_store import CheckpointStore
 from rl_system.cli import main
 from rl_system.config import load_config
 from rl_system.render import AirCombatRenderer, NavigationRenderer, record_episode, renderer_names

@@ -9,7 +9,8 @@ import pytest
 import ray
 import torch
 
-from rl_system.checkpoint import CheckpointStore, load_checkpoint
+from rl_system.checkpoint import load_checkpoint
+from rl_system.checkpoint_store import CheckpointStore
 from rl_system.config import load_config
 from rl_system.driver import Trainer, TrainingError, train
 from rl_system.evaluate import evaluate
