@@ -42,7 +42,8 @@ GEOMETRY = {
     # ... and keep the skill settings the small-map table was measured with (the default map's
     # preset, tuned for exploring its rooms, is in launch/configs/alice_bob_hmasd.yaml).
     "small": ["workers.num_envs=32", "workers.rollout_len=30", "hmasd.skill_interval=10", "hmasd.lr=0.001",
-              "env.kwargs.own_position=true", "hmasd.n_agent_skills=3", "hmasd.lambda_l=0.01", "hmasd.lambda_h=0.01"],
+              "env.kwargs.own_position=true", "hmasd.n_agent_skills=3", "hmasd.lambda_l=0.01", "hmasd.lambda_h=0.01",
+              "hmasd.lambda_d=0.5"],
     "default": [],
     "large": [],
 }

@@ -348,7 +348,7 @@ def test_hmasd_learns_small_alice_bob(ray_session, tmp_path):
     # settings are the small map's (3 skills; the preset's 8 are for exploring the default map).
     cfg = load_config("launch/configs/alice_bob_hmasd.yaml", [
         "env.kwargs.size=small", "env.kwargs.own_position=true", "hmasd.n_agent_skills=3", "hmasd.lambda_l=0.01",
-        "hmasd.lambda_h=0.01", "workers.num_envs=16", "workers.rollout_len=30", "hmasd.skill_interval=10",
+        "hmasd.lambda_h=0.01", "hmasd.lambda_d=0.5", "workers.num_envs=16", "workers.rollout_len=30", "hmasd.skill_interval=10",
         "hmasd.lr=0.001", "max_env_steps=100000", "max_wall_s=75", "target_return=0.8", "return_window=100",
         "tensorboard=false", "log_every_s=30", "checkpoint.every_rounds=0"])
     summary = train(cfg, run_dir=tmp_path, quiet=True)
