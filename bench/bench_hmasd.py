@@ -29,12 +29,11 @@ from pathlib import Path
 
 import torch
 
-from rl_system.algos import get_algorithm, load_policy
 from rl_system.algos.hmasd.trainer import next_inputs
 from rl_system.checkpoint_store import CheckpointStore
 from rl_system.config import RunConfig, load_config
 from rl_system.driver import train
-from rl_system.evaluate import evaluate
+from rl_system.evaluate import evaluate, policy_sampler
 
 CONFIGS = {"hmasd": "launch/configs/alice_bob_hmasd.yaml", "mappo": "launch/configs/alice_bob_mappo.yaml"}
 # Geometry per map: the small map's 30-step episodes want short windows and rollouts.
@@ -72,14 +71,7 @@ def run_one(method: str, seed: int, size: str, steps: int, target: float, root: 
 def _sampled(state: dict, rollouts: int, n_envs: int = 64):
     """``(env, [rollout columns])`` of a checkpoint's policy sampling both levels as in
     training, from a fresh seeded env batch (the same tables every time)."""
-    cfg = RunConfig.model_validate(state["config"])
-    from envs import make_env
-
-    torch.manual_seed(777)  # the policy samples from the global generator
-    env = make_env(cfg.env.name, n_envs, "cpu", seed=777, **cfg.env.kwargs)
-    policy = load_policy(state, env)
-    sampler = get_algorithm(cfg.algo).make_sampler(env, policy, cfg, torch.device("cpu"))
-    sampler.reset(777)
+    env, sampler = policy_sampler(state, n_envs, seed=777)
     return env, [sampler.collect(deterministic=False) for _ in range(rollouts)]
 
 

@@ -30,14 +30,8 @@ def evaluate(state: dict[str, Any], episodes: int = 100, deterministic: bool = F
     cfg = RunConfig.model_validate(state["config"])
     n = num_envs or min(episodes, 64)
     per_env = math.ceil(episodes / n)
-    torch.manual_seed(seed)
-    env = make_env(cfg.env.name, n, device, seed=seed, **cfg.env.kwargs)
+    env, sampler = policy_sampler(state, n, seed, device, opponent)
     try:
-        policy = load_policy(state, env, device)
-        if opponent is not None:
-            _set_opponent(env, opponent, device)
-        sampler = get_algorithm(cfg.algo).make_sampler(env, policy, cfg, torch.device(device))
-        sampler.reset(seed)
         counts = torch.zeros(n, dtype=torch.int64)
         taken: dict[str, list[torch.Tensor]] = {}
         finished, steps, t0 = 0, 0, time.perf_counter()
@@ -66,6 +60,26 @@ def evaluate(state: dict[str, Any], episodes: int = 100, deterministic: bool = F
         out.setdefault(f"{name}_mean", None)
         out.setdefault(f"{name}_std", None)
     return out
+
+
+def policy_sampler(state: dict[str, Any], num_envs: int, seed: int, device: str = "cpu",
+                   opponent: dict[str, Any] | None = None) -> tuple[Any, Any]:
+    """``(env, sampler)``: ``num_envs`` copies of the checkpoint's env and its algorithm's sampler
+    running the checkpoint's policy, seeded and reset, so the same state and seed sample the same
+    rollouts. The caller closes ``env``."""
+    cfg = RunConfig.model_validate(state["config"])
+    torch.manual_seed(seed)  # the policy samples from the global generator
+    env = make_env(cfg.env.name, num_envs, device, seed=seed, **cfg.env.kwargs)
+    try:
+        policy = load_policy(state, env, device)
+        if opponent is not None:
+            _set_opponent(env, opponent, device)
+        sampler = get_algorithm(cfg.algo).make_sampler(env, policy, cfg, torch.device(device))
+        sampler.reset(seed)
+    except BaseException:
+        env.close()
+        raise
+    return env, sampler
 
 
 def _within_quota(env_index: torch.Tensor, counts: torch.Tensor, per_env: int) -> torch.Tensor:
