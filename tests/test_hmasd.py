@@ -341,14 +341,14 @@ def test_evaluate_deterministic_takes_argmax_at_both_levels():
 # -- learning through real Ray ----------------------------------------------------------------------
 
 def test_hmasd_learns_small_alice_bob(ray_session, tmp_path):
+    from bench.bench_hmasd import SMALL_MAP_SKILLS
     from rl_system.driver import train
 
     # The small map's 30-step episodes fit 3 skill windows of k=10. Untrained, 3-5% of the episodes
     # succeed by chance (measured in docs/hmasd.md); trained, nearly all do, in 5 steps. The skill
     # settings are the small map's (3 skills; the preset's 8 are for exploring the default map).
     cfg = load_config("launch/configs/alice_bob_hmasd.yaml", [
-        "env.kwargs.size=small", "env.kwargs.own_position=true", "hmasd.n_agent_skills=3", "hmasd.lambda_l=0.01",
-        "hmasd.lambda_h=0.01", "hmasd.lambda_d=0.5", "workers.num_envs=16", "workers.rollout_len=30", "hmasd.skill_interval=10",
+        "env.kwargs.size=small", *SMALL_MAP_SKILLS, "workers.num_envs=16", "workers.rollout_len=30", "hmasd.skill_interval=10",
         "hmasd.lr=0.001", "max_env_steps=100000", "max_wall_s=75", "target_return=0.8", "return_window=100",
         "tensorboard=false", "log_every_s=30", "checkpoint.every_rounds=0"])
     summary = train(cfg, run_dir=tmp_path, quiet=True)
@@ -361,12 +361,11 @@ def test_hmasd_learns_small_alice_bob(ray_session, tmp_path):
 def test_plan_table_window_counts_agree_with_the_env_episode_info():
     """``bench_hmasd.window_stats`` (per skill window of each env's first episode: who reached it,
     which diamond was collected in it) against the env's own per-episode ``red/blue_collected``."""
-    from bench.bench_hmasd import _sampled, plan_table, window_stats
+    from bench.bench_hmasd import SMALL_MAP_SKILLS, _sampled, plan_table, window_stats
     from envs import make_env
 
     cfg = load_config("launch/configs/alice_bob_hmasd.yaml", [
-        "env.kwargs.size=small", "env.kwargs.own_position=true", "hmasd.n_agent_skills=3",
-        "workers.rollout_len=30", "hmasd.skill_interval=10"])
+        "env.kwargs.size=small", *SMALL_MAP_SKILLS, "workers.rollout_len=30", "hmasd.skill_interval=10"])
     env = make_env("AliceBob", 4, "cpu", **cfg.env.kwargs)
     torch.manual_seed(0)
     policy = make_policy(env.observation_spec, env.action_spec, cfg)  # untrained: 3-5% succeed by chance
