@@ -15,7 +15,9 @@ Prints one row per run, a summary per method, and (HMASD) the skill table: for e
 individual skill z, the share of steps under that skill spent on each button/diamond cell and in
 the start hall / left / right half of the map, and the plan table: which ``(Z, z_Alice, z_Bob)``
 the coordinator picks in each skill window of an episode and which diamond gets collected in it.
-``--checkpoint RUN`` prints only the two tables of an existing run:
+``--checkpoint RUN`` prints only those two tables of an existing run, and a third: its test success
+with the argmax taken at neither level, at one (``rl-system eval --greedy-level high|low``) or at
+both (``--deterministic``), which shows which level's argmax a policy tolerates:
 
     python -m bench.bench_hmasd --checkpoint runs/<hmasd run>
 """
@@ -111,6 +113,20 @@ def skill_table(state: dict, rollouts: int = 3) -> list[str]:
     return lines
 
 
+def greedy_table(state: dict, episodes: int = 200, seed: int = 12345) -> list[str]:
+    """Test success of a checkpoint with the argmax at neither, each and both levels (HMASD with
+    its hierarchy; none for flat MAPPO)."""
+    if not RunConfig.model_validate(state["config"]).hmasd.hierarchy:
+        return []
+    lines = ["argmax at | success | red collected | blue collected | length", "---|---|---|---|---"]
+    for name, level in (("neither (both sampled)", False), ("the coordinator only", "high"),
+                        ("the discoverer only", "low"), ("both", True)):
+        r = evaluate(state, episodes=episodes, deterministic=level, seed=seed)
+        lines.append(f"{name} | {r['success_rate']:.3f} | {r['red_collected_rate']:.3f} | "
+                     f"{r['blue_collected_rate']:.3f} | {r['length_mean']:.1f}")
+    return lines
+
+
 def window_stats(cols: dict[str, torch.Tensor]) -> list[dict]:
     """Per skill window j of the first episode of every env in one rollout (all envs fresh at
     t=0): ``episodes`` (how many reached window j), ``choices`` ``[episodes, 1+n]`` (Z, z_1..n),
@@ -174,6 +190,10 @@ def main() -> None:
         print("\n".join(skill_table(found.state)))
         print("\nhow the coordinator composes them (first episode of 256 fresh envs, both levels sampled):")
         print("\n".join(plan_table(found.state)))
+        greedy = greedy_table(found.state)
+        if greedy:
+            print("\ntest success by the level taking the argmax (200 episodes, `rl-system eval` seed 12345):")
+            print("\n".join(greedy))
         return
     root = Path(tempfile.mkdtemp(prefix="bench_hmasd_"))
     rows = []

@@ -29,7 +29,10 @@ def _parser() -> argparse.ArgumentParser:
     e = sub.add_parser("eval", help="run a checkpoint's policy without training")
     e.add_argument("checkpoint", help="checkpoint file, checkpoints dir or run dir")
     e.add_argument("--episodes", type=int, default=100)
-    e.add_argument("--deterministic", action="store_true", help="greedy / mean action instead of sampling")
+    greedy = e.add_mutually_exclusive_group()
+    greedy.add_argument("--deterministic", action="store_true", help="greedy / mean action instead of sampling")
+    greedy.add_argument("--greedy-level", choices=("high", "low"), default=None,
+                        help="HMASD: argmax at this level only (high: skills, low: actions); the other samples")
     e.add_argument("--num-envs", type=int, default=None)
     e.add_argument("--seed", type=int, default=12345)
     e.add_argument("--json", dest="json_out", type=Path, default=None,
@@ -125,6 +128,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return _fail(f"cannot load checkpoint: {err}", 1)
     if args.opponent is not None and args.render is not None:
         return _fail("--opponent does not apply to --render (the rendered episode is against the scripted opponent)", 2)
+    if args.render is not None and args.greedy_level is not None:
+        return _fail("--greedy-level does not apply to --render", 2)
     opponent = None
     if args.opponent is not None:
         try:
@@ -142,7 +147,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
               f"{' (deterministic)' if args.deterministic else ''}; wrote {ep['path']}")
         return 0
     try:
-        result = evaluate(found.state, episodes=args.episodes, deterministic=args.deterministic,
+        result = evaluate(found.state, episodes=args.episodes, deterministic=args.greedy_level or args.deterministic,
                           num_envs=args.num_envs, seed=args.seed, opponent=opponent)
     except ValueError as err:
         return _fail(f"cannot evaluate: {err}", 2)
@@ -154,7 +159,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     against = f" against v{result['opponent_version']} of {args.opponent}" if opponent is not None else ""
     print(f"{result['env']} v{result['policy_version']}: return {result['return_mean']:.2f} ± {result['return_std']:.2f}, "
           f"length {result['length_mean']:.1f} ± {result['length_std']:.1f}{rates} over {result['episodes']} episodes"
-          f"{' (deterministic)' if args.deterministic else ''}{against}")
+          f"{' (deterministic)' if args.deterministic else ''}"
+          f"{f' (argmax at the {args.greedy_level} level only)' if args.greedy_level else ''}{against}")
     out = args.json_out or ((found.run_dir or Path(".")) / "eval.json")
     out.write_text(json.dumps(result, indent=2))
     print(f"wrote {out}")

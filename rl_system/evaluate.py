@@ -22,12 +22,17 @@ from rl_system.config import RunConfig
 
 
 @torch.no_grad()
-def evaluate(state: dict[str, Any], episodes: int = 100, deterministic: bool = False, num_envs: int | None = None,
+def evaluate(state: dict[str, Any], episodes: int = 100, deterministic: bool | str = False, num_envs: int | None = None,
              seed: int = 12345, device: str = "cpu", max_steps: int = 1_000_000,
              opponent: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``opponent``: another checkpoint's state whose policy flies the other side (two-player envs
-    with ``set_opponent``, e.g. AirCombat), instead of the env's scripted opponent."""
+    """``deterministic``: argmax actions; for HMASD with its hierarchy also ``"high"`` or ``"low"``,
+    the argmax at that level only (the other samples). ``opponent``: another checkpoint's state
+    whose policy flies the other side (two-player envs with ``set_opponent``, e.g. AirCombat),
+    instead of the env's scripted opponent."""
     cfg = RunConfig.model_validate(state["config"])
+    if isinstance(deterministic, str) and not (cfg.algo == "hmasd" and cfg.hmasd.hierarchy):
+        raise ValueError(f"a greedy level ({deterministic!r}) needs an HMASD policy with hmasd.hierarchy: true, "
+                         f"not {cfg.algo}{'' if cfg.algo != 'hmasd' else ' (flat)'}")
     n = num_envs or min(episodes, 64)
     per_env = math.ceil(episodes / n)
     env, sampler = policy_sampler(state, n, seed, device, opponent)

@@ -338,6 +338,40 @@ def test_evaluate_deterministic_takes_argmax_at_both_levels():
     assert torch.equal(a["action"], b["action"]) and torch.equal(a["skill_agent"], b["skill_agent"])
 
 
+
+def test_greedy_level_takes_the_argmax_at_one_level_only():
+    from rl_system.algos.hmasd.sampler import greedy_levels
+
+    assert greedy_levels(True) == (True, True) and greedy_levels(False) == (False, False)
+    assert greedy_levels("high") == (True, False) and greedy_levels("low") == (False, True)
+    with pytest.raises(ValueError, match="greedy level"):
+        greedy_levels("both")
+    cfg = run_config(num_envs=16, rollout_len=10)
+    offsets = (0,) * 16
+
+    def first_window(level: str, rng_seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        _, policy, sampler = make_sampler_for(cfg, offsets, seed=0)  # same weights and env each time
+        torch.manual_seed(rng_seed)
+        cols = sampler.collect(deterministic=level)
+        return cols["skill_agent"][0], cols["action"][0]  # the skills chosen at t=0 and the first actions
+
+    (zh1, ah1), (zh2, ah2) = first_window("high", 1), first_window("high", 2)
+    assert torch.equal(zh1, zh2) and not torch.equal(ah1, ah2)  # greedy skills, sampled actions
+    (zl1, _), (zl2, _) = first_window("low", 1), first_window("low", 2)
+    assert not torch.equal(zl1, zl2)  # sampled skills (16 envs x 2 agents: equal by chance ~3^-32)
+
+
+@pytest.mark.parametrize("algo", ["ppo", "flat"])
+def test_greedy_level_is_refused_without_a_hierarchy(algo):
+    from rl_system.evaluate import evaluate
+
+    if algo == "ppo":
+        cfg = RunConfig.model_validate({"algo": "ppo", "env": {"name": "CartPole"}})
+    else:
+        cfg = run_config(hierarchy=False)
+    with pytest.raises(ValueError, match="needs an HMASD policy"):
+        evaluate({"config": cfg.model_dump()}, deterministic="high")
+
 # -- learning through real Ray ----------------------------------------------------------------------
 
 def test_hmasd_learns_small_alice_bob(ray_session, tmp_path):

@@ -26,6 +26,17 @@ from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.networks import HMASDPolicy
 from rl_system.sampler import EpisodeTracker
 
+GREEDY_LEVELS = ("high", "low")
+
+
+def greedy_levels(deterministic: bool | str) -> tuple[bool, bool]:
+    """``(coordinator greedy, discoverer greedy)`` for :meth:`HMASDSampler.collect`'s argument."""
+    if isinstance(deterministic, str):
+        if deterministic not in GREEDY_LEVELS:
+            raise ValueError(f"greedy level must be one of {GREEDY_LEVELS}, not {deterministic!r}")
+        return deterministic == "high", deterministic == "low"
+    return bool(deterministic), bool(deterministic)
+
 
 class HMASDSampler:
     def __init__(self, env: VecEnv, policy: HMASDPolicy, cfg: HMASDConfig, rollout_len: int, device: torch.device):
@@ -85,7 +96,10 @@ class HMASDSampler:
             buf["h_value"][t][idx] = self._den_high(value)
 
     @torch.no_grad()
-    def collect(self, deterministic: bool = False) -> dict[str, torch.Tensor]:
+    def collect(self, deterministic: bool | str = False) -> dict[str, torch.Tensor]:
+        """``deterministic``: ``True`` takes the argmax at both levels, ``"high"`` only at the
+        coordinator (skills), ``"low"`` only at the discoverer (actions); the other level samples."""
+        greedy_high, greedy_low = greedy_levels(deterministic)
         buf, env, policy, cfg = self.buf, self.env, self.policy, self.cfg
         low, hier = policy.low, self.hierarchy
         buf["init_h_actor"].copy_(self.h_actor)
@@ -98,11 +112,11 @@ class HMASDSampler:
             buf["obs.state"][t].copy_(obs["state"])
             buf["obs.obs"][t].copy_(obs["obs"])
             if hier:
-                self._assign(t, prev_done | (self.timer >= cfg.skill_interval), deterministic)
+                self._assign(t, prev_done | (self.timer >= cfg.skill_interval), greedy_high)
                 buf["skill_team"][t].copy_(self.team_skill)
                 buf["skill_agent"][t].copy_(self.agent_skill)
             action, logp, value, h_actor, h_critic = low.act(obs["state"], obs["obs"], self.team_skill,
-                                                             self.agent_skill, h_actor, h_critic, deterministic)
+                                                             self.agent_skill, h_actor, h_critic, greedy_low)
             buf["action"][t].copy_(action)
             buf["logp"][t].copy_(logp)
             buf["value"][t].copy_(self._den_low(value))
