@@ -338,7 +338,6 @@ def test_evaluate_deterministic_takes_argmax_at_both_levels():
     assert torch.equal(a["action"], b["action"]) and torch.equal(a["skill_agent"], b["skill_agent"])
 
 
-
 def test_greedy_level_takes_the_argmax_at_one_level_only():
     from rl_system.algos.hmasd.sampler import greedy_levels
 
@@ -371,6 +370,7 @@ def test_greedy_level_is_refused_without_a_hierarchy(algo):
         cfg = run_config(hierarchy=False)
     with pytest.raises(ValueError, match="needs an HMASD policy"):
         evaluate({"config": cfg.model_dump()}, deterministic="high")
+
 
 # -- learning through real Ray ----------------------------------------------------------------------
 
