@@ -88,16 +88,11 @@ def skill_table(state: dict, rollouts: int = 3) -> list[str]:
     if not cfg.hmasd.hierarchy:
         return []
     env, runs = _sampled(state, rollouts)
-    H, W = env.height, env.width
-    hall_rows = min(env._cell["r"], env._cell["b"]) // W  # rows above both buttons
     n_z = cfg.hmasd.n_agent_skills
     places = [*OBJECTS.values(), *REGIONS]
     counts = torch.zeros(2, n_z, len(places) + 1)
     for cols in runs:
-        pos = cols["obs.state"][..., :4].reshape(*cols["obs.state"].shape[:2], 2, 2)  # [T, N, agent, (row, col)]
-        row, col = (pos[..., 0] * (H - 1)).round().long(), (pos[..., 1] * (W - 1)).round().long()
-        cell = row * W + col
-        region = torch.where(row < hall_rows, 0, torch.where(col < W // 2, 1, 2))
+        cell, region = _where(env, cols)
         z = cols["skill_agent"]  # [T, N, agent]
         for a in range(2):
             masks = [cell[..., a] == env._cell[ch] for ch in OBJECTS] + [region[..., a] == k for k in range(3)]
@@ -110,6 +105,35 @@ def skill_table(state: dict, rollouts: int = 3) -> list[str]:
             total = counts[a, s, -1].item()
             shares = " | ".join(f"{100 * counts[a, s, k].item() / max(total, 1):.0f}%" for k in range(len(places)))
             lines.append(f"{name} | {s} | {int(total)} | {shares}")
+    return lines
+
+
+def _where(env, cols: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each agent's cell and region index (``REGIONS``: the start hall, i.e. the rows above both
+    buttons, then the left and right halves below it), both ``[T, N, agent]``, from the state."""
+    H, W = env.height, env.width
+    pos = cols["obs.state"][..., :4].reshape(*cols["obs.state"].shape[:2], 2, 2)  # [T, N, agent, (row, col)]
+    row, col = (pos[..., 0] * (H - 1)).round().long(), (pos[..., 1] * (W - 1)).round().long()
+    hall_rows = min(env._cell["r"], env._cell["b"]) // W
+    return row * W + col, torch.where(row < hall_rows, 0, torch.where(col < W // 2, 1, 2))
+
+
+def hall_trace(checkpoints: list[Path]) -> list[str]:
+    """Per checkpoint of a run (oldest first): the share of each agent's steps in the start hall
+    and how many (agent, z) pairs with more than 50 steps spend more than half of theirs there,
+    from one 64-env rollout sampling both levels: how early skills settle in the hall."""
+    from rl_system.checkpoint import load_checkpoint
+
+    lines = ["env steps | hall share Alice | hall share Bob | pairs > 50% in the hall", "---|---|---|---"]
+    for path in checkpoints:
+        state, manifest = load_checkpoint(str(path))
+        env, (cols,) = _sampled(state, 1)
+        hall = _where(env, cols)[1] == 0  # [T, N, agent]
+        z, n_z = cols["skill_agent"], RunConfig.model_validate(state["config"]).hmasd.n_agent_skills
+        shares = [hall[..., a][z[..., a] == s].float().mean().item()
+                  for a in range(2) for s in range(n_z) if int((z[..., a] == s).sum()) > 50]
+        lines.append(f"{manifest['env_steps']:,} | {hall[..., 0].float().mean():.2f} | {hall[..., 1].float().mean():.2f} | "
+                     f"{sum(sh > 0.5 for sh in shares)} of {len(shares)}")
     return lines
 
 
@@ -180,7 +204,15 @@ def main() -> None:
                     help="config override for every run (after the preset and the map geometry), repeatable")
     ap.add_argument("--checkpoint", default=None, metavar="RUN",
                     help="only print the skill and plan tables of an existing HMASD run (run dir, checkpoints dir or file)")
+    ap.add_argument("--hall-trace", default=None, metavar="RUN_DIR",
+                    help="only print the start-hall share at every checkpoint kept in RUN_DIR/checkpoints")
     args = ap.parse_args()
+    if args.hall_trace is not None:
+        found = sorted(Path(args.hall_trace, "checkpoints").glob("ckpt-v*.rlck"))
+        if not found:
+            raise SystemExit(f"bench_hmasd: no checkpoints in {Path(args.hall_trace, 'checkpoints')}")
+        print("\n".join(hall_trace(found)))
+        return
     if args.checkpoint is not None:
         from rl_system.resume import find_resume
 
