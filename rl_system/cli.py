@@ -67,7 +67,7 @@ def _on_sigterm(signum, frame):  # noqa: ARG001
 def cmd_train(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, args.overrides)
     from rl_system.checkpoint import CheckpointError
-    from rl_system.driver import Trainer, TrainingError, init_ray  # imports Ray: keep `--help` fast
+    from rl_system.driver import Trainer, TrainingError, init_ray, probe_specs  # imports Ray: keep `--help` fast
     from rl_system.resume import find_resume
 
     resume, run_dir = None, args.run_dir
@@ -80,6 +80,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             print(f"rl-system: skipped corrupt checkpoint {name}: {why}", file=sys.stderr)
         print(f"resuming from {resume.path}")
         run_dir = resume.run_dir or run_dir
+    probe_specs(cfg)  # a config the env or algorithm rejects fails here, before Ray starts
     try:
         init_ray(cfg, args.address)
     except (ConnectionError, RuntimeError, ValueError) as err:

@@ -23,7 +23,8 @@ import yaml
 from ray.exceptions import ActorUnavailableError, RayActorError, RayTaskError
 
 from envs import make_env
-from rl_system.config import RunConfig
+from rl_system.algos import get_algorithm
+from rl_system.config import ConfigError, RunConfig
 from rl_system.gate import PolicyVersionGate
 from rl_system.learner import Learner
 from rl_system.metrics import ReturnWindow, RunLogger, write_json
@@ -83,6 +84,26 @@ def init_ray(cfg: RunConfig, address: str | None) -> None:
              log_to_driver=True, configure_logging=False)
 
 
+def probe_specs(cfg: RunConfig) -> tuple[Any, Any]:
+    """The env's observation and action specs, from a one-env copy built here (so the learner can
+    start in parallel with the workers), after building one policy from them: a config the env or
+    the algorithm rejects (an unknown env kwarg, a feature range past the observation) is one
+    :class:`ConfigError` line before any actor starts, not a traceback from every actor."""
+    try:
+        probe = make_env(cfg.env.name, 1, "cpu", seed=0, **cfg.env.kwargs)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"env {cfg.env.name!r}: {err}") from None
+    obs_spec, action_spec = probe.observation_spec, probe.action_spec
+    probe.close()
+    if cfg.selfplay.enabled and not callable(getattr(probe, "set_opponent", None)):
+        raise ConfigError(f"selfplay.enabled: env {cfg.env.name!r} has no pluggable opponent (set_opponent)")
+    try:
+        get_algorithm(cfg.algo).make_policy(obs_spec, action_spec, cfg)
+    except ValueError as err:
+        raise ConfigError(f"{cfg.algo} on env {cfg.env.name!r}: {err}") from None
+    return obs_spec, action_spec
+
+
 class Trainer:
     """Builds the actors for ``cfg`` and runs rounds until a stop condition holds."""
 
@@ -90,6 +111,7 @@ class Trainer:
                  resume_state: dict[str, Any] | None = None):
         self.cfg = cfg
         self.resume_state = resume_state
+        self.specs = probe_specs(cfg)
         self.run_dir = Path(run_dir) if run_dir else default_run_dir(cfg)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.model_dump(), sort_keys=False))
@@ -110,6 +132,7 @@ class Trainer:
     def _start_actors(self) -> None:
         cfg, wc = self.cfg, self.cfg.workers
         cfg_dict = cfg.model_dump()
+        obs_spec, action_spec = self.specs
         worker_cls = ray.remote(RolloutWorker)
         self.workers = [
             # SPREAD: on a cluster, workers go to different nodes (more env throughput, and one
@@ -119,12 +142,6 @@ class Trainer:
                                scheduling_strategy="SPREAD").remote(i, cfg_dict)
             for i in range(wc.num_workers)
         ]
-        # Specs from a one-env copy built here, so the learner starts in parallel with the workers.
-        probe = make_env(cfg.env.name, 1, "cpu", seed=0, **cfg.env.kwargs)
-        obs_spec, action_spec = probe.observation_spec, probe.action_spec
-        probe.close()
-        if cfg.selfplay.enabled and not callable(getattr(probe, "set_opponent", None)):
-            raise TrainingError(f"selfplay.enabled: env {cfg.env.name!r} has no pluggable opponent (set_opponent)")
         self.learner = ray.remote(Learner).options(
             name="learner", num_cpus=cfg.learner.num_cpus, num_gpus=cfg.learner.num_gpus, max_restarts=0,
             resources=cfg.learner.resources,

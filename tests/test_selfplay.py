@@ -4,8 +4,8 @@ and a real training run whose workers play earlier versions of the policy."""
 import ray
 import torch
 
-from rl_system.config import SelfPlayConfig, load_config
-from rl_system.driver import TrainingError, train
+from rl_system.config import ConfigError, SelfPlayConfig, load_config
+from rl_system.driver import train
 from rl_system.selfplay import SnapshotOpponent, SnapshotPool
 from rl_system.worker import RolloutWorker
 
@@ -68,7 +68,7 @@ def test_selfplay_on_an_env_without_opponent_is_one_clear_error(ray_session, tmp
     import pytest
 
     cfg = load_config(None, ["env.name=CartPole", "selfplay.enabled=true", "max_env_steps=1000", "tensorboard=false"])
-    with pytest.raises(TrainingError, match="no pluggable opponent"):
+    with pytest.raises(ConfigError, match="no pluggable opponent"):
         train(cfg, run_dir=tmp_path, quiet=True)
 
 
