@@ -160,6 +160,11 @@ class HMASDConfig(_Strict):
     """MAPPO-style running normalisation of value targets (one normaliser per level)."""
 
     # -- networks ------------------------------------------------------------------------------
+    disc_ignore: list[list[int]] = Field(default_factory=list)
+    """Feature ranges ``[start, end)`` of the per-agent observation that ``q_d(z_i | o_i, Z)`` does
+    not see (the actor and critics still do). Empty (the paper): q_d sees all of ``o_i``. A
+    *discriminator prior* in the sense of DIAYN's x-y prior: skills can then only be told apart by
+    the features left, e.g. the objects in view rather than the wall pattern (docs/hmasd.md)."""
     hidden: int = Field(64, gt=0)
     """Width of the skill discoverer (MLP -> GRU -> MLP) and of the discriminators."""
     coord_dim: int = Field(64, gt=0)
@@ -170,6 +175,9 @@ class HMASDConfig(_Strict):
 
     @model_validator(mode="after")
     def _check(self) -> "HMASDConfig":
+        for rng in self.disc_ignore:  # lists, not tuples: the run's config.yaml is a safe_dump
+            if len(rng) != 2 or not 0 <= rng[0] < rng[1]:
+                raise ValueError(f"disc_ignore entry {rng} must be [start, end] with 0 <= start < end")
         if self.coord_dim % self.coord_heads:
             raise ValueError(f"coord_dim ({self.coord_dim}) must be divisible by coord_heads ({self.coord_heads})")
         return self

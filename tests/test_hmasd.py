@@ -316,6 +316,27 @@ def test_learner_checkpoint_round_trip_resumes_exactly():
     assert any(k.startswith("high_norm") for k in wa) and float(wa["low_norm.debiasing_term"]) > 0
 
 
+def test_disc_ignore_hides_those_features_from_q_d_only():
+    cfg = run_config(num_envs=3, rollout_len=10, disc_ignore=[[0, 25], [150, 152]])
+    env, policy, sampler = make_sampler_for(cfg)
+    obs, Z = torch.rand(4, 2, env.observation_spec["obs"].shape[-1]), torch.randint(0, 3, (4,))
+    changed = obs.clone()
+    changed[..., 0:25], changed[..., 150:152] = torch.rand(4, 2, 25), torch.rand(4, 2, 2)
+    assert torch.equal(policy.disc.log_q_agent(obs, Z), policy.disc.log_q_agent(changed, Z))
+    changed[..., 30] += 1.0  # a feature q_d does see
+    assert not torch.allclose(policy.disc.log_q_agent(obs, Z), policy.disc.log_q_agent(changed, Z))
+    metrics = make_trainer(policy, cfg).update(training_batch(sampler.collect()), 0.0)
+    assert metrics["skipped_minibatches"] == 0 and 0.0 <= metrics["disc_agent_acc"] <= 1.0
+
+
+@pytest.mark.parametrize("ranges, message", [([[0, 999]], "past the observation"),
+                                             ([[0, 156]], "hides every observation feature")])
+def test_disc_ignore_out_of_range_is_refused(ranges, message):
+    cfg = run_config(disc_ignore=ranges)
+    with pytest.raises(ValueError, match=message):
+        make_sampler_for(cfg)
+
+
 def test_flat_mappo_uses_the_same_code_without_skills():
     cfg = run_config(hierarchy=False, num_envs=3, rollout_len=10)
     env, policy, sampler = make_sampler_for(cfg)

@@ -319,7 +319,17 @@ class Discriminators(nn.Module):
         H = cfg.hidden
         self.team = nn.Sequential(nn.LayerNorm(state_dim), nn.Linear(state_dim, H), nn.ReLU(),
                                   nn.Linear(H, H), nn.ReLU(), nn.Linear(H, cfg.n_team_skills))
-        self.agent_in = nn.Sequential(nn.LayerNorm(obs_dim), nn.Linear(obs_dim, H))
+        keep = torch.ones(obs_dim, dtype=torch.bool)
+        for start, end in cfg.disc_ignore:
+            if end > obs_dim:
+                raise ValueError(f"hmasd.disc_ignore range [{start}, {end}) is past the observation's "
+                                 f"{obs_dim} features")
+            keep[start:end] = False
+        if not keep.any():
+            raise ValueError("hmasd.disc_ignore hides every observation feature from q_d")
+        # Indices, not a 0/1 mask: a masked feature would still be a constant input to LayerNorm.
+        self.register_buffer("agent_keep", keep.nonzero().squeeze(-1), persistent=False)
+        self.agent_in = nn.Sequential(nn.LayerNorm(len(self.agent_keep)), nn.Linear(len(self.agent_keep), H))
         self.agent_Z = nn.Embedding(cfg.n_team_skills, H)
         self.agent_id = nn.Embedding(n_agents, H)
         self.agent_out = nn.Sequential(nn.ReLU(), nn.Linear(H, H), nn.ReLU(), nn.Linear(H, cfg.n_agent_skills))
@@ -330,7 +340,10 @@ class Discriminators(nn.Module):
         return self.team(state).log_softmax(-1)
 
     def log_q_agent(self, obs: torch.Tensor, Z: torch.Tensor) -> torch.Tensor:
-        """``log q_d(. | o_i, Z)``: obs ``[..., n, O]``, Z ``[...]`` -> ``[..., n, n_z]``."""
+        """``log q_d(. | o_i, Z)``: obs ``[..., n, O]``, Z ``[...]`` -> ``[..., n, n_z]`` (only the
+        features outside ``disc_ignore`` are read)."""
+        if len(self.agent_keep) < obs.shape[-1]:
+            obs = obs.index_select(-1, self.agent_keep)
         h = self.agent_in(obs) + self.agent_Z(Z).unsqueeze(-2) + self.agent_id(self.agent_ids)
         return self.agent_out(h).log_softmax(-1)
 
