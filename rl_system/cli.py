@@ -9,7 +9,7 @@ import signal
 import sys
 from pathlib import Path
 
-from rl_system.config import ConfigError, load_config
+from rl_system.config import ConfigError, apply_override, build_config, load_config
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -33,6 +33,9 @@ def _parser() -> argparse.ArgumentParser:
     greedy.add_argument("--deterministic", action="store_true", help="greedy / mean action instead of sampling")
     greedy.add_argument("--greedy-level", choices=("high", "low"), default=None,
                         help="HMASD: argmax at this level only (high: skills, low: actions); the other samples")
+    e.add_argument("--env", dest="env_overrides", action="append", default=[], metavar="KWARG=VALUE",
+                   help="override one of the checkpoint's env kwargs for this evaluation (repeatable), "
+                        "e.g. --env random_start=false; the observation and action shapes must not change")
     e.add_argument("--num-envs", type=int, default=None)
     e.add_argument("--seed", type=int, default=12345)
     e.add_argument("--json", dest="json_out", type=Path, default=None,
@@ -114,6 +117,20 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def with_env_kwargs(state: dict, assignments: list[str]) -> dict:
+    """``state`` with ``KWARG=VALUE`` assignments applied to its config's ``env.kwargs`` (a shallow
+    copy: the checkpoint's own dict is left alone). ConfigError on a malformed assignment."""
+    import copy
+
+    tree = copy.deepcopy(state["config"])
+    for assignment in assignments:
+        if "=" not in assignment or assignment.startswith("="):
+            raise ConfigError(f"--env {assignment!r}: expected KWARG=VALUE, e.g. random_start=false")
+        apply_override(tree, f"env.kwargs.{assignment}")
+    build_config(tree)
+    return {**state, "config": tree}
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     import json
 
@@ -127,6 +144,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         found = find_resume(args.checkpoint, load_config(None), None)
     except CheckpointError as err:
         return _fail(f"cannot load checkpoint: {err}", 1)
+    if args.env_overrides:
+        found.state = with_env_kwargs(found.state, args.env_overrides)
     if args.opponent is not None and args.render is not None:
         return _fail("--opponent does not apply to --render (the rendered episode is against the scripted opponent)", 2)
     if args.render is not None and args.greedy_level is not None:
@@ -142,7 +161,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
         try:
             ep = render_episode(found.state, args.render, deterministic=args.deterministic, seed=args.seed)
-        except RenderError as err:
+        except (RenderError, ValueError) as err:
             return _fail(f"cannot render: {err}", 2)
         print(f"{ep['env']} v{ep['policy_version']}: one episode of {ep['steps']} steps, return {ep['return']:.2f}"
               f"{' (deterministic)' if args.deterministic else ''}; wrote {ep['path']}")

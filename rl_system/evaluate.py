@@ -74,7 +74,10 @@ def policy_sampler(state: dict[str, Any], num_envs: int, seed: int, device: str 
     rollouts. The caller closes ``env``."""
     cfg = RunConfig.model_validate(state["config"])
     torch.manual_seed(seed)  # the policy samples from the global generator
-    env = make_env(cfg.env.name, num_envs, device, seed=seed, **cfg.env.kwargs)
+    try:
+        env = make_env(cfg.env.name, num_envs, device, seed=seed, **cfg.env.kwargs)
+    except TypeError as err:  # an unknown kwarg (e.g. from `rl-system eval --env`)
+        raise ValueError(f"env {cfg.env.name!r}: {err}") from None
     try:
         policy = load_policy(state, env, device)
         if opponent is not None:

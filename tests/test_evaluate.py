@@ -1,5 +1,6 @@
 """rl_system.evaluate: the per-env episode quota that keeps short episodes from dominating."""
 
+import pytest
 import torch
 
 from rl_system.evaluate import _within_quota
@@ -12,3 +13,52 @@ def test_quota_keeps_each_envs_first_episodes_in_finishing_order():
     keep = _within_quota(torch.tensor([1, 2, 2, 0]), counts, per_env=2)  # the next rollout
     assert keep.tolist() == [False, True, False, False] and counts.tolist() == [2, 2, 2]
     assert _within_quota(torch.tensor([], dtype=torch.int64), counts, per_env=2).numel() == 0
+
+
+# -- `rl-system eval RUN --env KWARG=VALUE` ------------------------------------------------------
+
+def _alice_bob_checkpoint(run_dir):
+    """A freshly initialised HMASD policy on the small Alice_and_Bob map, saved as training does."""
+    from envs import make_env
+    from rl_system.algos import get_algorithm
+    from rl_system.checkpoint_store import CheckpointStore
+    from rl_system.config import load_config
+
+    cfg = load_config(None, ["algo=hmasd", "env.name=AliceBob", "env.kwargs={size: small}",
+                             "workers.num_envs=4", "workers.rollout_len=30", "hmasd.skill_interval=10"])
+    env = make_env(cfg.env.name, 1, "cpu", seed=0, **cfg.env.kwargs)
+    torch.manual_seed(0)
+    policy = get_algorithm(cfg.algo).make_policy(env.observation_spec, env.action_spec, cfg)
+    state = {"config": cfg.model_dump(), "learner": {"model": policy.state_dict(), "version": 1}}
+    CheckpointStore(str(run_dir / "checkpoints")).save(state, {"policy_version": 1})
+    return state
+
+
+def test_eval_env_override_changes_only_the_env_kwargs_of_a_copy(tmp_path):
+    import json
+
+    from rl_system.cli import main, with_env_kwargs
+
+    state = _alice_bob_checkpoint(tmp_path / "run")
+    changed = with_env_kwargs(state, ["random_start=true", "max_episode_steps=12"])
+    assert changed["config"]["env"]["kwargs"] == {"size": "small", "random_start": True, "max_episode_steps": 12}
+    assert state["config"]["env"]["kwargs"] == {"size": "small"}  # the checkpoint's own dict is left alone
+    out = tmp_path / "eval.json"
+    assert main(["eval", str(tmp_path / "run"), "--episodes", "8", "--env", "max_episode_steps=12",
+                 "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["episodes"] == 8 and result["length_mean"] <= 12  # the overridden time limit
+
+
+@pytest.mark.parametrize("override, needle", [
+    ("bogus=1", "cannot evaluate: env 'AliceBob': "),
+    ("view_radius=1", "cannot evaluate: the checkpoint's weights do not fit env 'AliceBob'"),
+    ("random_start", "config error: --env 'random_start': expected KWARG=VALUE"),
+])
+def test_eval_env_override_errors_are_one_line_and_exit_2(tmp_path, capsys, override, needle):
+    from rl_system.cli import main
+
+    _alice_bob_checkpoint(tmp_path / "run")
+    assert main(["eval", str(tmp_path / "run"), "--episodes", "2", "--env", override]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith(f"rl-system: {needle}"), err

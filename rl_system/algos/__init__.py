@@ -63,5 +63,9 @@ def load_policy(state: dict[str, Any], env: Any, device: str = "cpu") -> Any:
     from its config, its weights loaded, in eval mode (for eval, rendering, opponents)."""
     cfg = RunConfig.model_validate(state["config"])
     policy = get_algorithm(cfg.algo).make_policy(env.observation_spec, env.action_spec, cfg).to(device)
-    policy.load_state_dict(state["learner"]["model"])
+    try:
+        policy.load_state_dict(state["learner"]["model"])
+    except RuntimeError as err:  # the env's spaces differ from the ones the policy was trained on
+        raise ValueError(f"the checkpoint's weights do not fit env {cfg.env.name!r} with kwargs {cfg.env.kwargs}: "
+                         f"{str(err).splitlines()[1].strip() if len(str(err).splitlines()) > 1 else err}") from None
     return policy.eval()
