@@ -120,6 +120,10 @@ class HMASDConfig(_Strict):
     """Weight of log q_D(Z | s_{t+1}) in the low-level reward."""
     lambda_d: float = Field(0.5, ge=0)
     """Weight of log q_d(z_i | o_{i,t+1}, Z) in the low-level reward."""
+    logq_floor: bool = False
+    """Clamp log q_D and log q_d in the low-level reward from below at chance, log(1/n_Z) and
+    log(1/n_z) (not in the paper): a skill entering a view its siblings own is then paid as
+    where no skill can be told apart, not punished. The discriminators' losses are unchanged."""
     lambda_h: float = Field(0.001, ge=0)
     """Entropy bonus of the skill coordinator (high level)."""
     lambda_l: float = Field(0.01, ge=0)

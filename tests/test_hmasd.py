@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import io
+import math
 
 import pytest
 import torch
@@ -175,8 +176,9 @@ def test_values_leave_the_worker_in_return_units_of_the_sampling_version():
 
 # -- rewards and advantages -------------------------------------------------------------------------
 
-def test_intrinsic_reward_matches_hand_computation():
-    cfg = run_config(num_envs=3, rollout_len=10, lambda_e=2.0, lambda_D=0.3, lambda_d=0.7)
+@pytest.mark.parametrize("floor", [False, True], ids=["paper", "logq_floor"])
+def test_intrinsic_reward_matches_hand_computation(floor):
+    cfg = run_config(num_envs=3, rollout_len=10, lambda_e=2.0, lambda_D=0.3, lambda_d=0.7, logq_floor=floor)
     env, policy, sampler = make_sampler_for(cfg)
     seen = []  # the observation each step ended on = s_{t+1} (the final one where the episode ended)
     step = env.step
@@ -186,7 +188,8 @@ def test_intrinsic_reward_matches_hand_computation():
     assert done.any() and done[-1].any() and (~done[:-1]).any()
     batch["reward"] = torch.rand_like(batch["reward"])  # exercise lambda_e
     out = low_level_reward(policy, cfg.hmasd, batch)
-    disc = policy.disc
+    disc, clamped = policy.disc, 0
+    chance_D, chance_d = -math.log(cfg.hmasd.n_team_skills), -math.log(cfg.hmasd.n_agent_skills)
     for t in range(10):
         for e in range(3):
             Z = int(batch["skill_team"][t, e])
@@ -195,8 +198,12 @@ def test_intrinsic_reward_matches_hand_computation():
                 zi = int(batch["skill_agent"][t, e, i])
                 h = disc.agent_in(seen[t]["obs"][e, i]) + disc.agent_Z.weight[Z] + disc.agent_id.weight[i]
                 log_qd = disc.agent_out(h).log_softmax(-1)[zi]
+                if floor:  # below chance counts as chance
+                    clamped += int(log_qD < chance_D) + int(log_qd < chance_d)
+                    log_qD, log_qd = log_qD.clamp(min=chance_D), log_qd.clamp(min=chance_d)
                 want = 2.0 * batch["reward"][t, e] + 0.3 * log_qD + 0.7 * log_qd
                 assert torch.allclose(out["reward"][t, e, i], want, atol=1e-5), (t, e, i)
+    assert clamped > 0 or not floor  # the floor was exercised, not vacuous
 
 
 def reference_window_gae(reward, value, start, term, trunc, tv, lv, gamma, lam):

@@ -94,7 +94,8 @@ def chunk_len(T: int, want: int) -> int:
 @torch.no_grad()
 def low_level_reward(policy: HMASDPolicy, cfg: HMASDConfig, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """Eq. (low-level reward) with the current discriminators, per agent step ``[T, N, n]``:
-    ``lambda_e * r_t + lambda_D * log q_D(Z | s_{t+1}) + lambda_d * log q_d(z_i | o_{i,t+1}, Z)``,
+    ``lambda_e * r_t + lambda_D * log q_D(Z | s_{t+1}) + lambda_d * log q_d(z_i | o_{i,t+1}, Z)``
+    (with ``logq_floor`` each log-probability clamped from below at chance, ``log(1/n)``),
     plus the pieces (next inputs, log-probs, discriminator hits) for the metrics and the losses."""
     done = batch["terminated"] | batch["truncated"]
     Z, z = batch["skill_team"], batch["skill_agent"]
@@ -104,8 +105,14 @@ def low_level_reward(policy: HMASDPolicy, cfg: HMASDConfig, batch: dict[str, tor
     lq_agent = policy.disc.log_q_agent(no, Z)  # [T, N, n, n_z]
     r_team = lq_team.gather(-1, Z.unsqueeze(-1)).squeeze(-1)  # log q_D(Z | s_{t+1})  [T, N]
     r_agent = lq_agent.gather(-1, z.unsqueeze(-1)).squeeze(-1)  # log q_d(z_i | o_{i,t+1}, Z)  [T, N, n]
-    reward = (cfg.lambda_e * batch["reward"].unsqueeze(-1) + cfg.lambda_D * r_team.unsqueeze(-1)
-              + cfg.lambda_d * r_agent)
+    bonus_team, bonus_agent = r_team, r_agent
+    if cfg.logq_floor:
+        # Chance, log(1/n), is what a skill earns where nothing tells the skills apart; below it
+        # only where a *sibling* owns the view, which would punish entering it (docs/hmasd.md).
+        bonus_team = r_team.clamp(min=-math.log(lq_team.shape[-1]))
+        bonus_agent = r_agent.clamp(min=-math.log(lq_agent.shape[-1]))
+    reward = (cfg.lambda_e * batch["reward"].unsqueeze(-1) + cfg.lambda_D * bonus_team.unsqueeze(-1)
+              + cfg.lambda_d * bonus_agent)
     return {"reward": reward, "log_q_team": r_team, "log_q_agent": r_agent, "next_state": ns, "next_obs": no,
             "team_correct": lq_team.argmax(-1) == Z, "agent_correct": lq_agent.argmax(-1) == z}
 
