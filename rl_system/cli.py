@@ -70,8 +70,9 @@ def _on_sigterm(signum, frame):  # noqa: ARG001
 def cmd_train(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, args.overrides)
     from rl_system.checkpoint import CheckpointError
-    from rl_system.driver import Trainer, TrainingError, init_ray, probe_specs  # imports Ray: keep `--help` fast
+    from rl_system.driver import Trainer, TrainingError  # imports Ray: keep `--help` fast
     from rl_system.resume import find_resume
+    from rl_system.startup import init_ray, probe_specs
 
     resume, run_dir = None, args.run_dir
     if args.resume:

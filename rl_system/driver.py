@@ -11,10 +11,8 @@ overlaps the update; the gate still bounds how stale a trained-on rollout can be
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +20,12 @@ import ray
 import yaml
 from ray.exceptions import ActorUnavailableError, RayActorError, RayTaskError
 
-from envs import make_env
-from rl_system.algos import get_algorithm
-from rl_system.config import ConfigError, RunConfig
+from rl_system.config import RunConfig
 from rl_system.gate import PolicyVersionGate
 from rl_system.learner import Learner
 from rl_system.metrics import ReturnWindow, RunLogger, write_json
 from rl_system.selfplay import SnapshotPool
+from rl_system.startup import default_run_dir, init_ray, probe_specs
 from rl_system.storage import RunStorage, first_line
 from rl_system.telemetry import Telemetry
 from rl_system.worker import RolloutWorker
@@ -62,46 +59,6 @@ class RunStats:
     time_sample: float = 0.0
     time_update: float = 0.0
     time_round: float = 0.0
-
-
-def default_run_dir(cfg: RunConfig) -> Path:
-    name = cfg.run_name or f"{cfg.env.name.replace(':', '-')}-{cfg.algo}-{datetime.now():%Y%m%d-%H%M%S}"
-    return Path(cfg.run_dir) / name
-
-
-def init_ray(cfg: RunConfig, address: str | None) -> None:
-    """Join ``address`` or start an embedded single-node Ray sized for this run."""
-    if ray.is_initialized():
-        return
-    if address:
-        ray.init(address=address)
-        return
-    # Locally, rounds are synchronous: workers sample while the learner waits and vice versa,
-    # so advertising at least as many CPUs as the actors request is safe and avoids a deadlock
-    # on small machines.
-    wanted = cfg.workers.num_workers * cfg.workers.num_cpus + cfg.learner.num_cpus
-    ray.init(num_cpus=max(os.cpu_count() or 1, int(wanted + 0.999)), include_dashboard=None,
-             log_to_driver=True, configure_logging=False)
-
-
-def probe_specs(cfg: RunConfig) -> tuple[Any, Any]:
-    """The env's observation and action specs, from a one-env copy built here (so the learner can
-    start in parallel with the workers), after building one policy from them: a config the env or
-    the algorithm rejects (an unknown env kwarg, a feature range past the observation) is one
-    :class:`ConfigError` line before any actor starts, not a traceback from every actor."""
-    try:
-        probe = make_env(cfg.env.name, 1, "cpu", seed=0, **cfg.env.kwargs)
-    except (TypeError, ValueError) as err:
-        raise ConfigError(f"env {cfg.env.name!r}: {err}") from None
-    obs_spec, action_spec = probe.observation_spec, probe.action_spec
-    probe.close()
-    if cfg.selfplay.enabled and not callable(getattr(probe, "set_opponent", None)):
-        raise ConfigError(f"selfplay.enabled: env {cfg.env.name!r} has no pluggable opponent (set_opponent)")
-    try:
-        get_algorithm(cfg.algo).make_policy(obs_spec, action_spec, cfg)
-    except ValueError as err:
-        raise ConfigError(f"{cfg.algo} on env {cfg.env.name!r}: {err}") from None
-    return obs_spec, action_spec
 
 
 class Trainer:

@@ -1,0 +1,56 @@
+"""What happens before a run's first round: Ray (joined or embedded), the run directory's name,
+and a probe of the env and the algorithm that turns a config they reject into one
+:class:`~rl_system.config.ConfigError` line before any actor starts."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import ray
+
+from envs import make_env
+from rl_system.algos import get_algorithm
+from rl_system.config import ConfigError, RunConfig
+
+
+def default_run_dir(cfg: RunConfig) -> Path:
+    name = cfg.run_name or f"{cfg.env.name.replace(':', '-')}-{cfg.algo}-{datetime.now():%Y%m%d-%H%M%S}"
+    return Path(cfg.run_dir) / name
+
+
+def init_ray(cfg: RunConfig, address: str | None) -> None:
+    """Join ``address`` or start an embedded single-node Ray sized for this run."""
+    if ray.is_initialized():
+        return
+    if address:
+        ray.init(address=address)
+        return
+    # Locally, rounds are synchronous: workers sample while the learner waits and vice versa,
+    # so advertising at least as many CPUs as the actors request is safe and avoids a deadlock
+    # on small machines.
+    wanted = cfg.workers.num_workers * cfg.workers.num_cpus + cfg.learner.num_cpus
+    ray.init(num_cpus=max(os.cpu_count() or 1, int(wanted + 0.999)), include_dashboard=None,
+             log_to_driver=True, configure_logging=False)
+
+
+def probe_specs(cfg: RunConfig) -> tuple[Any, Any]:
+    """The env's observation and action specs, from a one-env copy built here (so the learner can
+    start in parallel with the workers), after building one policy from them: a config the env or
+    the algorithm rejects (an unknown env kwarg, a feature range past the observation) is one
+    :class:`ConfigError` line before any actor starts, not a traceback from every actor."""
+    try:
+        probe = make_env(cfg.env.name, 1, "cpu", seed=0, **cfg.env.kwargs)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"env {cfg.env.name!r}: {err}") from None
+    obs_spec, action_spec = probe.observation_spec, probe.action_spec
+    probe.close()
+    if cfg.selfplay.enabled and not callable(getattr(probe, "set_opponent", None)):
+        raise ConfigError(f"selfplay.enabled: env {cfg.env.name!r} has no pluggable opponent (set_opponent)")
+    try:
+        get_algorithm(cfg.algo).make_policy(obs_spec, action_spec, cfg)
+    except ValueError as err:
+        raise ConfigError(f"{cfg.algo} on env {cfg.env.name!r}: {err}") from None
+    return obs_spec, action_spec
