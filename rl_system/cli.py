@@ -84,7 +84,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             print(f"rl-system: skipped corrupt checkpoint {name}: {why}", file=sys.stderr)
         print(f"resuming from {resume.path}")
         run_dir = resume.run_dir or run_dir
-    probe_specs(cfg)  # a config the env or algorithm rejects fails here, before Ray starts
+    specs = probe_specs(cfg)  # a config the env or algorithm rejects fails here, before Ray starts
     try:
         init_ray(cfg, args.address)
     except (ConnectionError, RuntimeError, ValueError) as err:
@@ -92,7 +92,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     # After ray.init, which installs its own SIGTERM handler (that one aborts the process).
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        summary = Trainer(cfg, run_dir, quiet=args.quiet, resume_state=resume.state if resume else None).run(args.address)
+        summary = Trainer(cfg, run_dir, quiet=args.quiet, resume_state=resume.state if resume else None,
+                          specs=specs).run(args.address)
     except TrainingError as err:
         return _fail(f"error: {err}", 1)
     ttt = summary["time_to_target_s"]

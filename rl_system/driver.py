@@ -65,10 +65,11 @@ class Trainer:
     """Builds the actors for ``cfg`` and runs rounds until a stop condition holds."""
 
     def __init__(self, cfg: RunConfig, run_dir: Path | None = None, quiet: bool = False,
-                 resume_state: dict[str, Any] | None = None):
+                 resume_state: dict[str, Any] | None = None, specs: tuple[Any, Any] | None = None):
+        """``specs``: what :func:`probe_specs` returned for ``cfg``, where the caller already probed."""
         self.cfg = cfg
         self.resume_state = resume_state
-        self.specs = probe_specs(cfg)
+        self.specs = specs or probe_specs(cfg)
         self.run_dir = Path(run_dir) if run_dir else default_run_dir(cfg)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.model_dump(), sort_keys=False))

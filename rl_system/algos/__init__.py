@@ -66,6 +66,8 @@ def load_policy(state: dict[str, Any], env: Any, device: str = "cpu") -> Any:
     try:
         policy.load_state_dict(state["learner"]["model"])
     except RuntimeError as err:  # the env's spaces differ from the ones the policy was trained on
+        lines = str(err).splitlines()  # torch: a header line, then one line per mismatched tensor
+        detail = lines[1].strip() if len(lines) > 1 else str(err)
         raise ValueError(f"the checkpoint's weights do not fit env {cfg.env.name!r} with kwargs {cfg.env.kwargs}: "
-                         f"{str(err).splitlines()[1].strip() if len(str(err).splitlines()) > 1 else err}") from None
+                         f"{detail}") from None
     return policy.eval()
