@@ -124,6 +124,10 @@ class HMASDConfig(_Strict):
     """Clamp log q_D and log q_d in the low-level reward from below at chance, log(1/n_Z) and
     log(1/n_z) (not in the paper): a skill entering a view its siblings own is then paid as
     where no skill can be told apart, not punished. The discriminators' losses are unchanged."""
+    novelty_coef: float = Field(0.0, ge=0)
+    """Weight of a random-network-distillation novelty bonus on o_{i,t+1} in the low-level reward
+    (not in the paper; 0 = off). The bonus is the predictor's error relative to the round's mean
+    error (:mod:`rl_system.algos.hmasd.novelty`). Works with ``hierarchy: false`` too."""
     lambda_h: float = Field(0.001, ge=0)
     """Entropy bonus of the skill coordinator (high level)."""
     lambda_l: float = Field(0.01, ge=0)

@@ -176,9 +176,11 @@ def test_values_leave_the_worker_in_return_units_of_the_sampling_version():
 
 # -- rewards and advantages -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("floor", [False, True], ids=["paper", "logq_floor"])
-def test_intrinsic_reward_matches_hand_computation(floor):
-    cfg = run_config(num_envs=3, rollout_len=10, lambda_e=2.0, lambda_D=0.3, lambda_d=0.7, logq_floor=floor)
+@pytest.mark.parametrize("floor, novelty", [(False, 0.0), (True, 0.0), (False, 0.4)],
+                         ids=["paper", "logq_floor", "novelty"])
+def test_intrinsic_reward_matches_hand_computation(floor, novelty):
+    cfg = run_config(num_envs=3, rollout_len=10, lambda_e=2.0, lambda_D=0.3, lambda_d=0.7, logq_floor=floor,
+                     novelty_coef=novelty)
     env, policy, sampler = make_sampler_for(cfg)
     seen = []  # the observation each step ended on = s_{t+1} (the final one where the episode ended)
     step = env.step
@@ -190,6 +192,7 @@ def test_intrinsic_reward_matches_hand_computation(floor):
     out = low_level_reward(policy, cfg.hmasd, batch)
     disc, clamped = policy.disc, 0
     chance_D, chance_d = -math.log(cfg.hmasd.n_team_skills), -math.log(cfg.hmasd.n_agent_skills)
+    bonus = rnd_bonus_by_hand(policy, seen) if novelty else torch.zeros(10, 3, 2)
     for t in range(10):
         for e in range(3):
             Z = int(batch["skill_team"][t, e])
@@ -201,9 +204,44 @@ def test_intrinsic_reward_matches_hand_computation(floor):
                 if floor:  # below chance counts as chance
                     clamped += int(log_qD < chance_D) + int(log_qd < chance_d)
                     log_qD, log_qd = log_qD.clamp(min=chance_D), log_qd.clamp(min=chance_d)
-                want = 2.0 * batch["reward"][t, e] + 0.3 * log_qD + 0.7 * log_qd
+                want = 2.0 * batch["reward"][t, e] + 0.3 * log_qD + 0.7 * log_qd + novelty * bonus[t, e, i]
                 assert torch.allclose(out["reward"][t, e, i], want, atol=1e-5), (t, e, i)
     assert clamped > 0 or not floor  # the floor was exercised, not vacuous
+
+
+def rnd_bonus_by_hand(policy, seen: list[dict]) -> torch.Tensor:
+    """``[T, N, n]``: the squared error of the predictor against the target network on each
+    observation an agent step ended on, over the mean of those errors."""
+    with torch.no_grad():
+        err = torch.stack([((policy.novelty.predictor(s["obs"]) - policy.novelty.target(s["obs"])) ** 2).mean(-1)
+                           for s in seen])
+    return err / err.mean()
+
+
+def test_novelty_bonus_drives_flat_mappo_and_its_predictor_learns_the_views_reached():
+    cfg = run_config(hierarchy=False, num_envs=3, rollout_len=10, novelty_coef=0.5, num_epochs=8)
+    env, policy, sampler = make_sampler_for(cfg)
+    seen = []
+    step = env.step
+    env.step = lambda a: (r := step(a), seen.append({k: v.clone() for k, v in r.final_obs.items()}))[0]
+    batch = training_batch(sampler.collect())
+    assert "final_obs.obs" in batch and "last_obs.obs" in batch and not any(k.startswith("skill_") for k in batch)
+    out = low_level_reward(policy, cfg.hmasd, batch)
+    want = batch["reward"].unsqueeze(-1) + 0.5 * rnd_bonus_by_hand(policy, seen)
+    assert torch.allclose(out["reward"], want, atol=1e-5)
+    target = copy.deepcopy(policy.novelty.target.state_dict())
+    unseen = torch.rand(64, 2, env.obs_dim)  # views no agent reaches: uniform noise
+    before_seen, before_unseen = out["novelty_error"].mean(), policy.novelty.error(unseen).mean()
+    trainer = make_trainer(policy, cfg)
+    for _ in range(3):
+        metrics = trainer.update(batch, 0.0)
+    assert metrics["skipped_minibatches"] == 0 and metrics["novelty_error_mean"] > 0
+    after_seen = low_level_reward(policy, cfg.hmasd, batch)["novelty_error"].mean()
+    after_unseen = policy.novelty.error(unseen).mean()
+    # The reached views became familiar; the others stay novel (their error falls far less).
+    assert after_seen < 0.5 * before_seen and after_seen / before_seen < after_unseen / before_unseen
+    assert all(torch.equal(v, policy.novelty.target.state_dict()[k]) for k, v in target.items())
+    assert any(k.startswith("novelty.target.") for k in policy.state_dict())  # the checkpoint keeps it
 
 
 def reference_window_gae(reward, value, start, term, trunc, tv, lv, gamma, lam):

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from rl_system.algos.hmasd.config import HMASDConfig
+from rl_system.algos.hmasd.novelty import RandomNetworkDistillation
 
 
 class ValueNorm(nn.Module):
@@ -362,10 +363,14 @@ class HMASDPolicy(nn.Module):
                                                 cfg.coord_dim, cfg.coord_heads, cfg.coord_layers)
             self.high_norm = ValueNorm()
             self.disc = Discriminators(state_dim, obs_dim, n_agents, cfg)
+        # Only with the bonus on: the paper's policies (and their checkpoints) stay as they were.
+        self.novelty = RandomNetworkDistillation(obs_dim, cfg.hidden) if cfg.novelty_coef > 0 else None
 
     def param_groups(self) -> dict[str, list[nn.Parameter]]:
         """Parameters by network, for separate gradient clipping."""
         groups = {"actor": list(self.low.actor.parameters()), "critic": list(self.low.critic.parameters())}
         if self.hierarchy:
             groups.update(coordinator=list(self.coordinator.parameters()), disc=list(self.disc.parameters()))
+        if self.novelty is not None:
+            groups["novelty"] = list(self.novelty.predictor.parameters())
         return groups

@@ -62,8 +62,11 @@ class HMASDSampler:
                 "skill_team": alloc(T, N, dtype=torch.int64), "skill_agent": alloc(T, N, n, dtype=torch.int64),
                 "h_start": alloc(T, N, dtype=torch.bool), "h_logp": alloc(T, N, n + 1), "h_value": alloc(T, N, n + 1),
                 "h_trunc_value": alloc(T, N, n + 1), "last_h_value": alloc(N, n + 1),
-                "last_obs.state": alloc(N, S), "last_obs.obs": alloc(N, n, O),
             })
+        # The observations after each step, for the discriminators and the novelty bonus.
+        self.ships_next = self.hierarchy or cfg.novelty_coef > 0
+        if self.ships_next:
+            self.buf.update({"last_obs.state": alloc(N, S), "last_obs.obs": alloc(N, n, O)})
             # Observation each step ended on (== next obs unless the episode ended); only the rows
             # of ended episodes are shipped, as the compact ``final_obs.*`` columns.
             self._final_state, self._final_obs = alloc(T, N, S), alloc(T, N, n, O)
@@ -140,7 +143,7 @@ class HMASDSampler:
                 buf["trunc_value"][t].zero_()
                 if hier:
                     buf["h_trunc_value"][t].zero_()
-            if hier:
+            if self.ships_next:
                 self._final_state[t].copy_(fin["state"])
                 self._final_obs[t].copy_(fin["obs"])
             # Recurrent state of finished episodes starts afresh (per env index, by mask).
@@ -157,6 +160,7 @@ class HMASDSampler:
         cols = dict(buf)
         if hier:
             buf["last_h_value"].copy_(self._den_high(policy.coordinator.values(obs["state"], obs["obs"])))
+        if self.ships_next:
             buf["last_obs.state"].copy_(obs["state"])
             buf["last_obs.obs"].copy_(obs["obs"])
             # Rows of ended episodes, env-major (env, then time): the order of done.T[mask].

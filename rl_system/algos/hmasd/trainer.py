@@ -13,8 +13,9 @@ Order of one ``update(batch, progress)``:
 2. ``num_epochs`` x ``num_minibatches`` steps. The low-level and discriminator samples are cut
    into chunks of ``chunk_len`` steps (MAPPO-style: BPTT within a chunk from the hidden entering
    it, hiddens zeroed where an episode began); a minibatch is a random set of chunks plus a random
-   share of the skill windows. One loss = low PPO + high PPO + discriminator cross-entropies;
-   gradients clipped per network; non-finite steps skipped.
+   share of the skill windows. One loss = low PPO + high PPO + discriminator cross-entropies
+   (+ the novelty predictor's error with ``novelty_coef``); gradients clipped per network;
+   non-finite steps skipped.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from torch import nn
 
 from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.networks import HMASDPolicy
+from rl_system.algos.hmasd.novelty import novelty_bonus
 from rl_system.algos.ppo import compute_gae, explained_variance
 
 
@@ -93,28 +95,40 @@ def chunk_len(T: int, want: int) -> int:
 
 @torch.no_grad()
 def low_level_reward(policy: HMASDPolicy, cfg: HMASDConfig, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Eq. (low-level reward) with the current discriminators, per agent step ``[T, N, n]``:
-    ``lambda_e * r_t + lambda_D * log q_D(Z | s_{t+1}) + lambda_d * log q_d(z_i | o_{i,t+1}, Z)``
-    (with ``logq_floor`` each log-probability clamped from below at chance, ``log(1/n)``),
-    plus the pieces (next inputs, log-probs, discriminator hits) for the metrics and the losses."""
+    """The low level's reward per agent step ``[T, N, n]``, with the current networks: Eq.
+    (low-level reward) ``lambda_e * r_t + lambda_D * log q_D(Z | s_{t+1}) + lambda_d * log q_d(z_i |
+    o_{i,t+1}, Z)`` (with ``logq_floor`` each log-probability clamped from below at chance,
+    ``log(1/n)``); the team reward ``r_t`` alone for flat MAPPO; plus ``novelty_coef`` times the
+    novelty bonus of ``o_{i,t+1}`` where that is on. Also the pieces (next inputs, log-probs,
+    discriminator hits, novelty errors) for the metrics and the losses."""
     done = batch["terminated"] | batch["truncated"]
-    Z, z = batch["skill_team"], batch["skill_agent"]
-    ns = next_inputs(batch["obs.state"], batch["last_obs.state"], batch["final_obs.state"], done)
-    no = next_inputs(batch["obs.obs"], batch["last_obs.obs"], batch["final_obs.obs"], done)
-    lq_team = policy.disc.log_q_team(ns)  # [T, N, n_Z]
-    lq_agent = policy.disc.log_q_agent(no, Z)  # [T, N, n, n_z]
-    r_team = lq_team.gather(-1, Z.unsqueeze(-1)).squeeze(-1)  # log q_D(Z | s_{t+1})  [T, N]
-    r_agent = lq_agent.gather(-1, z.unsqueeze(-1)).squeeze(-1)  # log q_d(z_i | o_{i,t+1}, Z)  [T, N, n]
-    bonus_team, bonus_agent = r_team, r_agent
-    if cfg.logq_floor:
-        # Chance, log(1/n), is what a skill earns where nothing tells the skills apart; below it
-        # only where a *sibling* owns the view, which would punish entering it (docs/hmasd.md).
-        bonus_team = r_team.clamp(min=-math.log(lq_team.shape[-1]))
-        bonus_agent = r_agent.clamp(min=-math.log(lq_agent.shape[-1]))
-    reward = (cfg.lambda_e * batch["reward"].unsqueeze(-1) + cfg.lambda_D * bonus_team.unsqueeze(-1)
-              + cfg.lambda_d * bonus_agent)
-    return {"reward": reward, "log_q_team": r_team, "log_q_agent": r_agent, "next_state": ns, "next_obs": no,
-            "team_correct": lq_team.argmax(-1) == Z, "agent_correct": lq_agent.argmax(-1) == z}
+    out: dict[str, torch.Tensor] = {}
+    if policy.hierarchy or policy.novelty is not None:
+        out["next_obs"] = next_inputs(batch["obs.obs"], batch["last_obs.obs"], batch["final_obs.obs"], done)
+    if policy.hierarchy:
+        Z, z = batch["skill_team"], batch["skill_agent"]
+        ns = next_inputs(batch["obs.state"], batch["last_obs.state"], batch["final_obs.state"], done)
+        lq_team = policy.disc.log_q_team(ns)  # [T, N, n_Z]
+        lq_agent = policy.disc.log_q_agent(out["next_obs"], Z)  # [T, N, n, n_z]
+        r_team = lq_team.gather(-1, Z.unsqueeze(-1)).squeeze(-1)  # log q_D(Z | s_{t+1})  [T, N]
+        r_agent = lq_agent.gather(-1, z.unsqueeze(-1)).squeeze(-1)  # log q_d(z_i | o_{i,t+1}, Z)  [T, N, n]
+        bonus_team, bonus_agent = r_team, r_agent
+        if cfg.logq_floor:
+            # Chance, log(1/n), is what a skill earns where nothing tells the skills apart; below it
+            # only where a *sibling* owns the view, which would punish entering it (docs/hmasd.md).
+            bonus_team = r_team.clamp(min=-math.log(lq_team.shape[-1]))
+            bonus_agent = r_agent.clamp(min=-math.log(lq_agent.shape[-1]))
+        reward = (cfg.lambda_e * batch["reward"].unsqueeze(-1) + cfg.lambda_D * bonus_team.unsqueeze(-1)
+                  + cfg.lambda_d * bonus_agent)
+        out.update(log_q_team=r_team, log_q_agent=r_agent, next_state=ns,
+                   team_correct=lq_team.argmax(-1) == Z, agent_correct=lq_agent.argmax(-1) == z)
+    else:
+        reward = batch["reward"].unsqueeze(-1).expand(batch["value"].shape)  # flat MAPPO: lambda_e = 1
+    if policy.novelty is not None:
+        out["novelty_error"] = policy.novelty.error(out["next_obs"])  # [T, N, n]
+        reward = reward + cfg.novelty_coef * novelty_bonus(out["novelty_error"])
+    out["reward"] = reward
+    return out
 
 
 def _ppo_terms(new_logp, old_logp, adv, new_v, old_v, target, clip: float, vclip: float | None):
@@ -163,17 +177,20 @@ class HMASDTrainer:
                                                                batch["init_h_actor"], batch["init_h_critic"],
                                                                data["reset"])
 
+        intr = low_level_reward(policy, cfg, batch)
+        low_r = intr["reward"]
+        if "next_obs" in intr:
+            data["next_obs"] = intr["next_obs"]
         if policy.hierarchy:
-            Z, z = batch["skill_team"], batch["skill_agent"]
-            intr = low_level_reward(policy, cfg, batch)
-            low_r, r_team, r_agent = intr["reward"], intr["log_q_team"], intr["log_q_agent"]
-            data.update(skill_team=Z, skill_agent=z, next_state=intr["next_state"], next_obs=intr["next_obs"])
+            Z, z, r_team, r_agent = batch["skill_team"], batch["skill_agent"], intr["log_q_team"], intr["log_q_agent"]
+            data.update(skill_team=Z, skill_agent=z, next_state=intr["next_state"])
             stats.update(intr_team_logq_mean=float(r_team.mean()), intr_agent_logq_mean=float(r_agent.mean()),
                          disc_team_acc=float(intr["team_correct"].float().mean()),
                          disc_agent_acc=float(intr["agent_correct"].float().mean()),
                          disc_team_chance=1.0 / cfg.n_team_skills, disc_agent_chance=1.0 / cfg.n_agent_skills)
-        else:
-            low_r = reward.unsqueeze(-1).expand(batch["value"].shape)  # flat MAPPO: lambda_e = 1
+        if policy.novelty is not None:
+            error = intr["novelty_error"]
+            stats.update(novelty_error_mean=float(error.mean()), novelty_error_max=float(error.max()))
         stats["low_reward_mean"] = float(low_r.mean())
 
         # Low level: per-agent GAE; truncation adds gamma * V(final obs). Values arrive in return
@@ -282,6 +299,11 @@ class HMASDTrainer:
             ce_agent = -lq_agent.gather(-1, z.unsqueeze(-1)).mean()
             loss = loss + cfg.disc_coef * (ce_team + ce_agent)
             out.update(disc_team_loss=ce_team, disc_agent_loss=ce_agent)
+        if policy.novelty is not None:
+            # The predictor learns the views the agents reach, which makes them familiar.
+            nov = policy.novelty.error(mb["next_obs"]).mean()
+            loss = loss + nov
+            out["novelty_loss"] = nov
 
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
