@@ -25,7 +25,10 @@ both (``--deterministic``), which shows which level's argmax a policy tolerates:
 from __future__ import annotations
 
 import argparse
+import contextlib
+import shutil
 import statistics
+import sys
 import tempfile
 from pathlib import Path
 
@@ -53,13 +56,16 @@ OBJECTS = {"r": "red button", "b": "blue button", "R": "red diamond", "B": "blue
 REGIONS = ("hall", "left half", "right half")
 
 
-def run_one(method: str, seed: int, size: str, steps: int, target: float, root: Path, extra: list[str]) -> dict:
+def run_one(method: str, seed: int, size: str, steps: int, target: float, root: Path, extra: list[str],
+            quiet: bool = False) -> dict:
     run_dir = root / f"{method}-s{seed}"
     cfg = load_config(CONFIGS[method], [f"seed={seed}", f"env.kwargs.size={size}", f"max_env_steps={steps}",
                                         f"target_return={target}", "stop_at_target=false", "return_window=100", "tensorboard=false",
                                         "log_every_s=60", "checkpoint.every_rounds=0", "max_wall_s=1800",
                                         *GEOMETRY[size], *extra])
-    summary = train(cfg, run_dir=run_dir, quiet=True)
+    # The trainer's progress lines (one a minute) go to stderr; stdout keeps only the tables.
+    with contextlib.redirect_stdout(sys.stderr):
+        summary = train(cfg, run_dir=run_dir, quiet=quiet)
     state = CheckpointStore(str(run_dir / "checkpoints")).load_latest_valid()[0]
     test = evaluate(state, episodes=200, deterministic=False, seed=10_000 + seed)
     test_argmax = evaluate(state, episodes=200, deterministic=True, seed=10_000 + seed)
@@ -137,6 +143,59 @@ def hall_trace(checkpoints: list[Path]) -> list[str]:
     return lines
 
 
+@torch.no_grad()
+def actor_table(state: dict, rollouts: int = 3) -> list[str]:
+    """What each agent's actor does, both levels sampled: its action shares, its entropy (the
+    mean of ``-log pi(a)`` over the sampled actions, an unbiased estimate; ln 5 = 1.61 is
+    uniform) and how many distinct cells of each part of the map it reaches."""
+    from envs.alice_bob import N_ACTIONS
+
+    if not RunConfig.model_validate(state["config"]).hmasd.hierarchy:
+        return []
+    env, runs = _sampled(state, rollouts)
+    action = torch.cat([c["action"] for c in runs])  # [T, N, agent]
+    logp = torch.cat([c["logp"] for c in runs])
+    where = [_where(env, c) for c in runs]
+    cell, region = torch.cat([w[0] for w in where]), torch.cat([w[1] for w in where])
+    lines = ["agent | stay | up | down | left | right | entropy | cells reached: " + " | ".join(REGIONS),
+             "---|---|---|---|---|---|---|---|---|---"]
+    for a, name in enumerate(("Alice", "Bob")):
+        shares = torch.bincount(action[..., a].reshape(-1), minlength=N_ACTIONS).float() / action[..., a].numel()
+        reached = [len(cell[..., a][region[..., a] == k].unique()) for k in range(len(REGIONS))]
+        lines.append(f"{name} | " + " | ".join(f"{100 * x:.0f}%" for x in shares.tolist())
+                     + f" | {float(-logp[..., a].mean()):.2f} | " + " | ".join(map(str, reached)))
+    return lines
+
+
+@torch.no_grad()
+def discriminator_map(state: dict) -> list[str]:
+    """``log q_d(z | o_Alice, Z)`` with Alice placed on every free cell (Bob on his start, no
+    diamond collected), per team skill Z and part of the map: the mean over cells of the best
+    skill's log-probability (how surely some z owns the cell) and of the worst one's (what a
+    skill is paid for entering a cell another skill owns)."""
+    cfg = RunConfig.model_validate(state["config"])
+    if not cfg.hmasd.hierarchy:
+        return []
+    env, sampler = policy_sampler(state, 1, seed=777)
+    W, free = env.width, (~env._wall).nonzero().squeeze(-1)
+    env.close()
+    env, sampler = policy_sampler(state, len(free), seed=777)
+    bob = divmod(env._cell["2"], W)
+    positions = torch.tensor([[divmod(int(c), W), bob] for c in free])
+    obs = env.set_state(positions)["obs"]  # [cells, agent, O]
+    hall_rows = min(env._cell["r"], env._cell["b"]) // W
+    region = torch.where(positions[:, 0, 0] < hall_rows, 0, torch.where(positions[:, 0, 1] < W // 2, 1, 2))
+    lines = ["Z | part | cells | mean best log q_d | mean worst log q_d", "---|---|---|---|---"]
+    for Z in range(cfg.hmasd.n_team_skills):
+        lq = sampler.policy.disc.log_q_agent(obs, torch.full((len(free),), Z))[:, 0]  # Alice  [cells, n_z]
+        for k, part in enumerate(REGIONS):
+            at = region == k
+            lines.append(f"{Z} | {part} | {int(at.sum())} | {lq[at].max(-1).values.mean():.2f} | "
+                         f"{lq[at].min(-1).values.mean():.2f}")
+    env.close()
+    return lines
+
+
 def greedy_table(state: dict, episodes: int = 200, seed: int = 12345) -> list[str]:
     """Test success of a checkpoint with the argmax at neither, each and both levels (HMASD with
     its hierarchy; none for flat MAPPO)."""
@@ -206,6 +265,9 @@ def main() -> None:
                     help="only print the skill and plan tables of an existing HMASD run (run dir, checkpoints dir or file)")
     ap.add_argument("--hall-trace", default=None, metavar="RUN_DIR",
                     help="only print the start-hall share at every checkpoint kept in RUN_DIR/checkpoints")
+    ap.add_argument("--quiet", action="store_true", help="no training progress lines on stderr")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the runs' directories (final checkpoints, for --checkpoint) instead of deleting them")
     args = ap.parse_args()
     if args.hall_trace is not None:
         found = sorted(Path(args.hall_trace, "checkpoints").glob("ckpt-v*.rlck"))
@@ -222,12 +284,27 @@ def main() -> None:
         print("\n".join(skill_table(found.state)))
         print("\nhow the coordinator composes them (first episode of 256 fresh envs, both levels sampled):")
         print("\n".join(plan_table(found.state)))
+        print("\nwhat the actors do (both levels sampled; entropy in nats):")
+        print("\n".join(actor_table(found.state)))
+        print("\nhow surely q_d tells Alice's skills apart, by where she stands:")
+        print("\n".join(discriminator_map(found.state)))
         greedy = greedy_table(found.state)
         if greedy:
             print("\ntest success by the level taking the argmax (200 episodes, `rl-system eval` seed 12345):")
             print("\n".join(greedy))
         return
     root = Path(tempfile.mkdtemp(prefix="bench_hmasd_"))
+    try:
+        report(args, root)
+    finally:
+        if args.keep:
+            print(f"\nruns kept in {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def report(args: argparse.Namespace, root: Path) -> None:
+    """Train every (method, seed) under ``root`` and print the tables."""
     rows = []
     print(f"Alice_and_Bob size={args.size}, budget {args.steps:,} env steps, target train success >= {args.target}"
           + (f", overrides {' '.join(args.overrides)}" if args.overrides else ""))
@@ -236,7 +313,7 @@ def main() -> None:
     print("---|---|---|---|---|---|---|---|---|---|---")
     for method in args.methods:
         for seed in args.seeds:
-            r = run_one(method, seed, args.size, args.steps, args.target, root, args.overrides)
+            r = run_one(method, seed, args.size, args.steps, args.target, root, args.overrides, args.quiet)
             rows.append(r)
             stt = f"{r['steps_to_target']:,}" if r["steps_to_target"] else "not reached"
             ttt = f"{r['time_to_target_s']:.0f}" if r["time_to_target_s"] else "-"

@@ -69,7 +69,7 @@ class RunLogger:
                 self.writer.add_scalar(f"{prefix}{key}", value, step)
 
     def line(self, text: str) -> None:
-        self.console.print(text)
+        self.console.print(text, soft_wrap=True)  # a log line stays one line in a file
 
     def progress(self, rnd: int, steps: int, sps: float, window: ReturnWindow, best: float,
                  version: int, dropped: int) -> None:
@@ -77,7 +77,8 @@ class RunLogger:
             f"round {rnd:>5} | steps {steps:>11,} | {sps:>10,.0f} steps/s | "
             f"return {window.mean:8.2f} (best {best:8.2f}, {window.episodes:,} eps) | "
             + "".join(f"{k} {v:.2f} | " for k, v in window.rates.items())
-            + f"v{version} | dropped {dropped}"
+            + f"v{version} | dropped {dropped}",
+            soft_wrap=True,
         )
 
     def close(self) -> None:
