@@ -36,6 +36,7 @@ import torch
 
 from rl_system.algos.hmasd.trainer import next_inputs
 from rl_system.checkpoint_store import CheckpointStore
+from rl_system.cli import with_env_kwargs
 from rl_system.config import RunConfig, load_config
 from rl_system.driver import train
 from rl_system.evaluate import evaluate, policy_sampler
@@ -57,7 +58,7 @@ REGIONS = ("hall", "left half", "right half")
 
 
 def run_one(method: str, seed: int, size: str, steps: int, target: float, root: Path, extra: list[str],
-            quiet: bool = False) -> dict:
+            test_env: list[str], quiet: bool = False) -> dict:
     run_dir = root / f"{method}-s{seed}"
     cfg = load_config(CONFIGS[method], [f"seed={seed}", f"env.kwargs.size={size}", f"max_env_steps={steps}",
                                         f"target_return={target}", "stop_at_target=false", "return_window=100", "tensorboard=false",
@@ -67,8 +68,9 @@ def run_one(method: str, seed: int, size: str, steps: int, target: float, root: 
     with contextlib.redirect_stdout(sys.stderr):
         summary = train(cfg, run_dir=run_dir, quiet=quiet)
     state = CheckpointStore(str(run_dir / "checkpoints")).load_latest_valid()[0]
-    test = evaluate(state, episodes=200, deterministic=False, seed=10_000 + seed)
-    test_argmax = evaluate(state, episodes=200, deterministic=True, seed=10_000 + seed)
+    tested = with_env_kwargs(state, test_env)  # e.g. trained on random starts, tested on the fixed one
+    test = evaluate(tested, episodes=200, deterministic=False, seed=10_000 + seed)
+    test_argmax = evaluate(tested, episodes=200, deterministic=True, seed=10_000 + seed)
     return {"method": method, "seed": seed, "steps_to_target": summary["steps_to_target"],
             "time_to_target_s": summary["time_to_target_s"], "env_steps": summary["env_steps"],
             "wall_s": summary["wall_time_s"], "steps_per_s": summary["steps_per_s"],
@@ -265,6 +267,8 @@ def main() -> None:
                     help="only print the skill and plan tables of an existing HMASD run (run dir, checkpoints dir or file)")
     ap.add_argument("--hall-trace", default=None, metavar="RUN_DIR",
                     help="only print the start-hall share at every checkpoint kept in RUN_DIR/checkpoints")
+    ap.add_argument("--test-env", action="append", default=[], metavar="KWARG=VALUE",
+                    help="env kwarg for the test episodes only (repeatable), e.g. random_start=false")
     ap.add_argument("--quiet", action="store_true", help="no training progress lines on stderr")
     ap.add_argument("--keep", action="store_true",
                     help="keep the runs' directories (final checkpoints, for --checkpoint) instead of deleting them")
@@ -293,6 +297,7 @@ def main() -> None:
             print("\ntest success by the level taking the argmax (200 episodes, `rl-system eval` seed 12345):")
             print("\n".join(greedy))
         return
+    check_configs(args)
     root = Path(tempfile.mkdtemp(prefix="bench_hmasd_"))
     try:
         report(args, root)
@@ -303,17 +308,34 @@ def main() -> None:
             shutil.rmtree(root, ignore_errors=True)
 
 
+def check_configs(args: argparse.Namespace) -> None:
+    """Every method's config with the overrides, and with the test env kwargs, builds an env and
+    a policy: a typo is one line now rather than a traceback after a 20-minute run."""
+    from rl_system.config import ConfigError, build_config
+    from rl_system.startup import probe_specs
+
+    for method in args.methods:
+        try:
+            cfg = load_config(CONFIGS[method], [f"env.kwargs.size={args.size}", *GEOMETRY[args.size], *args.overrides])
+            probe_specs(cfg)
+            probe_specs(build_config(with_env_kwargs({"config": cfg.model_dump()}, args.test_env)["config"]))
+        except (ConfigError, ValueError) as err:
+            raise SystemExit(f"bench_hmasd: {method}: {err}") from None
+
+
 def report(args: argparse.Namespace, root: Path) -> None:
     """Train every (method, seed) under ``root`` and print the tables."""
     rows = []
     print(f"Alice_and_Bob size={args.size}, budget {args.steps:,} env steps, target train success >= {args.target}"
-          + (f", overrides {' '.join(args.overrides)}" if args.overrides else ""))
+          + (f", overrides {' '.join(args.overrides)}" if args.overrides else "")
+          + (f", tested with {' '.join(args.test_env)}" if args.test_env else ""))
     print("method | seed | steps to target | time to target s | env steps | wall s | steps/s | train success | "
           "test success | test success (argmax) | test length")
     print("---|---|---|---|---|---|---|---|---|---|---")
     for method in args.methods:
         for seed in args.seeds:
-            r = run_one(method, seed, args.size, args.steps, args.target, root, args.overrides, args.quiet)
+            r = run_one(method, seed, args.size, args.steps, args.target, root, args.overrides, args.test_env,
+                        args.quiet)
             rows.append(r)
             stt = f"{r['steps_to_target']:,}" if r["steps_to_target"] else "not reached"
             ttt = f"{r['time_to_target_s']:.0f}" if r["time_to_target_s"] else "-"
