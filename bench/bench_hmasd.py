@@ -20,6 +20,12 @@ with the argmax taken at neither level, at one (``rl-system eval --greedy-level 
 both (``--deterministic``), which shows which level's argmax a policy tolerates:
 
     python -m bench.bench_hmasd --checkpoint runs/<hmasd run>
+
+It also prints what the actors do (action shares, entropy, cells reached) and a map of how surely
+``q_d`` tells Alice's skills apart on each part of the map. Training progress goes to stderr (one
+line a minute; ``--quiet`` drops it); the runs' directories are deleted at the end unless ``--keep``.
+``--test-env KWARG=VALUE`` tests on other env kwargs than trained, e.g. a run trained with
+``--set env.kwargs.random_start=true`` on the task's fixed start (``--test-env random_start=false``).
 """
 
 from __future__ import annotations
