@@ -184,10 +184,11 @@ def discriminator_map(state: dict) -> list[str]:
     cfg = RunConfig.model_validate(state["config"])
     if not cfg.hmasd.hierarchy:
         return []
-    env, sampler = policy_sampler(state, 1, seed=777)
-    W, free = env.width, (~env._wall).nonzero().squeeze(-1)
-    env.close()
+    probe, _ = policy_sampler(state, 1, seed=777)
+    free = (~probe._wall).nonzero().squeeze(-1)  # one env per free cell
+    probe.close()
     env, sampler = policy_sampler(state, len(free), seed=777)
+    W = env.width
     bob = divmod(env._cell["2"], W)
     positions = torch.tensor([[divmod(int(c), W), bob] for c in free])
     obs = env.set_state(positions)["obs"]  # [cells, agent, O]

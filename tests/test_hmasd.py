@@ -482,3 +482,29 @@ def test_plan_table_window_counts_agree_with_the_env_episode_info():
         assert sum(w[colour] for w in stats) == expected
     lines = plan_table(state, n_envs=256)
     assert len(lines) == 2 + 3 and lines[2].startswith("1 | 256 | (")
+
+
+def test_checkpoint_tables_of_the_actors_and_of_q_d_cover_the_map():
+    """``bench_hmasd.actor_table`` (action shares, entropy, cells reached) and
+    ``discriminator_map`` (log q_d with Alice on every free cell) on an untrained policy."""
+    from bench.bench_hmasd import SMALL_MAP_SKILLS, actor_table, discriminator_map
+    from envs import make_env
+
+    cfg = load_config("launch/configs/alice_bob_hmasd.yaml", ["env.kwargs.size=small", *SMALL_MAP_SKILLS])
+    env = make_env("AliceBob", 1, "cpu", **cfg.env.kwargs)
+    torch.manual_seed(0)
+    policy = make_policy(env.observation_spec, env.action_spec, cfg)
+    state = {"config": cfg.model_dump(), "learner": {"model": policy.state_dict()}}
+    rows = [line.split(" | ") for line in actor_table(state, rollouts=1)[2:]]
+    assert [r[0] for r in rows] == ["Alice", "Bob"]
+    for r in rows:
+        assert sum(float(x.rstrip("%")) for x in r[1:6]) == pytest.approx(100, abs=3)  # rounded shares
+        assert 1.4 < float(r[6]) <= math.log(5) + 0.05  # an untrained actor is near uniform
+        assert sum(int(x) for x in r[7:]) > 3  # a random walk reaches several cells
+    lines = discriminator_map(state)[2:]
+    assert len(lines) == cfg.hmasd.n_team_skills * 3
+    free = int((~env._wall).sum())
+    for Z in range(cfg.hmasd.n_team_skills):
+        parts = [line.split(" | ") for line in lines[3 * Z: 3 * Z + 3]]
+        assert sum(int(p[2]) for p in parts) == free  # every free cell, once
+        assert all(float(p[3]) >= float(p[4]) for p in parts if int(p[2]))  # best >= worst
