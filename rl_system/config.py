@@ -126,8 +126,11 @@ class HMASDConfig(_Strict):
     where no skill can be told apart, not punished. The discriminators' losses are unchanged."""
     novelty_coef: float = Field(0.0, ge=0)
     """Weight of a random-network-distillation novelty bonus on o_{i,t+1} in the low-level reward
-    (not in the paper; 0 = off). The bonus is the predictor's error relative to the round's mean
-    error (:mod:`rl_system.algos.hmasd.novelty`). Works with ``hierarchy: false`` too."""
+    (not in the paper; 0 = off): the predictor's error, scaled by ``novelty_norm``
+    (:mod:`rl_system.algos.hmasd.novelty`). Works with ``hierarchy: false`` too."""
+    novelty_norm: Literal["round", "initial"] = "round"
+    """What the novelty error is divided by: the round's mean error (the bonus keeps mean 1) or
+    the first round's (the bonus fades as the map becomes familiar)."""
     lambda_h: float = Field(0.001, ge=0)
     """Entropy bonus of the skill coordinator (high level)."""
     lambda_l: float = Field(0.01, ge=0)

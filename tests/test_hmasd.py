@@ -244,6 +244,25 @@ def test_novelty_bonus_drives_flat_mappo_and_its_predictor_learns_the_views_reac
     assert any(k.startswith("novelty.target.") for k in policy.state_dict())  # the checkpoint keeps it
 
 
+def test_novelty_norm_initial_keeps_the_first_rounds_scale_so_the_bonus_fades():
+    cfg = run_config(num_envs=3, rollout_len=10, novelty_coef=1.0, novelty_norm="initial", lambda_D=0.0,
+                     lambda_d=0.0, lambda_e=0.0, num_epochs=8)  # the reward is the bonus alone
+    env, policy, sampler = make_sampler_for(cfg)
+    batch = training_batch(sampler.collect())
+    first = low_level_reward(policy, cfg.hmasd, batch)
+    scale = float(policy.novelty.initial_error)
+    assert scale == pytest.approx(float(first["novelty_error"].mean()))
+    assert float(first["reward"].mean()) == pytest.approx(1.0, rel=1e-5)
+    trainer = make_trainer(policy, cfg)
+    for _ in range(3):
+        trainer.update(batch, 0.0)
+    again = low_level_reward(policy, cfg.hmasd, batch)
+    assert float(policy.novelty.initial_error) == scale  # recorded once, not per round
+    assert torch.allclose(again["reward"], again["novelty_error"] / scale)
+    assert float(again["reward"].mean()) < 0.5  # familiar views pay less than at the start
+    assert "novelty.initial_error" in policy.state_dict()  # resumes with the same scale
+
+
 def reference_window_gae(reward, value, start, term, trunc, tv, lv, gamma, lam):
     """Plain loops over envs and windows."""
     T, N, _ = value.shape

@@ -5,8 +5,14 @@ A fixed, randomly initialised *target* network embeds each agent's observation; 
 network is trained to match it on the observations the agents reach. Its error stays high on
 observations seen rarely -- on Alice_and_Bob, the rooms for a team whose skills all live in the
 start hall -- so the error is a count-free novelty signal over the local views. The bonus added to
-``r_i`` is ``novelty_coef * e_i / mean(e)``: the error relative to the round's mean error, so its
-scale does not shrink as the predictor fits (and needs no running statistics in the checkpoint).
+``r_i`` is ``novelty_coef * e_i / scale`` (``novelty_norm``):
+
+* ``round``: ``scale`` is the round's mean error. The bonus has mean 1 every round, however
+  familiar the map has become, so it keeps pushing the agents towards their least visited views.
+* ``initial``: ``scale`` is the mean error of the first round the learner saw, when nothing was
+  familiar (kept in the checkpoint). The bonus is then "how unfamiliar, against a view never
+  seen" and fades as the predictor learns the map, so holding a well-known place (a button) stops
+  costing anything against wandering.
 """
 
 from __future__ import annotations
@@ -28,12 +34,20 @@ class RandomNetworkDistillation(nn.Module):
         super().__init__()
         self.target = _mlp(obs_dim, hidden).requires_grad_(False)
         self.predictor = _mlp(obs_dim, hidden)
+        # novelty_norm "initial": the first round's mean error (0 until then); in the checkpoint.
+        self.register_buffer("initial_error", torch.zeros(()))
 
     def error(self, obs: torch.Tensor) -> torch.Tensor:
         """Prediction error per observation: ``[..., O]`` -> ``[...]`` (the predictor's loss)."""
         return (self.predictor(obs) - self.target(obs)).square().mean(-1)
 
 
-def novelty_bonus(error: torch.Tensor) -> torch.Tensor:
-    """The error relative to its mean over the round, ``[...]`` -> ``[...]`` (mean 1)."""
-    return error / error.mean().clamp_min(1e-12)
+@torch.no_grad()
+def novelty_bonus(rnd: RandomNetworkDistillation, error: torch.Tensor, norm: str) -> torch.Tensor:
+    """The round's errors ``[...]`` divided by the scale of ``norm`` ("round": their mean;
+    "initial": the first round's mean, recorded in ``rnd`` on the first call) -> ``[...]``."""
+    if norm == "round":
+        return error / error.mean().clamp_min(1e-12)
+    if float(rnd.initial_error) == 0.0:
+        rnd.initial_error.copy_(error.mean().clamp_min(1e-12))
+    return error / rnd.initial_error

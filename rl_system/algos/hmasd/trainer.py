@@ -126,7 +126,7 @@ def low_level_reward(policy: HMASDPolicy, cfg: HMASDConfig, batch: dict[str, tor
         reward = batch["reward"].unsqueeze(-1).expand(batch["value"].shape)  # flat MAPPO: lambda_e = 1
     if policy.novelty is not None:
         out["novelty_error"] = policy.novelty.error(out["next_obs"])  # [T, N, n]
-        reward = reward + cfg.novelty_coef * novelty_bonus(out["novelty_error"])
+        reward = reward + cfg.novelty_coef * novelty_bonus(policy.novelty, out["novelty_error"], cfg.novelty_norm)
     out["reward"] = reward
     return out
 
