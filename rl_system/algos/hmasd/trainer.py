@@ -99,7 +99,8 @@ def low_level_reward(policy: HMASDPolicy, cfg: HMASDConfig, batch: dict[str, tor
     (low-level reward) ``lambda_e * r_t + lambda_D * log q_D(Z | s_{t+1}) + lambda_d * log q_d(z_i |
     o_{i,t+1}, Z)`` (with ``logq_floor`` each log-probability clamped from below at chance,
     ``log(1/n)``); the team reward ``r_t`` alone for flat MAPPO; plus ``novelty_coef`` times the
-    novelty bonus of ``o_{i,t+1}`` where that is on. Also the pieces (next inputs, log-probs,
+    novelty bonus of ``o_{i,t+1}`` where that is on (with ``novelty_norm: initial`` the first call
+    records the bonus's scale in the policy). Also the pieces (next inputs, log-probs,
     discriminator hits, novelty errors) for the metrics and the losses."""
     done = batch["terminated"] | batch["truncated"]
     out: dict[str, torch.Tensor] = {}
