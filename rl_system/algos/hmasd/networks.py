@@ -364,7 +364,8 @@ class HMASDPolicy(nn.Module):
             self.high_norm = ValueNorm()
             self.disc = Discriminators(state_dim, obs_dim, n_agents, cfg)
         # Only with the bonus on: the paper's policies (and their checkpoints) stay as they were.
-        self.novelty = RandomNetworkDistillation(obs_dim, cfg.hidden) if cfg.novelty_coef > 0 else None
+        self.novelty = (RandomNetworkDistillation(obs_dim, cfg.hidden, cfg.novelty_norm) if cfg.novelty_coef > 0
+                        else None)
 
     def param_groups(self) -> dict[str, list[nn.Parameter]]:
         """Parameters by network, for separate gradient clipping."""

@@ -30,12 +30,14 @@ def _mlp(obs_dim: int, hidden: int) -> nn.Sequential:
 class RandomNetworkDistillation(nn.Module):
     """Target (frozen) and predictor networks over one agent's observation ``[..., O]``."""
 
-    def __init__(self, obs_dim: int, hidden: int):
+    def __init__(self, obs_dim: int, hidden: int, norm: str = "round"):
         super().__init__()
         self.target = _mlp(obs_dim, hidden).requires_grad_(False)
         self.predictor = _mlp(obs_dim, hidden)
-        # novelty_norm "initial": the first round's mean error (0 until then); in the checkpoint.
-        self.register_buffer("initial_error", torch.zeros(()))
+        if norm == "initial":
+            # The first round's mean error (0 until then), in the checkpoint. Only for this norm:
+            # "round" needs no state, and its checkpoints (older than this option) have none.
+            self.register_buffer("initial_error", torch.zeros(()))
 
     def error(self, obs: torch.Tensor) -> torch.Tensor:
         """Prediction error per observation: ``[..., O]`` -> ``[...]`` (the predictor's loss)."""
