@@ -40,6 +40,7 @@ from pathlib import Path
 
 import torch
 
+from envs import make_env
 from rl_system.algos.hmasd.trainer import next_inputs
 from rl_system.checkpoint_store import CheckpointStore
 from rl_system.cli import with_env_kwargs
@@ -63,13 +64,18 @@ OBJECTS = {"r": "red button", "b": "blue button", "R": "red diamond", "B": "blue
 REGIONS = ("hall", "left half", "right half")
 
 
+def bench_config(method: str, size: str, extra: list[str], run: list[str] = ()) -> RunConfig:
+    """The method's preset on the map ``size``: then the run's own settings, the map geometry and
+    the user's ``--set`` overrides, in that order (later ones win)."""
+    return load_config(CONFIGS[method], [f"env.kwargs.size={size}", *run, *GEOMETRY[size], *extra])
+
+
 def run_one(method: str, seed: int, size: str, steps: int, target: float, root: Path, extra: list[str],
             test_env: list[str], quiet: bool = False) -> dict:
     run_dir = root / f"{method}-s{seed}"
-    cfg = load_config(CONFIGS[method], [f"seed={seed}", f"env.kwargs.size={size}", f"max_env_steps={steps}",
-                                        f"target_return={target}", "stop_at_target=false", "return_window=100", "tensorboard=false",
-                                        "log_every_s=60", "checkpoint.every_rounds=0", "max_wall_s=1800",
-                                        *GEOMETRY[size], *extra])
+    cfg = bench_config(method, size, extra, [f"seed={seed}", f"max_env_steps={steps}", f"target_return={target}",
+                                             "stop_at_target=false", "return_window=100", "tensorboard=false",
+                                             "log_every_s=60", "checkpoint.every_rounds=0", "max_wall_s=1800"])
     # The trainer's progress lines (one a minute) go to stderr; stdout keeps only the tables.
     with contextlib.redirect_stdout(sys.stderr):
         summary = train(cfg, run_dir=run_dir, quiet=quiet)
@@ -184,7 +190,7 @@ def discriminator_map(state: dict) -> list[str]:
     cfg = RunConfig.model_validate(state["config"])
     if not cfg.hmasd.hierarchy:
         return []
-    probe, _ = policy_sampler(state, 1, seed=777)
+    probe = make_env(cfg.env.name, 1, "cpu", **cfg.env.kwargs)
     free = (~probe._wall).nonzero().squeeze(-1)  # one env per free cell
     probe.close()
     env, sampler = policy_sampler(state, len(free), seed=777)
@@ -323,9 +329,10 @@ def check_configs(args: argparse.Namespace) -> None:
 
     for method in args.methods:
         try:
-            cfg = load_config(CONFIGS[method], [f"env.kwargs.size={args.size}", *GEOMETRY[args.size], *args.overrides])
+            cfg = bench_config(method, args.size, args.overrides)
             probe_specs(cfg)
-            probe_specs(build_config(with_env_kwargs({"config": cfg.model_dump()}, args.test_env)["config"]))
+            if args.test_env:
+                probe_specs(build_config(with_env_kwargs({"config": cfg.model_dump()}, args.test_env)["config"]))
         except (ConfigError, ValueError) as err:
             raise SystemExit(f"bench_hmasd: {method}: {err}") from None
 

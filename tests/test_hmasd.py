@@ -41,6 +41,15 @@ def make_sampler_for(cfg: RunConfig, offsets=(0, 1, 3), seed: int = 0):
     return env, policy, sampler
 
 
+def record_final_obs(env) -> list[dict[str, torch.Tensor]]:
+    """From now on, the observation each ``env.step`` ended on, one dict per step: s_{t+1}, the
+    final one where the episode ended (before the reset)."""
+    seen = []
+    step = env.step
+    env.step = lambda a: (r := step(a), seen.append({k: v.clone() for k, v in r.final_obs.items()}))[0]
+    return seen
+
+
 def training_batch(cols: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return concat_rollouts([cols])
 
@@ -182,9 +191,7 @@ def test_intrinsic_reward_matches_hand_computation(floor, novelty):
     cfg = run_config(num_envs=3, rollout_len=10, lambda_e=2.0, lambda_D=0.3, lambda_d=0.7, logq_floor=floor,
                      novelty_coef=novelty)
     env, policy, sampler = make_sampler_for(cfg)
-    seen = []  # the observation each step ended on = s_{t+1} (the final one where the episode ended)
-    step = env.step
-    env.step = lambda a: (r := step(a), seen.append({k: v.clone() for k, v in r.final_obs.items()}))[0]
+    seen = record_final_obs(env)
     batch = training_batch(sampler.collect())
     done = batch["terminated"] | batch["truncated"]
     assert done.any() and done[-1].any() and (~done[:-1]).any()
@@ -221,9 +228,7 @@ def rnd_bonus_by_hand(policy, seen: list[dict]) -> torch.Tensor:
 def test_novelty_bonus_drives_flat_mappo_and_its_predictor_learns_the_views_reached():
     cfg = run_config(hierarchy=False, num_envs=3, rollout_len=10, novelty_coef=0.5, num_epochs=8)
     env, policy, sampler = make_sampler_for(cfg)
-    seen = []
-    step = env.step
-    env.step = lambda a: (r := step(a), seen.append({k: v.clone() for k, v in r.final_obs.items()}))[0]
+    seen = record_final_obs(env)
     batch = training_batch(sampler.collect())
     assert "final_obs.obs" in batch and "last_obs.obs" in batch and not any(k.startswith("skill_") for k in batch)
     out = low_level_reward(policy, cfg.hmasd, batch)
@@ -242,6 +247,7 @@ def test_novelty_bonus_drives_flat_mappo_and_its_predictor_learns_the_views_reac
     assert after_seen < 0.5 * before_seen and after_seen / before_seen < after_unseen / before_unseen
     assert all(torch.equal(v, policy.novelty.target.state_dict()[k]) for k, v in target.items())
     assert any(k.startswith("novelty.target.") for k in policy.state_dict())  # the checkpoint keeps it
+    assert "novelty.initial_error" not in policy.state_dict()  # the "round" norm keeps no scale
 
 
 def test_novelty_norm_initial_keeps_the_first_rounds_scale_so_the_bonus_fades():
