@@ -131,6 +131,9 @@ class HMASDConfig(_Strict):
     novelty_norm: Literal["round", "initial"] = "round"
     """What the novelty error is divided by: the round's mean error (the bonus keeps mean 1) or
     the first round's (the bonus fades as the map becomes familiar)."""
+    novelty_gate: Literal["none", "success"] = "none"
+    """``success``: the bonus's weight is ``novelty_coef * (1 - p)``, ``p`` the share of the round's
+    finished episodes that terminated on a positive team reward: explore until the task is solved."""
     lambda_h: float = Field(0.001, ge=0)
     """Entropy bonus of the skill coordinator (high level)."""
     lambda_l: float = Field(0.01, ge=0)

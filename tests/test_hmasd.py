@@ -250,6 +250,37 @@ def test_novelty_bonus_drives_flat_mappo_and_its_predictor_learns_the_views_reac
     assert "novelty.initial_error" not in policy.state_dict()  # the "round" norm keeps no scale
 
 
+def test_novelty_gate_success_scales_the_bonus_by_the_rounds_failure_share():
+    cfg = run_config(hierarchy=False, num_envs=3, rollout_len=10, novelty_coef=0.5, novelty_gate="success")
+    env, policy, sampler = make_sampler_for(cfg)
+    batch = training_batch(sampler.collect())
+    ends = (batch["terminated"] | batch["truncated"]).nonzero().tolist()  # the real ends: final_obs rows
+    assert len(ends) >= 3
+    for key in ("terminated", "truncated", "reward"):
+        batch[key] = torch.zeros_like(batch[key])
+    # One episode terminates on a team reward (a success), one terminates without, the others are
+    # cut by the time limit; a reward on a step that ends nothing does not count.
+    (t0, e0), (t1, e1), rest = ends[0], ends[1], ends[2:]
+    batch["terminated"][t0, e0] = batch["terminated"][t1, e1] = True
+    for t, e in rest:
+        batch["truncated"][t, e] = True
+    t2, e2 = (~(batch["terminated"] | batch["truncated"])).nonzero()[0].tolist()
+    batch["reward"][t0, e0] = batch["reward"][t2, e2] = 1.0
+    share = 1 / len(ends)
+    out = low_level_reward(policy, cfg.hmasd, batch)
+    bonus = out["novelty_error"] / out["novelty_error"].mean()
+    assert float(out["novelty_weight"]) == pytest.approx(0.5 * (1 - share))
+    assert torch.allclose(out["reward"], batch["reward"].unsqueeze(-1) + 0.5 * (1 - share) * bonus, atol=1e-6)
+    batch["terminated"] |= batch["truncated"]  # every ending episode terminates on a reward: bonus off
+    batch["truncated"][:] = False
+    batch["reward"][batch["terminated"]] = 0.3
+    assert torch.allclose(low_level_reward(policy, cfg.hmasd, batch)["reward"], batch["reward"].unsqueeze(-1))
+    assert make_trainer(policy, cfg).update(batch, 0.0)["novelty_weight"] == 0.0  # logged
+    batch["terminated"][:] = False  # no episode ended in the round (none solved yet): the full bonus
+    out = low_level_reward(policy, cfg.hmasd, dict(batch, **{"final_obs.obs": batch["final_obs.obs"][:0]}))
+    assert float(out["novelty_weight"]) == pytest.approx(0.5)
+
+
 def test_novelty_norm_initial_keeps_the_first_rounds_scale_so_the_bonus_fades():
     cfg = run_config(num_envs=3, rollout_len=10, novelty_coef=1.0, novelty_norm="initial", lambda_D=0.0,
                      lambda_d=0.0, lambda_e=0.0, num_epochs=8)  # the reward is the bonus alone

@@ -13,6 +13,12 @@ start hall -- so the error is a count-free novelty signal over the local views. 
   familiar (kept in the checkpoint). The bonus is then "how unfamiliar, against a view never
   seen" and fades as the predictor learns the map, so holding a well-known place (a button) stops
   costing anything against wandering.
+
+``novelty_gate: success`` multiplies the bonus by ``1 - p``, where ``p`` is the share of the
+round's finished episodes that *succeeded* (terminated on a step with a positive team reward, the
+shape of sparse-reward tasks such as Alice_and_Bob). The bonus then explores while the task is
+unsolved and steps aside once it is solved, when the skills must hold still (a button) on views the
+predictor knows well -- which a constant bonus pays them to leave (docs/hmasd.md).
 """
 
 from __future__ import annotations
@@ -53,3 +59,11 @@ def novelty_bonus(rnd: RandomNetworkDistillation, error: torch.Tensor, norm: str
     if float(rnd.initial_error) == 0.0:
         rnd.initial_error.copy_(error.mean().clamp_min(1e-12))
     return error / rnd.initial_error
+
+
+def success_share(reward: torch.Tensor, terminated: torch.Tensor, truncated: torch.Tensor) -> torch.Tensor:
+    """Share of the episodes ending in ``[T, N]`` that terminated on a positive reward (0 when none
+    ended) -> ``[]``."""
+    ended = (terminated | truncated).sum()
+    won = (terminated & (reward > 0)).sum()
+    return won.float() / ended.clamp_min(1).float()

@@ -27,7 +27,7 @@ from torch import nn
 
 from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.networks import HMASDPolicy
-from rl_system.algos.hmasd.novelty import novelty_bonus
+from rl_system.algos.hmasd.novelty import novelty_bonus, success_share
 from rl_system.algos.ppo import compute_gae, explained_variance
 
 
@@ -99,8 +99,9 @@ def low_level_reward(policy: HMASDPolicy, cfg: HMASDConfig, batch: dict[str, tor
     (low-level reward) ``lambda_e * r_t + lambda_D * log q_D(Z | s_{t+1}) + lambda_d * log q_d(z_i |
     o_{i,t+1}, Z)`` (with ``logq_floor`` each log-probability clamped from below at chance,
     ``log(1/n)``); the team reward ``r_t`` alone for flat MAPPO; plus ``novelty_coef`` times the
-    novelty bonus of ``o_{i,t+1}`` where that is on (with ``novelty_norm: initial`` the first call
-    records the bonus's scale in the policy). Also the pieces (next inputs, log-probs,
+    novelty bonus of ``o_{i,t+1}`` where that is on (times ``1 - `` the round's success share with
+    ``novelty_gate: success``; with ``novelty_norm: initial`` the first call records the bonus's
+    scale in the policy). Also the pieces (next inputs, log-probs,
     discriminator hits, novelty errors) for the metrics and the losses."""
     done = batch["terminated"] | batch["truncated"]
     out: dict[str, torch.Tensor] = {}
@@ -127,7 +128,11 @@ def low_level_reward(policy: HMASDPolicy, cfg: HMASDConfig, batch: dict[str, tor
         reward = batch["reward"].unsqueeze(-1).expand(batch["value"].shape)  # flat MAPPO: lambda_e = 1
     if policy.novelty is not None:
         out["novelty_error"] = policy.novelty.error(out["next_obs"])  # [T, N, n]
-        reward = reward + cfg.novelty_coef * novelty_bonus(policy.novelty, out["novelty_error"], cfg.novelty_norm)
+        weight = torch.tensor(cfg.novelty_coef)
+        if cfg.novelty_gate == "success":
+            weight = weight * (1 - success_share(batch["reward"], batch["terminated"], batch["truncated"]))
+        out["novelty_weight"] = weight
+        reward = reward + weight * novelty_bonus(policy.novelty, out["novelty_error"], cfg.novelty_norm)
     out["reward"] = reward
     return out
 
@@ -191,7 +196,8 @@ class HMASDTrainer:
                          disc_team_chance=1.0 / cfg.n_team_skills, disc_agent_chance=1.0 / cfg.n_agent_skills)
         if policy.novelty is not None:
             error = intr["novelty_error"]
-            stats.update(novelty_error_mean=float(error.mean()), novelty_error_max=float(error.max()))
+            stats.update(novelty_error_mean=float(error.mean()), novelty_error_max=float(error.max()),
+                         novelty_weight=float(intr["novelty_weight"]))
         stats["low_reward_mean"] = float(low_r.mean())
 
         # Low level: per-agent GAE; truncation adds gamma * V(final obs). Values arrive in return
