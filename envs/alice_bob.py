@@ -56,7 +56,11 @@ Termination *(choice)*
 Start state *(choice)*
     Agents start on the ``1``/``2`` cells of the map (``random_start=False``, the default; the env
     is then deterministic and the generator unused), or, with ``random_start=True``, on two distinct
-    uniformly drawn floor cells that hold no button or diamond. No diamond is collected at start.
+    uniformly drawn floor cells that hold no button or diamond. With ``random_start_episodes=K``
+    only the first ``K`` episodes of each env index start at random and the later ones on the
+    map's cells: exploring starts as a curriculum, so that training ends on the task's own start.
+    The count is per env object (kept in ``state_dict``, not cleared by ``reset``). No diamond is
+    collected at start.
 Global state ``"state"`` *(choice)*, float32 ``[N, 7]``, all in ``[0, 1]``
     Alice's (row, col), Bob's (row, col), each divided by (H - 1, W - 1); red collected; blue
     collected; elapsed fraction of the time limit ``steps / max_episode_steps`` (0 without one).
@@ -200,6 +204,8 @@ class AliceBobVecEnv(VecEnv):
             custom map), ``None`` disables truncation.
         view_radius: radius of the egocentric observation window (``K = 2 r + 1``), ``>= 0``.
         random_start: draw start cells at random instead of using the map's ``1``/``2``.
+        random_start_episodes: with ``random_start``, only each env index's first this many
+            episodes start at random (``None``: all of them).
         own_position: include the agent's own (row, col) in its observation; ``False`` leaves
             those two scalars at 0, so an agent knows where it is only from its window (and memory).
         success_reward: team reward on the step both diamonds are collected.
@@ -211,7 +217,8 @@ class AliceBobVecEnv(VecEnv):
     def __init__(self, num_envs: int, device: str | torch.device = "cpu", seed: int | None = None, *,
                  size: str = "default", layout: str | Sequence[str] | None = None,
                  max_episode_steps: int | None | str = "auto", view_radius: int = 2,
-                 random_start: bool = False, own_position: bool = True, success_reward: float = 1.0) -> None:
+                 random_start: bool = False, random_start_episodes: int | None = None,
+                 own_position: bool = True, success_reward: float = 1.0) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         if layout is None:
@@ -227,6 +234,9 @@ class AliceBobVecEnv(VecEnv):
             raise ValueError(f"max_episode_steps must be >= 1, None or 'auto', got {max_episode_steps!r}")
         if view_radius < 0:
             raise ValueError(f"view_radius must be >= 0, got {view_radius}")
+        if random_start_episodes is not None and (not random_start or random_start_episodes < 0):
+            raise ValueError(f"random_start_episodes needs random_start=True and must be >= 0, "
+                             f"got {random_start_episodes!r}")
         rows, where = parse_layout(layout)
         for ch in "rRbB2":
             if where[ch] not in _bfs(rows, where["1"]):
@@ -240,6 +250,7 @@ class AliceBobVecEnv(VecEnv):
         self.max_episode_steps = max_episode_steps
         self.view_radius = int(view_radius)
         self.random_start = bool(random_start)
+        self.random_start_episodes = random_start_episodes
         self.own_position = bool(own_position)
         self.success_reward = float(success_reward)
         self.view_size = 2 * self.view_radius + 1
@@ -259,6 +270,7 @@ class AliceBobVecEnv(VecEnv):
         self._pos = torch.zeros((n, 2), dtype=torch.int64, device=dev)  # flat cell index per agent
         self._flags = torch.zeros(n, dtype=torch.int64, device=dev)  # RED_FLAG | BLUE_FLAG bits
         self._steps = torch.zeros(n, dtype=torch.int64, device=dev)
+        self._episodes = torch.zeros(n, dtype=torch.int64, device=dev)  # episodes begun per env index
         self._needs_reset = True
         self._oracle: torch.Tensor | None = None
 
@@ -351,7 +363,8 @@ class AliceBobVecEnv(VecEnv):
         """Reset all envs; ``seed`` reseeds the generator (else it continues its stream)."""
         if seed is not None:
             self._generator.manual_seed(seed)
-        self._pos.copy_(self._draw_starts(self.num_envs))
+        self._pos.copy_(self._draw_starts(None))
+        self._episodes += 1
         self._flags.zero_()
         self._steps.zero_()
         self._needs_reset = False
@@ -385,7 +398,7 @@ class AliceBobVecEnv(VecEnv):
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         return {"pos": self._pos.clone(), "flags": self._flags.clone(), "steps": self._steps.clone(),
-                "generator": self._generator.get_state()}
+                "episodes": self._episodes.clone(), "generator": self._generator.get_state()}
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         for key in ("pos", "flags", "steps"):
@@ -395,6 +408,8 @@ class AliceBobVecEnv(VecEnv):
         self._pos.copy_(state["pos"])
         self._flags.copy_(state["flags"])
         self._steps.copy_(state["steps"])
+        if "episodes" in state:  # (states saved before random_start_episodes have no count)
+            self._episodes.copy_(state["episodes"])
         self._generator.set_state(state["generator"])
         self._needs_reset = False
 
@@ -455,15 +470,17 @@ class AliceBobVecEnv(VecEnv):
         final_obs = self._observe(pos, flags, self._steps)
         obs = final_obs
         if self._sync_free_reset:
-            fresh = self._draw_starts(n)
+            fresh = self._draw_starts(None)
             torch.where(done.unsqueeze(1), fresh, self._pos, out=self._pos)
+            self._episodes += done
             self._flags.masked_fill_(done, 0)
             self._steps.masked_fill_(done, 0)
             obs = self._observe(self._pos, self._flags, self._steps)
         else:
             env_idx = done.nonzero().squeeze(1)
             if env_idx.numel():
-                self._pos.index_copy_(0, env_idx, self._draw_starts(env_idx.numel()))
+                self._pos.index_copy_(0, env_idx, self._draw_starts(env_idx))
+                self._episodes.index_add_(0, env_idx, torch.ones_like(env_idx))
                 self._flags.index_fill_(0, env_idx, 0)
                 self._steps.index_fill_(0, env_idx, 0)
                 obs = self._observe(self._pos, self._flags, self._steps)
@@ -496,15 +513,22 @@ class AliceBobVecEnv(VecEnv):
 
     # ------------------------------------------------------------------ internals
 
-    def _draw_starts(self, count: int) -> torch.Tensor:
-        """Start cells ``[count, 2]``: the map's, or two distinct random spawn cells."""
+    def _draw_starts(self, env_idx: torch.Tensor | None) -> torch.Tensor:
+        """Start cells ``[count, 2]`` for the episodes beginning at ``env_idx`` (``None``: every
+        env): the map's, or two distinct random spawn cells (with ``random_start_episodes``, only
+        where the env index has begun fewer episodes than that)."""
+        count = self.num_envs if env_idx is None else env_idx.numel()
         if not self.random_start:
             return self._start.expand(count, 2).clone()
         m = self._spawn_cells.numel()
         first = torch.randint(0, m, (count,), generator=self._generator, device=self.device)
         second = torch.randint(0, m - 1, (count,), generator=self._generator, device=self.device)
         second += (second >= first).long()
-        return self._spawn_cells[torch.stack([first, second], dim=1)]
+        drawn = self._spawn_cells[torch.stack([first, second], dim=1)]
+        if self.random_start_episodes is None:
+            return drawn
+        begun = self._episodes if env_idx is None else self._episodes[env_idx]
+        return torch.where((begun < self.random_start_episodes).unsqueeze(1), drawn, self._start)
 
     def _observe(self, pos: torch.Tensor, flags: torch.Tensor, steps: torch.Tensor) -> Obs:
         """Fresh ``{"state": [N, 7], "obs": [N, 2, O]}`` for the given (batched) state."""

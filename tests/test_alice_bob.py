@@ -343,8 +343,36 @@ def test_seeding_is_deterministic(sync_free):
                                                                  seed=0).reset()["state"])
 
 
+@pytest.mark.parametrize("sync_free", [False, True])
+def test_random_start_episodes_ends_exploring_starts_per_env_index(sync_free):
+    n = 512
+    env = AliceBobVecEnv(n, size="default", random_start=True, random_start_episodes=2, seed=4,
+                         max_episode_steps=1)
+    env._sync_free_reset = sync_free
+    start = [[list(env._where["1"]), list(env._where["2"])]] * n
+    stay = torch.zeros((n, 2), dtype=torch.int64)
+    env.reset()  # episode 1 of every env: random
+    assert env.positions.tolist() != start
+    env.step(stay)  # episode 2: random
+    assert env.positions.tolist() != start
+    for _ in range(3):  # episodes 3, 4, 5: the map's cells, also after a full reset
+        env.step(stay)
+        assert env.positions.tolist() == start
+    env.reset()
+    assert env.positions.tolist() == start
+    # Envs that finish early move on early: a fresh batch where only env 0 ends its first episode.
+    env = AliceBobVecEnv(4, size="default", random_start=True, random_start_episodes=1, seed=4)
+    env.reset()
+    env.set_state(env.positions, steps=torch.tensor([99, 0, 0, 0]))
+    env.step(torch.zeros((4, 2), dtype=torch.int64))
+    assert env.positions[0].tolist() == start[0] and env.state_dict()["episodes"].tolist() == [2, 1, 1, 1]
+    with pytest.raises(ValueError, match="random_start_episodes"):
+        AliceBobVecEnv(4, random_start_episodes=3)
+
+
 def test_state_dict_round_trip_continues_bit_exactly():
-    kw = dict(size="default", random_start=True, max_episode_steps=15)
+    # Episodes begin at steps 0, 15, 30, 45: the fourth starts on the map's cells, after the snapshot.
+    kw = dict(size="default", random_start=True, random_start_episodes=3, max_episode_steps=15)
     env = AliceBobVecEnv(64, seed=5, **kw)
     env.reset()
     gen = torch.Generator().manual_seed(1)
@@ -352,7 +380,7 @@ def test_state_dict_round_trip_continues_bit_exactly():
     for a in actions[:23]:
         env.step(a)
     snapshot = env.state_dict()
-    assert set(snapshot) == {"pos", "flags", "steps", "generator"}
+    assert set(snapshot) == {"pos", "flags", "steps", "episodes", "generator"}
 
     def tail(e):
         out = []
