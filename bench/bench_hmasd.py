@@ -24,8 +24,9 @@ both (``--deterministic``), which shows which level's argmax a policy tolerates:
 It also prints what the actors do (action shares, entropy, cells reached) and a map of how surely
 ``q_d`` tells Alice's skills apart on each part of the map. Training progress goes to stderr (one
 line a minute; ``--quiet`` drops it); the runs' directories are deleted at the end unless ``--keep``.
-``--test-env KWARG=VALUE`` tests on other env kwargs than trained, e.g. a run trained with
-``--set env.kwargs.random_start=true`` on the task's fixed start (``--test-env random_start=false``).
+Test episodes and tables use the run's test env (``env.kwargs`` updated with ``env.eval_kwargs``:
+the preset trains with exploring starts and tests on the task's fixed start); ``--test-env
+KWARG=VALUE`` overrides it further, e.g. ``--test-env random_start=true``.
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ from rl_system.evaluate import evaluate, policy_sampler
 CONFIGS = {"hmasd": "launch/configs/alice_bob_hmasd.yaml", "mappo": "launch/configs/alice_bob_mappo.yaml"}
 # The skill settings the small-map figures (bench/results/hmasd_small.txt, the learning test) were
 # measured with; the default map's preset, tuned for exploring its rooms, differs.
-SMALL_MAP_SKILLS = ["env.kwargs.own_position=true", "hmasd.n_agent_skills=3", "hmasd.lambda_l=0.01",
-                    "hmasd.lambda_h=0.01", "hmasd.lambda_d=0.5"]
+SMALL_MAP_SKILLS = ["env.kwargs.own_position=true", "env.kwargs.random_start=false", "hmasd.n_agent_skills=3",
+                    "hmasd.lambda_l=0.01", "hmasd.lambda_h=0.01", "hmasd.lambda_d=0.5", "hmasd.logq_floor=false"]
 # Geometry per map: the small map's 30-step episodes want short windows and rollouts.
 GEOMETRY = {
     "small": ["workers.num_envs=32", "workers.rollout_len=30", "hmasd.skill_interval=10", "hmasd.lr=0.001",
@@ -80,7 +81,7 @@ def run_one(method: str, seed: int, size: str, steps: int, target: float, root: 
     with contextlib.redirect_stdout(sys.stderr):
         summary = train(cfg, run_dir=run_dir, quiet=quiet)
     state = CheckpointStore(str(run_dir / "checkpoints")).load_latest_valid()[0]
-    tested = with_env_kwargs(state, test_env)  # e.g. trained on random starts, tested on the fixed one
+    tested = with_env_kwargs(state, test_env)  # over the run's own eval_kwargs
     test = evaluate(tested, episodes=200, deterministic=False, seed=10_000 + seed)
     test_argmax = evaluate(tested, episodes=200, deterministic=True, seed=10_000 + seed)
     return {"method": method, "seed": seed, "steps_to_target": summary["steps_to_target"],
@@ -88,7 +89,7 @@ def run_one(method: str, seed: int, size: str, steps: int, target: float, root: 
             "wall_s": summary["wall_time_s"], "steps_per_s": summary["steps_per_s"],
             "train_success": summary.get("final_success_rate", 0.0), "test_success": test.get("success_rate", 0.0),
             "test_success_argmax": test_argmax.get("success_rate", 0.0), "test_length": test["length_mean"],
-            "state": state}
+            "state": tested}  # the tables below sample the test env too
 
 
 def _sampled(state: dict, rollouts: int, n_envs: int = 64):
@@ -281,7 +282,8 @@ def main() -> None:
     ap.add_argument("--hall-trace", default=None, metavar="RUN_DIR",
                     help="only print the start-hall share at every checkpoint kept in RUN_DIR/checkpoints")
     ap.add_argument("--test-env", action="append", default=[], metavar="KWARG=VALUE",
-                    help="env kwarg for the test episodes only (repeatable), e.g. random_start=false")
+                    help="env kwarg for the test episodes only (repeatable; wins over the run's env.eval_kwargs), "
+                         "e.g. random_start=true")
     ap.add_argument("--quiet", action="store_true", help="no training progress lines on stderr")
     ap.add_argument("--keep", action="store_true",
                     help="keep the runs' directories (final checkpoints, for --checkpoint) instead of deleting them")
@@ -296,16 +298,17 @@ def main() -> None:
         from rl_system.resume import find_resume
 
         found = find_resume(args.checkpoint, load_config(None), None)
-        print(f"skills of {found.path} (v{found.state['learner']['version']}; share of the steps under z on "
+        state = with_env_kwargs(found.state, args.test_env)
+        print(f"skills of {found.path} (v{state['learner']['version']}; share of the steps under z on "
               "each object cell and in each part of the map, both levels sampled):")
-        print("\n".join(skill_table(found.state)))
+        print("\n".join(skill_table(state)))
         print("\nhow the coordinator composes them (first episode of 256 fresh envs, both levels sampled):")
-        print("\n".join(plan_table(found.state)))
+        print("\n".join(plan_table(state)))
         print("\nwhat the actors do (both levels sampled; entropy in nats):")
-        print("\n".join(actor_table(found.state)))
+        print("\n".join(actor_table(state)))
         print("\nhow surely q_d tells Alice's skills apart, by where she stands:")
-        print("\n".join(discriminator_map(found.state)))
-        greedy = greedy_table(found.state)
+        print("\n".join(discriminator_map(state)))
+        greedy = greedy_table(state)
         if greedy:
             print("\ntest success by the level taking the argmax (200 episodes, `rl-system eval` seed 12345):")
             print("\n".join(greedy))

@@ -205,7 +205,7 @@ class AliceBobVecEnv(VecEnv):
         view_radius: radius of the egocentric observation window (``K = 2 r + 1``), ``>= 0``.
         random_start: draw start cells at random instead of using the map's ``1``/``2``.
         random_start_episodes: with ``random_start``, only each env index's first this many
-            episodes start at random (``None``: all of them).
+            episodes start at random (``None``: all of them); ignored without ``random_start``.
         own_position: include the agent's own (row, col) in its observation; ``False`` leaves
             those two scalars at 0, so an agent knows where it is only from its window (and memory).
         success_reward: team reward on the step both diamonds are collected.
@@ -234,9 +234,8 @@ class AliceBobVecEnv(VecEnv):
             raise ValueError(f"max_episode_steps must be >= 1, None or 'auto', got {max_episode_steps!r}")
         if view_radius < 0:
             raise ValueError(f"view_radius must be >= 0, got {view_radius}")
-        if random_start_episodes is not None and (not random_start or random_start_episodes < 0):
-            raise ValueError(f"random_start_episodes needs random_start=True and must be >= 0, "
-                             f"got {random_start_episodes!r}")
+        if random_start_episodes is not None and random_start_episodes < 0:
+            raise ValueError(f"random_start_episodes must be >= 0 or None, got {random_start_episodes!r}")
         rows, where = parse_layout(layout)
         for ch in "rRbB2":
             if where[ch] not in _bfs(rows, where["1"]):

@@ -120,15 +120,16 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def with_env_kwargs(state: dict, assignments: list[str]) -> dict:
-    """``state`` with ``KWARG=VALUE`` assignments applied to its config's ``env.kwargs`` (a shallow
-    copy: the checkpoint's own dict is left alone). ConfigError on a malformed assignment."""
+    """``state`` with ``KWARG=VALUE`` assignments applied to the env kwargs its policy is tested
+    under (``env.eval_kwargs``, which win over ``env.kwargs``; a copy: the checkpoint's own dict is
+    left alone). ConfigError on a malformed assignment."""
     import copy
 
     tree = copy.deepcopy(state["config"])
     for assignment in assignments:
         if "=" not in assignment or assignment.startswith("="):
             raise ConfigError(f"--env {assignment!r}: expected KWARG=VALUE, e.g. random_start=false")
-        apply_override(tree, f"env.kwargs.{assignment}")
+        apply_override(tree, f"env.eval_kwargs.{assignment}")
     build_config(tree)
     return {**state, "config": tree}
 

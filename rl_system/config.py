@@ -27,6 +27,14 @@ class EnvConfig(_Strict):
     """A registered env name (``CartPole``) or ``gym:<Gymnasium id>``."""
     kwargs: dict[str, Any] = Field(default_factory=dict)
     """Passed to the env constructor."""
+    eval_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Overrides of ``kwargs`` wherever a trained policy is tested rather than trained
+    (``rl-system eval`` and ``render``, the benches' test episodes): e.g. exploring starts in
+    training, the task's own start in the test."""
+
+    def test_kwargs(self) -> dict[str, Any]:
+        """The env kwargs a policy is tested under: ``kwargs`` updated with ``eval_kwargs``."""
+        return {**self.kwargs, **self.eval_kwargs}
 
 
 class WorkersConfig(_Strict):

@@ -75,7 +75,7 @@ def policy_sampler(state: dict[str, Any], num_envs: int, seed: int, device: str 
     cfg = RunConfig.model_validate(state["config"])
     torch.manual_seed(seed)  # the policy samples from the global generator
     try:
-        env = make_env(cfg.env.name, num_envs, device, seed=seed, **cfg.env.kwargs)
+        env = make_env(cfg.env.name, num_envs, device, seed=seed, **cfg.env.test_kwargs())
     except TypeError as err:  # an unknown kwarg (e.g. from `rl-system eval --env`)
         raise ValueError(f"env {cfg.env.name!r}: {err}") from None
     try:

@@ -327,7 +327,7 @@ def record_episode(state: dict[str, Any], renderer: Renderer, deterministic: boo
     Returns the ``meta`` dict :meth:`Renderer.draw` gets."""
     cfg = RunConfig.model_validate(state["config"])
     torch.manual_seed(seed)
-    env = make_env(cfg.env.name, 1, device, seed=seed, **cfg.env.kwargs)
+    env = make_env(cfg.env.name, 1, device, seed=seed, **cfg.env.test_kwargs())
     try:
         policy = load_policy(state, env, device)
         obs = env.reset(seed=seed)

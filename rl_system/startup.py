@@ -42,6 +42,8 @@ def probe_specs(cfg: RunConfig) -> tuple[Any, Any]:
     the algorithm rejects (an unknown env kwarg, a feature range past the observation) is one
     :class:`ConfigError` line before any actor starts, not a traceback from every actor."""
     try:
+        if cfg.env.eval_kwargs:  # the test env too: a typo there is found now, not after training
+            make_env(cfg.env.name, 1, "cpu", seed=0, **cfg.env.test_kwargs()).close()
         probe = make_env(cfg.env.name, 1, "cpu", seed=0, **cfg.env.kwargs)
     except (TypeError, ValueError) as err:
         raise ConfigError(f"env {cfg.env.name!r}: {err}") from None

@@ -367,7 +367,8 @@ def test_random_start_episodes_ends_exploring_starts_per_env_index(sync_free):
     env.step(torch.zeros((4, 2), dtype=torch.int64))
     assert env.positions[0].tolist() == start[0] and env.state_dict()["episodes"].tolist() == [2, 1, 1, 1]
     with pytest.raises(ValueError, match="random_start_episodes"):
-        AliceBobVecEnv(4, random_start_episodes=3)
+        AliceBobVecEnv(4, random_start=True, random_start_episodes=-1)
+    assert AliceBobVecEnv(4, random_start_episodes=3).reset()  # ignored without random_start
 
 
 def test_state_dict_round_trip_continues_bit_exactly():

@@ -48,6 +48,7 @@ def test_missing_and_malformed_files(tmp_path):
     (["--set", "ppo.typo=1"], "config error: ppo.typo: unknown key"),
     # Rejected by the env / the algorithm, not the schema: still one line, and before Ray starts.
     (["--set", "env.kwargs.bogus=1"], "config error: env 'CartPole': "),
+    (["--set", "env.eval_kwargs.bogus=1"], "config error: env 'CartPole': "),  # the test env's too
     (["--set", "selfplay.enabled=true"],
      "config error: selfplay.enabled: env 'CartPole' has no pluggable opponent (set_opponent)"),
 ])

@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from rl_system.config import RunConfig
 from rl_system.evaluate import _within_quota
 
 
@@ -41,13 +42,29 @@ def test_eval_env_override_changes_only_the_env_kwargs_of_a_copy(tmp_path):
 
     state = _alice_bob_checkpoint(tmp_path / "run")
     changed = with_env_kwargs(state, ["random_start=true", "max_episode_steps=12"])
-    assert changed["config"]["env"]["kwargs"] == {"size": "small", "random_start": True, "max_episode_steps": 12}
-    assert state["config"]["env"]["kwargs"] == {"size": "small"}  # the checkpoint's own dict is left alone
+    # The overrides go where a tested policy's env is built from: they win over kwargs and eval_kwargs.
+    assert changed["config"]["env"]["eval_kwargs"] == {"random_start": True, "max_episode_steps": 12}
+    assert RunConfig.model_validate(changed["config"]).env.test_kwargs() == {
+        "size": "small", "random_start": True, "max_episode_steps": 12}
+    assert state["config"]["env"] == {"name": "AliceBob", "kwargs": {"size": "small"}, "eval_kwargs": {}}
     out = tmp_path / "eval.json"
     assert main(["eval", str(tmp_path / "run"), "--episodes", "8", "--env", "max_episode_steps=12",
                  "--json", str(out)]) == 0
     result = json.loads(out.read_text())
     assert result["episodes"] == 8 and result["length_mean"] <= 12  # the overridden time limit
+
+
+def test_eval_kwargs_of_the_run_config_apply_to_tests_not_to_training(tmp_path):
+    """A run trained with ``env.eval_kwargs`` is tested under them by default (here a shorter
+    time limit), and ``--env`` still overrides them."""
+    from rl_system.cli import with_env_kwargs
+    from rl_system.evaluate import evaluate
+
+    state = _alice_bob_checkpoint(tmp_path / "run")
+    state["config"]["env"]["eval_kwargs"] = {"max_episode_steps": 7}
+    assert evaluate(state, episodes=8, seed=1)["length_mean"] <= 7
+    longer = with_env_kwargs(state, ["max_episode_steps=30"])
+    assert evaluate(longer, episodes=8, seed=1)["length_mean"] > 7  # an untrained policy rarely solves it
 
 
 @pytest.mark.parametrize("override, needle", [
