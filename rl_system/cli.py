@@ -34,8 +34,9 @@ def _parser() -> argparse.ArgumentParser:
     greedy.add_argument("--greedy-level", choices=("high", "low"), default=None,
                         help="HMASD: argmax at this level only (high: skills, low: actions); the other samples")
     e.add_argument("--env", dest="env_overrides", action="append", default=[], metavar="KWARG=VALUE",
-                   help="override one of the checkpoint's env kwargs for this evaluation (repeatable), "
-                        "e.g. --env random_start=false; the observation and action shapes must not change")
+                   help="override one of the env kwargs the checkpoint is tested under (its env.kwargs, "
+                        "then env.eval_kwargs) for this evaluation (repeatable), e.g. --env random_start=true; "
+                        "the observation and action shapes must not change")
     e.add_argument("--num-envs", type=int, default=None)
     e.add_argument("--seed", type=int, default=12345)
     e.add_argument("--json", dest="json_out", type=Path, default=None,
