@@ -504,7 +504,9 @@ def test_auto_on_columns_larger_than_the_sample(dtype, T, seed, kind, level):
     out, _ = decode(payload)
     assert out["c"].dtype == t.dtype and out["c"].shape == t.shape and torch.equal(bits(out["c"]), bits(t))
     assert torch.equal(bits(out["tail"]), bits(t[:1]))
-    if kind == "smooth" and dtype in (torch.float32, torch.float64) and T >= 17:
+    if kind == "smooth" and dtype == torch.float32 and T >= 17:
         # every value changes a little every step (LZ4 finds no repeats): the delta pays. (Integer
-        # or bfloat16 rows mostly repeat exactly, which LZ4 finds by itself within its window.)
+        # or bfloat16 rows mostly repeat exactly, which LZ4 finds by itself within its window.
+        # float64 is left out: xor zeroes ~2.5 of its 8 bytes, which after shuffle saves 2-3% of
+        # the column, against xor's 2% cost, so "auto" may rightly keep shuffle alone.)
         assert "xor" in stats(payload)["c"]["filters"]
