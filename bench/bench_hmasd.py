@@ -191,7 +191,7 @@ def discriminator_map(state: dict) -> list[str]:
     cfg = RunConfig.model_validate(state["config"])
     if not cfg.hmasd.hierarchy:
         return []
-    probe = make_env(cfg.env.name, 1, "cpu", **cfg.env.kwargs)
+    probe = make_env(cfg.env.name, 1, "cpu", **cfg.env.test_kwargs())  # the env policy_sampler builds
     free = (~probe._wall).nonzero().squeeze(-1)  # one env per free cell
     probe.close()
     env, sampler = policy_sampler(state, len(free), seed=777)

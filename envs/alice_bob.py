@@ -400,14 +400,16 @@ class AliceBobVecEnv(VecEnv):
                 "episodes": self._episodes.clone(), "generator": self._generator.get_state()}
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
-        for key in ("pos", "flags", "steps"):
+        for key in ("pos", "flags", "steps", "episodes"):
+            if key not in state:  # (states saved before random_start_episodes have no "episodes")
+                continue
             if tuple(state[key].shape) != tuple(getattr(self, f"_{key}").shape):
                 raise ValueError(f"state[{key!r}] has shape {tuple(state[key].shape)}, "
                                  f"expected {tuple(getattr(self, f'_{key}').shape)}")
         self._pos.copy_(state["pos"])
         self._flags.copy_(state["flags"])
         self._steps.copy_(state["steps"])
-        if "episodes" in state:  # (states saved before random_start_episodes have no count)
+        if "episodes" in state:
             self._episodes.copy_(state["episodes"])
         self._generator.set_state(state["generator"])
         self._needs_reset = False
