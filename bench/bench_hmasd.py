@@ -6,7 +6,9 @@ code with the hierarchy switched off) and seed, trains until the 100-episode tra
 rate reaches ``--target`` (the team reward is 1 on success, so the mean return is the success
 rate) -- recorded, training goes on -- and until the env-step budget runs out, then measures the
 *test* success rate of the final policy with ``rl_system.evaluate`` (200 episodes on a fresh env
-seed, sampling as in training and argmax at both levels).
+seed, sampling as in training and argmax at both levels). Runs checkpoint as the preset says
+(``checkpoint.every_rounds``), and the checkpoint a user keeps as ``best.json`` (the best
+*training* return; ``rl-system eval RUN --pick best``) is tested on the same episodes beside it.
 
     python -m bench.bench_hmasd --size small --steps 100000 --seeds 0 1 2
     python -m bench.bench_hmasd --size default --steps 3000000 --seeds 0   # ~15-20 min a run here
@@ -43,6 +45,7 @@ import torch
 
 from envs import make_env
 from rl_system.algos.hmasd.trainer import next_inputs
+from rl_system.checkpoint import CheckpointError
 from rl_system.checkpoint_store import CheckpointStore
 from rl_system.cli import with_env_kwargs
 from rl_system.config import RunConfig, load_config
@@ -76,19 +79,28 @@ def run_one(method: str, seed: int, size: str, steps: int, target: float, root: 
     run_dir = root / f"{method}-s{seed}"
     cfg = bench_config(method, size, extra, [f"seed={seed}", f"max_env_steps={steps}", f"target_return={target}",
                                              "stop_at_target=false", "return_window=100", "tensorboard=false",
-                                             "log_every_s=60", "checkpoint.every_rounds=0", "max_wall_s=1800"])
+                                             "log_every_s=60", "max_wall_s=1800"])
     # The trainer's progress lines (one a minute) go to stderr; stdout keeps only the tables.
     with contextlib.redirect_stdout(sys.stderr):
         summary = train(cfg, run_dir=run_dir, quiet=quiet)
-    state = CheckpointStore(str(run_dir / "checkpoints")).load_latest_valid()[0]
+    store = CheckpointStore(str(run_dir / "checkpoints"))
+    state = store.load_latest_valid()[0]
     tested = with_env_kwargs(state, test_env)  # over the run's own eval_kwargs
     test = evaluate(tested, episodes=200, deterministic=False, seed=10_000 + seed)
     test_argmax = evaluate(tested, episodes=200, deterministic=True, seed=10_000 + seed)
+    # The checkpoint a user of `rl-system train` keeps as best.json (chosen by the training return,
+    # never by these test episodes), tested on the same episodes as the final policy.
+    try:
+        best_state = store.load_best()[0]
+    except CheckpointError:  # no checkpoint saw a finished episode
+        best_state = state
+    best = evaluate(with_env_kwargs(best_state, test_env), episodes=200, deterministic=False, seed=10_000 + seed)
     return {"method": method, "seed": seed, "steps_to_target": summary["steps_to_target"],
             "time_to_target_s": summary["time_to_target_s"], "env_steps": summary["env_steps"],
             "wall_s": summary["wall_time_s"], "steps_per_s": summary["steps_per_s"],
             "train_success": summary.get("final_success_rate", 0.0), "test_success": test.get("success_rate", 0.0),
             "test_success_argmax": test_argmax.get("success_rate", 0.0), "test_length": test["length_mean"],
+            "best_steps": best_state["driver"]["env_steps"], "best_test_success": best.get("success_rate", 0.0),
             "state": tested}  # the tables below sample the test env too
 
 
@@ -347,8 +359,8 @@ def report(args: argparse.Namespace, root: Path) -> None:
           + (f", overrides {' '.join(args.overrides)}" if args.overrides else "")
           + (f", tested with {' '.join(args.test_env)}" if args.test_env else ""))
     print("method | seed | steps to target | time to target s | env steps | wall s | steps/s | train success | "
-          "test success | test success (argmax) | test length")
-    print("---|---|---|---|---|---|---|---|---|---|---")
+          "test success | test success (argmax) | test length | best.json at env steps | best.json test success")
+    print("---|---|---|---|---|---|---|---|---|---|---|---|---")
     for method in args.methods:
         for seed in args.seeds:
             r = run_one(method, seed, args.size, args.steps, args.target, root, args.overrides, args.test_env,
@@ -358,16 +370,18 @@ def report(args: argparse.Namespace, root: Path) -> None:
             ttt = f"{r['time_to_target_s']:.0f}" if r["time_to_target_s"] else "-"
             print(f"{method} | {seed} | {stt} | {ttt} | {r['env_steps']:,} | {r['wall_s']:.0f} | "
                   f"{r['steps_per_s']:,.0f} | {r['train_success']:.2f} | {r['test_success']:.3f} | "
-                  f"{r['test_success_argmax']:.3f} | {r['test_length']:.1f}",
-                  flush=True)
-    print("\nmethod | runs reaching target | median steps to target | mean test success | mean test success (argmax)")
-    print("---|---|---|---|---")
+                  f"{r['test_success_argmax']:.3f} | {r['test_length']:.1f} | {r['best_steps']:,} | "
+                  f"{r['best_test_success']:.3f}", flush=True)
+    print("\nmethod | runs reaching target | median steps to target | mean test success | mean test success (argmax) | "
+          "mean best.json test success")
+    print("---|---|---|---|---|---")
     for method in args.methods:
         rs = [r for r in rows if r["method"] == method]
         hit = [r["steps_to_target"] for r in rs if r["steps_to_target"]]
         med = f"{statistics.median(hit):,.0f}" if hit else "-"
         print(f"{method} | {len(hit)}/{len(rs)} | {med} | {statistics.mean(r['test_success'] for r in rs):.3f} | "
-              f"{statistics.mean(r['test_success_argmax'] for r in rs):.3f}")
+              f"{statistics.mean(r['test_success_argmax'] for r in rs):.3f} | "
+              f"{statistics.mean(r['best_test_success'] for r in rs):.3f}")
     for r in rows:
         table = skill_table(r["state"]) if r["method"] == "hmasd" else []
         if table:

@@ -211,8 +211,26 @@ class CheckpointStore:
         ``self.skipped``. With ``quarantine=True`` files whose *content* is bad are renamed to
         ``<name>.corrupt`` (out of the listing, kept for inspection) so a resumed run does not keep
         a dead file among its newest. Raises ``CheckpointError`` if none is valid."""
+        return self._first_valid([n for _, n in reversed(self._names())], "valid checkpoint", map_location,
+                                 quarantine)
+
+    def load_best(self, map_location: Any = "cpu") -> tuple[dict[str, Any], dict[str, Any], str]:
+        """The checkpoint with the highest finite ``mean_return`` in its manifest (ties: the newer),
+        as ``save`` keeps and ``best.json`` names it. Ranked from the manifests themselves, not the
+        pointer file, so a stale or torn ``best.json`` cannot mislead; a best that no longer loads
+        is skipped (``self.skipped``) for the next best. Raises ``CheckpointError`` if none scores."""
+        scored = []
+        for info in self.list():
+            r = None if info.manifest is None else info.manifest.get("mean_return")
+            if isinstance(r, (int, float)) and math.isfinite(r):
+                scored.append((r, info.policy_version, info.name))
+        return self._first_valid([n for *_, n in sorted(scored, reverse=True)], "checkpoint with a mean return",
+                                 map_location, quarantine=False)
+
+    def _first_valid(self, names: list[str], what: str, map_location: Any, quarantine: bool
+                     ) -> tuple[dict[str, Any], dict[str, Any], str]:
         self.skipped = []
-        for _, name in reversed(self._names()):
+        for name in names:
             path = self.path(name)
             try:
                 state, manifest = decode(_read_all(self.fs, path, self._display(path)), self._display(path),
@@ -229,4 +247,4 @@ class CheckpointStore:
             return state, manifest, self._display(path)
         detail = f"; skipped {len(self.skipped)} corrupt: " + ", ".join(
             os.path.basename(p) for p, _ in self.skipped) if self.skipped else ""
-        raise CheckpointError(f"no valid checkpoint in {self._display(self.root)}{detail}")
+        raise CheckpointError(f"no {what} in {self._display(self.root)}{detail}")

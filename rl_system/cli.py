@@ -28,6 +28,9 @@ def _parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("eval", help="run a checkpoint's policy without training")
     e.add_argument("checkpoint", help="checkpoint file, checkpoints dir or run dir")
+    e.add_argument("--pick", choices=("latest", "best"), default="latest",
+                   help="for a run or checkpoints dir: its newest valid checkpoint, or the one with the best "
+                        "training mean return (the one best.json names)")
     e.add_argument("--episodes", type=int, default=100)
     greedy = e.add_mutually_exclusive_group()
     greedy.add_argument("--deterministic", action="store_true", help="greedy / mean action instead of sampling")
@@ -145,7 +148,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.episodes < 1:
         return _fail("--episodes: expected a positive number", 2)
     try:
-        found = find_resume(args.checkpoint, load_config(None), None)
+        found = find_resume(args.checkpoint, load_config(None), None, pick=args.pick)
     except CheckpointError as err:
         return _fail(f"cannot load checkpoint: {err}", 1)
     if args.env_overrides:

@@ -303,6 +303,30 @@ def test_load_latest_valid_skips_corrupt_and_can_quarantine(tmp_path):
     assert _versions(store) == [1, 2] and (tmp_path / (checkpoint_name(3) + ".corrupt")).exists()
 
 
+def test_load_best_ranks_manifests_skips_a_corrupt_best_and_ignores_a_stale_pointer(tmp_path):
+    store = CheckpointStore(str(tmp_path), keep_last=10)
+    for v, r in ((1, 0.5), (2, None), (3, 2.0), (4, float("nan")), (5, 2.0), (6, 1.0)):
+        _save_one(store, v, r)
+    state, manifest, path = store.load_best()
+    assert state["v"] == 5 and manifest["mean_return"] == 2.0 and path.endswith(checkpoint_name(5))  # tie: newer
+    (tmp_path / "best.json").write_text(json.dumps({"name": checkpoint_name(1)}))  # stale pointer: not trusted
+    assert store.load_best()[0]["v"] == 5
+    p5 = tmp_path / checkpoint_name(5)
+    data = bytearray(p5.read_bytes())
+    data[-10] ^= 1  # the payload rots; the manifest still reads, so it ranks first and fails to load
+    p5.write_bytes(bytes(data))
+    assert store.load_best()[0]["v"] == 3
+    assert [os.path.basename(p) for p, _ in store.skipped] == [checkpoint_name(5)]
+    assert p5.exists()  # picking the best never quarantines
+
+
+def test_load_best_without_a_scored_checkpoint_is_one_clear_error(tmp_path):
+    store = CheckpointStore(str(tmp_path))
+    _save_one(store, 1, None)
+    with pytest.raises(CheckpointError, match="no checkpoint with a mean return in"):
+        store.load_best()
+
+
 def test_unwritable_root_gives_clean_error(tmp_path):
     blocker = tmp_path / "a_file"
     blocker.write_text("not a directory")
