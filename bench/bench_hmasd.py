@@ -94,7 +94,9 @@ def run_one(method: str, seed: int, size: str, steps: int, target: float, root: 
         best_state = store.load_best()[0]
     except CheckpointError:  # no checkpoint saw a finished episode
         best_state = state
-    best = evaluate(with_env_kwargs(best_state, test_env), episodes=200, deterministic=False, seed=10_000 + seed)
+    same = best_state["learner"]["version"] == state["learner"]["version"]  # then the same episodes' result
+    best = test if same else evaluate(with_env_kwargs(best_state, test_env), episodes=200, deterministic=False,
+                                      seed=10_000 + seed)
     return {"method": method, "seed": seed, "steps_to_target": summary["steps_to_target"],
             "time_to_target_s": summary["time_to_target_s"], "env_steps": summary["env_steps"],
             "wall_s": summary["wall_time_s"], "steps_per_s": summary["steps_per_s"],

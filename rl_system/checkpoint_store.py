@@ -40,6 +40,12 @@ class CheckpointInfo:
     error: str | None = None
 
 
+def _score(manifest: dict[str, Any] | None) -> float | None:
+    """What ranks a checkpoint as best: its finite ``mean_return``, else ``None`` (no score)."""
+    r = None if manifest is None else manifest.get("mean_return")
+    return r if isinstance(r, (int, float)) and math.isfinite(r) else None
+
+
 class CheckpointStore:
     """A directory of ``ckpt-v{policy_version:08d}.rlck`` files plus ``latest.json`` / ``best.json``.
 
@@ -160,12 +166,7 @@ class CheckpointStore:
     def _prune(self) -> str | None:
         """Delete all but the newest ``keep_last`` and the best; returns the best's name."""
         names = [n for _, n in self._names()]
-        scored = []
-        for n in names:
-            m = self._manifest_or_none(n)
-            r = None if m is None else m.get("mean_return")
-            if isinstance(r, (int, float)) and math.isfinite(r):
-                scored.append((r, n))
+        scored = [(r, n) for n in names if (r := _score(self._manifest_or_none(n))) is not None]
         best = max(scored)[1] if scored else None  # ties: the newer name wins
         keep = set(names[-self.keep_last:]) | ({best} if best else set())
         for n in names:
@@ -219,11 +220,7 @@ class CheckpointStore:
         as ``save`` keeps and ``best.json`` names it. Ranked from the manifests themselves, not the
         pointer file, so a stale or torn ``best.json`` cannot mislead; a best that no longer loads
         is skipped (``self.skipped``) for the next best. Raises ``CheckpointError`` if none scores."""
-        scored = []
-        for info in self.list():
-            r = None if info.manifest is None else info.manifest.get("mean_return")
-            if isinstance(r, (int, float)) and math.isfinite(r):
-                scored.append((r, info.policy_version, info.name))
+        scored = [(r, i.policy_version, i.name) for i in self.list() if (r := _score(i.manifest)) is not None]
         return self._first_valid([n for *_, n in sorted(scored, reverse=True)], "checkpoint with a mean return",
                                  map_location, quarantine=False)
 
