@@ -184,7 +184,7 @@ class Trainer:
 
     def _gather(self, pending: dict, needed: int) -> tuple[list[ray.ObjectRef], list[dict]]:
         """Wait for ``needed`` rollouts that pass the gate; re-request failed or stale ones."""
-        accepted, metas = [], []
+        accepted = []
         consecutive_failures = [0] * len(self.workers)
         while len(accepted) < needed:
             ready, _ = ray.wait(list(pending), num_returns=1)
@@ -208,15 +208,12 @@ class Trainer:
                     self.log.line(f"[yellow]worker {job.worker} was restarted[/yellow]")
             self._sampled_before.add(job.worker)
             if self.gate.check(meta["version"], self.version):
-                accepted.append((job.worker, job.payload_ref))
-                metas.append(meta)
+                accepted.append((job.worker, job.payload_ref, meta))
                 if self.cfg.max_policy_lag > 0:
                     self._submit(pending, job.worker)  # overlap sampling with the coming update
             else:  # counted by the gate; re-request with the current weights
                 self._submit(pending, job.worker)
-        # Worker order, not arrival order: the learner's batch (and so a seeded run) is reproducible.
-        accepted.sort(key=lambda item: item[0])
-        return [ref for _, ref in accepted], metas
+        return in_worker_order(accepted)
 
     # How long a worker may stay "restarting" before the run gives up on it.
     RESTART_TIMEOUT_S = 300.0
@@ -436,6 +433,17 @@ class Trainer:
 
     def _write_summary(self, summary: dict[str, Any]) -> None:
         write_json(self.run_dir / "summary.json", summary)
+
+
+def in_worker_order(accepted: list[tuple[int, ray.ObjectRef, dict]]) -> tuple[list[ray.ObjectRef], list[dict]]:
+    """The round's ``(worker, payload ref, meta)`` sorted by worker index, as (refs, metas).
+
+    Arrival order depends on timing. Sorting the refs makes the learner's batch, and so a seeded
+    run, reproducible; sorting the metas the same way makes the return window reproducible too, and
+    with it what is read off the window: steps to target, the best return, which checkpoint is best.
+    """
+    ordered = sorted(accepted, key=lambda item: item[0])
+    return [ref for _, ref, _ in ordered], [meta for _, _, meta in ordered]
 
 
 def _status_of(err: BaseException) -> str:

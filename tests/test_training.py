@@ -3,7 +3,7 @@
 import json
 
 from rl_system.config import load_config
-from rl_system.driver import train
+from rl_system.driver import in_worker_order, train
 
 
 def test_cartpole_learns_with_two_workers(ray_session, tmp_path):
@@ -73,3 +73,13 @@ def test_target_is_recorded_without_stopping_when_asked(ray_session, tmp_path):
     summary = train(cfg, run_dir=tmp_path, quiet=True)
     assert summary["reached_target"] and summary["steps_to_target"] < summary["env_steps"]
     assert summary["env_steps"] >= 20480  # ran on to the budget
+
+
+def test_a_rounds_rollouts_and_their_episode_stats_keep_worker_order_whatever_arrives_first():
+    # The return window is filled from the metas in this order: arrival order would make steps to
+    # target and the best checkpoint depend on which worker happened to finish first.
+    arrived = [(2, "ref-2", {"episode_returns": [2.0]}), (0, "ref-0", {"episode_returns": [0.0]}),
+               (1, "ref-1", {"episode_returns": [1.0]})]
+    refs, metas = in_worker_order(arrived)
+    assert refs == ["ref-0", "ref-1", "ref-2"]
+    assert [m["episode_returns"] for m in metas] == [[0.0], [1.0], [2.0]]
