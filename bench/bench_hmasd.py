@@ -56,7 +56,8 @@ CONFIGS = {"hmasd": "launch/configs/alice_bob_hmasd.yaml", "mappo": "launch/conf
 # The skill settings the small-map figures (bench/results/hmasd_small.txt, the learning test) were
 # measured with; the default map's preset, tuned for exploring its rooms, differs.
 SMALL_MAP_SKILLS = ["env.kwargs.own_position=true", "env.kwargs.random_start=false", "hmasd.n_agent_skills=3",
-                    "hmasd.lambda_l=0.01", "hmasd.lambda_h=0.01", "hmasd.lambda_d=0.5", "hmasd.logq_floor=false"]
+                    "hmasd.lambda_l=0.01", "hmasd.lambda_h=0.01", "hmasd.lambda_d=0.5", "hmasd.logq_floor=false",
+                    "hmasd.lambda_e=1.0"]
 # Geometry per map: the small map's 30-step episodes want short windows and rollouts.
 GEOMETRY = {
     "small": ["workers.num_envs=32", "workers.rollout_len=30", "hmasd.skill_interval=10", "hmasd.lr=0.001",
