@@ -198,33 +198,60 @@ def actor_table(state: dict, rollouts: int = 3) -> list[str]:
 
 
 @torch.no_grad()
-def discriminator_map(state: dict) -> list[str]:
-    """``log q_d(z | o_Alice, Z)`` with Alice placed on every free cell (Bob on his start, no
-    diamond collected), per team skill Z and part of the map: the mean over cells of the best
-    skill's log-probability (how surely some z owns the cell) and of the worst one's (what a
-    skill is paid for entering a cell another skill owns)."""
+def _log_q_d_on_every_cell(state: dict, agent: int) -> tuple[torch.Tensor, torch.Tensor, tuple[int, int, int]]:
+    """``log q_d(. | o, Z)`` with ``agent`` placed on every free cell (the other agent on its start,
+    no diamond collected): ``[n_Z, cells, n_z]``, the cells' (row, col) ``[cells, 2]``, and the
+    map's (height, width, first room row)."""
     cfg = RunConfig.model_validate(state["config"])
-    if not cfg.hmasd.hierarchy:
-        return []
     probe = make_env(cfg.env.name, 1, "cpu", **cfg.env.test_kwargs())  # the env policy_sampler builds
     free = (~probe._wall).nonzero().squeeze(-1)  # one env per free cell
     probe.close()
     env, sampler = policy_sampler(state, len(free), seed=777)
     W = env.width
-    bob = divmod(env._cell["2"], W)
-    positions = torch.tensor([[divmod(int(c), W), bob] for c in free])
-    obs = env.set_state(positions)["obs"]  # [cells, agent, O]
-    hall_rows = min(env._cell["r"], env._cell["b"]) // W
-    region = torch.where(positions[:, 0, 0] < hall_rows, 0, torch.where(positions[:, 0, 1] < W // 2, 1, 2))
+    cells = torch.tensor([divmod(int(c), W) for c in free])
+    other = torch.tensor(divmod(env._cell["2" if agent == 0 else "1"], W)).expand_as(cells)
+    obs = env.set_state(torch.stack([cells, other] if agent == 0 else [other, cells], dim=1))["obs"]
+    lq = torch.stack([sampler.policy.disc.log_q_agent(obs, torch.full((len(free),), Z))[:, agent]
+                      for Z in range(cfg.hmasd.n_team_skills)])
+    dims = (env.height, W, min(env._cell["r"], env._cell["b"]) // W)
+    env.close()
+    return lq, cells, dims
+
+
+def discriminator_map(state: dict) -> list[str]:
+    """``log q_d(z | o_Alice, Z)`` with Alice placed on every free cell (Bob on his start, no
+    diamond collected), per team skill Z and part of the map: the mean over cells of the best
+    skill's log-probability (how surely some z owns the cell) and of the worst one's (what a
+    skill is paid for entering a cell another skill owns)."""
+    if not RunConfig.model_validate(state["config"]).hmasd.hierarchy:
+        return []
+    lq, cells, (_, W, hall_rows) = _log_q_d_on_every_cell(state, agent=0)
+    region = torch.where(cells[:, 0] < hall_rows, 0, torch.where(cells[:, 1] < W // 2, 1, 2))
     lines = ["Z | part | cells | mean best log q_d | mean worst log q_d", "---|---|---|---|---"]
-    for Z in range(cfg.hmasd.n_team_skills):
-        lq = sampler.policy.disc.log_q_agent(obs, torch.full((len(free),), Z))[:, 0]  # Alice  [cells, n_z]
+    for Z, lq_Z in enumerate(lq):
         for k, part in enumerate(REGIONS):
             at = region == k
-            lines.append(f"{Z} | {part} | {int(at.sum())} | {lq[at].max(-1).values.mean():.2f} | "
-                         f"{lq[at].min(-1).values.mean():.2f}")
-    env.close()
+            lines.append(f"{Z} | {part} | {int(at.sum())} | {lq_Z[at].max(-1).values.mean():.2f} | "
+                         f"{lq_Z[at].min(-1).values.mean():.2f}")
     return lines
+
+
+def discriminator_cells(state: dict) -> list[str]:
+    """Per agent, the map with the skill ``q_d`` credits on each free cell (argmax over z of
+    ``log q_d`` averaged over Z) and that log-probability, ``#`` for walls. A skill can own cells
+    it never visits (``q_d`` generalises over similar views): entering them then pays every other
+    skill little, whatever object lies there."""
+    if not RunConfig.model_validate(state["config"]).hmasd.hierarchy:
+        return []
+    lines = []
+    for agent, name in enumerate(("Alice", "Bob")):
+        lq, cells, (H, W, _) = _log_q_d_on_every_cell(state, agent)
+        best, owner = lq.mean(0).max(-1)
+        grid = [["#"] * W for _ in range(H)]
+        for (i, j), z, b in zip(cells.tolist(), owner.tolist(), best.tolist()):
+            grid[i][j] = f"{z}:{b:+.1f}"
+        lines += [f"{name} (z:log q_d)"] + [" ".join(f"{c:>6}" for c in row) for row in grid] + [""]
+    return lines[:-1]
 
 
 def greedy_table(state: dict, episodes: int = 200, seed: int = 12345) -> list[str]:
@@ -323,6 +350,8 @@ def main() -> None:
         print("\n".join(actor_table(state)))
         print("\nhow surely q_d tells Alice's skills apart, by where she stands:")
         print("\n".join(discriminator_map(state)))
+        print("\nwhich skill q_d credits on each cell, with the other agent on its start (z:log q_d, mean over Z):")
+        print("\n".join(discriminator_cells(state)))
         greedy = greedy_table(state)
         if greedy:
             print("\ntest success by the level taking the argmax (200 episodes, `rl-system eval` seed 12345):")

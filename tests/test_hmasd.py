@@ -541,9 +541,10 @@ def test_plan_table_window_counts_agree_with_the_env_episode_info():
 
 
 def test_checkpoint_tables_of_the_actors_and_of_q_d_cover_the_map():
-    """``bench_hmasd.actor_table`` (action shares, entropy, cells reached) and
-    ``discriminator_map`` (log q_d with Alice on every free cell) on an untrained policy."""
-    from bench.bench_hmasd import SMALL_MAP_SKILLS, actor_table, discriminator_map
+    """``bench_hmasd.actor_table`` (action shares, entropy, cells reached), ``discriminator_map``
+    (log q_d with Alice on every free cell) and ``discriminator_cells`` (the skill q_d credits on
+    each cell, per agent) on an untrained policy."""
+    from bench.bench_hmasd import SMALL_MAP_SKILLS, actor_table, discriminator_cells, discriminator_map
     from envs import make_env
 
     cfg = load_config("launch/configs/alice_bob_hmasd.yaml", ["env.kwargs.size=small", *SMALL_MAP_SKILLS])
@@ -564,3 +565,13 @@ def test_checkpoint_tables_of_the_actors_and_of_q_d_cover_the_map():
         parts = [line.split(" | ") for line in lines[3 * Z: 3 * Z + 3]]
         assert sum(int(p[2]) for p in parts) == free  # every free cell, once
         assert all(float(p[3]) >= float(p[4]) for p in parts if int(p[2]))  # best >= worst
+    grids = "\n".join(discriminator_cells(state)).split("\n\n")
+    assert [g.splitlines()[0].split()[0] for g in grids] == ["Alice", "Bob"]
+    for g in grids:
+        rows = [row.split() for row in g.splitlines()[1:]]
+        assert len(rows) == env.height and all(len(row) == env.width for row in rows)
+        owned = [c for row in rows for c in row if c != "#"]
+        assert len(owned) == free  # every free cell, walls as '#'
+        for c in owned:
+            z, logq = c.split(":")
+            assert 0 <= int(z) < cfg.hmasd.n_agent_skills and float(logq) <= 0  # a log-probability
