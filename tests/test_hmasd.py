@@ -515,9 +515,10 @@ def test_hmasd_learns_small_alice_bob(ray_session, tmp_path):
 # -- the bench's plan table -------------------------------------------------------------------------
 
 def test_plan_table_window_counts_agree_with_the_env_episode_info():
-    """``bench_hmasd.window_stats`` (per skill window of each env's first episode: who reached it,
+    """``hmasd_tables.window_stats`` (per skill window of each env's first episode: who reached it,
     which diamond was collected in it) against the env's own per-episode ``red/blue_collected``."""
-    from bench.bench_hmasd import SMALL_MAP_SKILLS, _sampled, plan_table, window_stats
+    from bench.bench_hmasd import SMALL_MAP_SKILLS
+    from bench.hmasd_tables import _sampled, plan_table, window_stats
     from envs import make_env
 
     cfg = load_config("launch/configs/alice_bob_hmasd.yaml", [
@@ -541,10 +542,11 @@ def test_plan_table_window_counts_agree_with_the_env_episode_info():
 
 
 def test_checkpoint_tables_of_the_actors_and_of_q_d_cover_the_map():
-    """``bench_hmasd.actor_table`` (action shares, entropy, cells reached), ``discriminator_map``
+    """``hmasd_tables.actor_table`` (action shares, entropy, cells reached), ``discriminator_map``
     (log q_d with Alice on every free cell) and ``discriminator_cells`` (the skill q_d credits on
     each cell, per agent) on an untrained policy."""
-    from bench.bench_hmasd import SMALL_MAP_SKILLS, actor_table, discriminator_cells, discriminator_map
+    from bench.bench_hmasd import SMALL_MAP_SKILLS
+    from bench.hmasd_tables import actor_table, discriminator_cells, discriminator_map
     from envs import make_env
 
     cfg = load_config("launch/configs/alice_bob_hmasd.yaml", ["env.kwargs.size=small", *SMALL_MAP_SKILLS])
