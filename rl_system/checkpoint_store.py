@@ -163,11 +163,17 @@ class CheckpointStore:
                 return None
         return self._manifests[name]
 
+    def _best_first(self, names: list[str]) -> list[str]:
+        """Those of ``names`` whose manifest has a score (:func:`_score`), best first; on a tie the
+        newer name first (names are zero-padded versions, so they sort as versions do)."""
+        scored = [(r, n) for n in names if (r := _score(self._manifest_or_none(n))) is not None]
+        return [n for _, n in sorted(scored, reverse=True)]
+
     def _prune(self) -> str | None:
         """Delete all but the newest ``keep_last`` and the best; returns the best's name."""
         names = [n for _, n in self._names()]
-        scored = [(r, n) for n in names if (r := _score(self._manifest_or_none(n))) is not None]
-        best = max(scored)[1] if scored else None  # ties: the newer name wins
+        ranked = self._best_first(names)
+        best = ranked[0] if ranked else None
         keep = set(names[-self.keep_last:]) | ({best} if best else set())
         for n in names:
             if n not in keep:
@@ -220,8 +226,7 @@ class CheckpointStore:
         as ``save`` keeps and ``best.json`` names it. Ranked from the manifests themselves, not the
         pointer file, so a stale or torn ``best.json`` cannot mislead; a best that no longer loads
         is skipped (``self.skipped``) for the next best. Raises ``CheckpointError`` if none scores."""
-        scored = [(r, i.policy_version, i.name) for i in self.list() if (r := _score(i.manifest)) is not None]
-        return self._first_valid([n for *_, n in sorted(scored, reverse=True)], "checkpoint with a mean return",
+        return self._first_valid(self._best_first([n for _, n in self._names()]), "checkpoint with a mean return",
                                  map_location, quarantine=False)
 
     def _first_valid(self, names: list[str], what: str, map_location: Any, quarantine: bool
