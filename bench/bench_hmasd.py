@@ -99,6 +99,7 @@ def run_one(method: str, seed: int, size: str, steps: int, target: float, root: 
             "wall_s": summary["wall_time_s"], "steps_per_s": summary["steps_per_s"],
             "train_success": summary.get("final_success_rate", 0.0), "test_success": test.get("success_rate", 0.0),
             "test_success_argmax": test_argmax.get("success_rate", 0.0), "test_length": test["length_mean"],
+            "restarts": [r["env_steps"] for r in summary["restarts_on_stall"]],
             "best_steps": best_state["driver"]["env_steps"], "best_test_success": best.get("success_rate", 0.0),
             "state": tested}  # the tables below sample the test env too
 
@@ -183,9 +184,10 @@ def report(args: argparse.Namespace, root: Path) -> None:
     print(f"Alice_and_Bob size={args.size}, budget {args.steps:,} env steps, target train success >= {args.target}"
           + (f", overrides {' '.join(args.overrides)}" if args.overrides else "")
           + (f", tested with {' '.join(args.test_env)}" if args.test_env else ""))
-    print("method | seed | steps to target | time to target s | env steps | wall s | steps/s | train success | "
-          "test success | test success (argmax) | test length | best.json at env steps | best.json test success")
-    print("---|---|---|---|---|---|---|---|---|---|---|---|---")
+    print("method | seed | restarted at | steps to target | time to target s | env steps | wall s | steps/s | "
+          "train success | test success | test success (argmax) | test length | best.json at env steps | "
+          "best.json test success")
+    print("---|---|---|---|---|---|---|---|---|---|---|---|---|---")
     for method in args.methods:
         for seed in args.seeds:
             r = run_one(method, seed, args.size, args.steps, args.target, root, args.overrides, args.test_env,
@@ -193,7 +195,8 @@ def report(args: argparse.Namespace, root: Path) -> None:
             rows.append(r)
             stt = f"{r['steps_to_target']:,}" if r["steps_to_target"] else "not reached"
             ttt = f"{r['time_to_target_s']:.0f}" if r["time_to_target_s"] else "-"
-            print(f"{method} | {seed} | {stt} | {ttt} | {r['env_steps']:,} | {r['wall_s']:.0f} | "
+            restarted = ", ".join(f"{s:,}" for s in r["restarts"]) or "-"
+            print(f"{method} | {seed} | {restarted} | {stt} | {ttt} | {r['env_steps']:,} | {r['wall_s']:.0f} | "
                   f"{r['steps_per_s']:,.0f} | {r['train_success']:.2f} | {r['test_success']:.3f} | "
                   f"{r['test_success_argmax']:.3f} | {r['test_length']:.1f} | {r['best_steps']:,} | "
                   f"{r['best_test_success']:.3f}", flush=True)

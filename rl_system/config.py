@@ -219,6 +219,34 @@ class SelfPlayConfig(_Strict):
     """Probability that a worker plays the env's scripted opponent instead of a snapshot."""
 
 
+class RestartConfig(_Strict):
+    """Start a stalled run over inside its own step budget.
+
+    At each of ``at_env_steps``, if the current attempt's best 100-episode mean return is still
+    below ``below_return`` (and no target was reached), the learner and every worker rebuild their
+    networks, optimisers, envs and samplers from a fresh seed derived from ``seed`` (see
+    :func:`attempt_seed`); the env-step counter and budget go on, so every step of every attempt
+    counts. Meant for sparse-reward tasks where a seed can settle early into a dead end that more
+    training does not leave: HMASD on Alice_and_Bob, whose skills sometimes never cover a button
+    (docs/hmasd.md, "Restart on stall"). Empty list (the default): never."""
+
+    at_env_steps: list[int] = Field(default_factory=list)
+    below_return: float = 0.0
+
+    @model_validator(mode="after")
+    def _check(self) -> "RestartConfig":
+        steps = self.at_env_steps
+        if any(s <= 0 for s in steps) or any(b <= a for a, b in zip(steps, steps[1:])):
+            raise ValueError(f"at_env_steps {steps} must be positive and strictly increasing")
+        return self
+
+
+def attempt_seed(seed: int, attempt: int) -> int:
+    """The seed of a run's ``attempt``-th start (0: the config's own). Far from the seeds users
+    sweep (0, 1, 2, ...), so seed 0's second attempt is not seed 1's first."""
+    return seed + 1_000_003 * attempt
+
+
 class RunConfig(_Strict):
     """Top-level config of a training run."""
 
@@ -233,6 +261,8 @@ class RunConfig(_Strict):
     """HMASD hyperparameters (``algo: hmasd``); see :mod:`rl_system.algos.hmasd`."""
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     selfplay: SelfPlayConfig = Field(default_factory=SelfPlayConfig)
+    restart: RestartConfig = Field(default_factory=RestartConfig)
+    """Restart on stall (off unless ``restart.at_env_steps`` is set)."""
     max_policy_lag: int = Field(0, ge=0)
     """Rollouts from policy versions older than ``version - max_policy_lag`` are dropped."""
     max_env_steps: int = Field(1_000_000, gt=0)

@@ -12,7 +12,7 @@ overlaps the update; the gate still bounds how stale a trained-on rollout can be
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ import ray
 import yaml
 from ray.exceptions import ActorUnavailableError, RayActorError, RayTaskError
 
-from rl_system.config import RunConfig
+from rl_system.config import RunConfig, attempt_seed
 from rl_system.gate import PolicyVersionGate
 from rl_system.learner import Learner
 from rl_system.metrics import ReturnWindow, RunLogger, write_json
@@ -53,6 +53,9 @@ class RunStats:
     bytes_shipped: int = 0
     bytes_raw: int = 0
     best_return: float = float("-inf")
+    attempt_best_return: float = float("-inf")  # since the last restart on stall (RestartConfig)
+    restart_checks: int = 0  # entries of restart.at_env_steps already passed
+    restarts: list[dict[str, Any]] = field(default_factory=list)
     time_to_target_s: float | None = None
     steps_to_target: int | None = None
     # Seconds spent per phase, summed over rounds: where the wall time goes.
@@ -125,6 +128,8 @@ class Trainer:
                 "worker_failures": st.worker_failures, "worker_restarts": st.worker_restarts,
                 "best_return": st.best_return, "time_to_target_s": st.time_to_target_s,
                 "steps_to_target": st.steps_to_target, "elapsed_s": elapsed,
+                "attempt_best_return": st.attempt_best_return, "restart_checks": st.restart_checks,
+                "restarts": st.restarts,
                 "returns": list(self.window.returns), "lengths": list(self.window.lengths),
                 "episodes": self.window.episodes,
                 "outcomes": {k: list(v) for k, v in self.window.outcomes.items()}}
@@ -166,6 +171,9 @@ class Trainer:
         st.worker_failures, st.worker_restarts = d["worker_failures"], d["worker_restarts"]
         st.best_return, st.time_to_target_s, st.steps_to_target = d["best_return"], d["time_to_target_s"], d["steps_to_target"]
         st.elapsed_before_resume = d["elapsed_s"]
+        # (checkpoints from before restarts existed: one attempt so far, its best is the run's)
+        st.attempt_best_return = d.get("attempt_best_return", st.best_return)
+        st.restart_checks, st.restarts = d.get("restart_checks", 0), d.get("restarts", [])
         self.window.extend(d["returns"], d["lengths"], d["episodes"], d.get("outcomes"))
         if state.get("selfplay") is not None:
             self.pool.load_state(state["selfplay"])
@@ -305,6 +313,8 @@ class Trainer:
                                    meta.get("episode_info"))
             elapsed = time.perf_counter() - t0
             self._record(metrics, metas, elapsed)
+            if self._stalled():
+                self._restart(pending)
             if time.perf_counter() - last_log >= cfg.log_every_s:
                 last_log = time.perf_counter()
                 self._poll_checkpointer()
@@ -329,6 +339,40 @@ class Trainer:
         self._publish("completed", wall)
         return summary
 
+    # -- restart on stall ---------------------------------------------------------------------
+    def _stalled(self) -> bool:
+        """True once per ``restart.at_env_steps`` entry just passed, if the current attempt's best
+        mean return is still under ``restart.below_return`` and no target was reached."""
+        checks, st = self.cfg.restart.at_env_steps, self.stats
+        passed = sum(1 for s in checks if s <= st.env_steps)
+        if passed <= st.restart_checks:
+            return False
+        st.restart_checks = passed
+        return st.steps_to_target is None and st.attempt_best_return < self.cfg.restart.below_return
+
+    def _restart(self, pending: dict) -> None:
+        """Rebuild learner and workers from the next attempt's seed; the budget carries on."""
+        st = self.stats
+        seed = attempt_seed(self.cfg.seed, len(st.restarts) + 1)
+        # Rollouts still in flight (max_policy_lag > 0) belong to the stalled attempt: forget them.
+        # Each worker runs its calls in order, so its restart comes after that sample anyway.
+        pending.clear()
+        version_ref, self.weights_ref = self.learner.restart.options(num_returns=2).remote(seed)
+        ray.get([w.restart.remote(seed) for w in self.workers])
+        self.version = ray.get(version_ref)
+        if self.cfg.selfplay.enabled:  # the pool's snapshots are the stalled attempt's policies
+            self.pool = SnapshotPool(self.cfg.selfplay, seed)
+            self.pool.refresh(self.workers)
+        best = st.attempt_best_return if self.window.returns else None
+        st.restarts.append({"env_steps": st.env_steps, "round": st.rounds, "best_return": best, "seed": seed})
+        shown = "none yet" if best is None else f"{best:.3f}"
+        self.log.line(f"[yellow]restart on stall: best mean return {shown} < {self.cfg.restart.below_return} "
+                      f"at {st.env_steps:,} env steps; starting over from seed {seed} "
+                      f"(policy version {self.version}); the step budget carries on[/yellow]")
+        self.log.scalars(st.env_steps, {"restarts": len(st.restarts)})
+        self.window = ReturnWindow(self.cfg.return_window)
+        st.attempt_best_return = float("-inf")
+
     def _publish(self, state: str, elapsed: float) -> None:
         if self.telemetry is None:
             return
@@ -340,6 +384,7 @@ class Trainer:
                 "return_mean": self.window.mean, "policy_lag_mean": self.gate.mean_lag,
                 "workers_alive": len(self.workers), "num_workers": self.cfg.workers.num_workers,
                 "rollouts_dropped": self.gate.dropped, "worker_restarts": st.worker_restarts,
+                "restarts_on_stall": len(st.restarts),
                 "bytes_shipped": st.bytes_shipped,
                 "compression_ratio": st.bytes_raw / st.bytes_shipped if st.bytes_shipped else None,
                 "checkpoint_save_s": self.storage.checkpoint_stats.get("last_save_s") if self.storage else None,
@@ -350,8 +395,9 @@ class Trainer:
     def _record(self, metrics: dict[str, Any], metas: list[dict], elapsed: float) -> None:
         cfg, st = self.cfg, self.stats
         mean_ret = self.window.mean
-        if self.window.returns and mean_ret > st.best_return:
-            st.best_return = mean_ret
+        if self.window.returns:
+            st.best_return = max(st.best_return, mean_ret)
+            st.attempt_best_return = max(st.attempt_best_return, mean_ret)
         if (cfg.target_return is not None and st.time_to_target_s is None and self.window.full
                 and mean_ret >= cfg.target_return):
             st.time_to_target_s, st.steps_to_target = elapsed, st.env_steps
@@ -419,6 +465,7 @@ class Trainer:
             "max_policy_lag_used": self.gate.max_lag_used,
             "worker_failures": st.worker_failures,
             "worker_restarts": st.worker_restarts,
+            "restarts_on_stall": st.restarts,
             "bytes_shipped": st.bytes_shipped,
             "compression_ratio": st.bytes_raw / st.bytes_shipped if st.bytes_shipped else None,
             "compression": sorted({p["compression"] for p in getattr(self, "placement", [])}),

@@ -45,11 +45,9 @@ class Learner:
                  action_spec: ActionSpec):
         self.cfg = cfg if isinstance(cfg, RunConfig) else RunConfig.model_validate(cfg)
         torch.set_num_threads(self.cfg.learner.torch_threads)
-        torch.manual_seed(self.cfg.seed)
         self.device = resolve_device(self.cfg.learner.device)
-        algo = get_algorithm(self.cfg.algo)
-        self.policy = algo.make_policy(obs_spec, action_spec, self.cfg).to(self.device)
-        self.algo = algo.make_trainer(self.policy, self.cfg)
+        self.specs = (obs_spec, action_spec)
+        self._build(self.cfg.seed)
         self.gate = PolicyVersionGate(self.cfg.max_policy_lag)
         self.version = 0
         self.env_steps = 0  # env steps trained on
@@ -57,6 +55,22 @@ class Learner:
         self._save_ref: ray.ObjectRef | None = None
         self._snapshot_error: str | None = None
         self.ckpt_blocked_s = 0.0  # time the learner waited on checkpointing, last save
+
+    def _build(self, seed: int) -> None:
+        """Freshly initialised policy and algorithm state (optimisers, normalisers) from ``seed``."""
+        torch.manual_seed(seed)
+        algo = get_algorithm(self.cfg.algo)
+        self.policy = algo.make_policy(*self.specs, self.cfg).to(self.device)
+        self.algo = algo.make_trainer(self.policy, self.cfg)
+
+    def restart(self, seed: int) -> tuple[int, dict[str, torch.Tensor]]:
+        """Start learning over from ``seed`` (a stalled run's restart, ``RestartConfig``); returns
+        ``(version, weights)``. The version still goes up, so the fresh weights are newer than any
+        copy a worker holds, and the env-step count (the budget) carries on."""
+        self._join_snapshot()
+        self._build(seed)
+        self.version += 1
+        return self.version, self.get_weights()
 
     def node_id(self) -> str:
         return ray.get_runtime_context().get_node_id()

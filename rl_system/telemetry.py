@@ -53,6 +53,7 @@ class Telemetry:
         self.counters = {name: Counter(f"rl_system_{name}_total", description=desc, tag_keys=tags) for name, desc in (
             ("rollouts_dropped", "rollouts dropped by the policy-version gate"),
             ("worker_restarts", "rollout worker restarts"),
+            ("restarts_on_stall", "fresh starts of a stalled run (restart.at_env_steps)"),
             ("bytes_shipped", "rollout payload bytes sent through the object store"),
         )}
         self._last_counts: dict[str, float] = {}
@@ -110,5 +111,7 @@ def format_status(runs: dict[str, dict[str, Any]]) -> str:
             f"{s.get('steps_per_s', 0):,.0f} steps/s | return {s.get('return_mean', float('nan')):.2f} | "
             f"v{s.get('policy_version', 0)} (lag mean {s.get('policy_lag_mean', 0):.2f}) | "
             f"workers {s.get('workers_alive', 0)}/{s.get('num_workers', 0)} | dropped {s.get('rollouts_dropped', 0)} | "
-            f"restarts {s.get('worker_restarts', 0)} | updated {age:.0f}s ago")
+            f"restarts {s.get('worker_restarts', 0)} | "
+            + (f"restarted on stall {s['restarts_on_stall']}x | " if s.get("restarts_on_stall") else "")
+            + f"updated {age:.0f}s ago")
     return "\n".join(lines)

@@ -27,21 +27,32 @@ class RolloutWorker:
         torch.set_num_threads(wc.torch_threads)
         self.worker_id = worker_id
         self.device = resolve_device(wc.device)
-        seed = self.cfg.seed * 10_007 + worker_id
+        # "auto" means: compress only across nodes; the driver calls set_learner_node once the
+        # learner is placed. Until then (and when used in-process) nothing is compressed.
+        self.compression = "none" if self.cfg.compression == "auto" else self.cfg.compression
+        self.samples = 0  # since this process started: 0 after a restart by Ray
+        self._build(self.cfg.seed)
+
+    def _build(self, run_seed: int) -> None:
+        """Env batch, policy copy and sampler, seeded from ``run_seed`` and this worker's index."""
+        seed = run_seed * 10_007 + self.worker_id
         torch.manual_seed(seed)
+        wc = self.cfg.workers
         self.env = make_env(self.cfg.env.name, wc.num_envs, self.device, seed=seed, **self.cfg.env.kwargs)
         algo = get_algorithm(self.cfg.algo)
         self.policy = algo.make_policy(self.env.observation_spec, self.env.action_spec, self.cfg).to(self.device)
         self.policy.eval()
         self.sampler = algo.make_sampler(self.env, self.policy, self.cfg, self.device)
         self.version = -1
-        # "auto" means: compress only across nodes; the driver calls set_learner_node once the
-        # learner is placed. Until then (and when used in-process) nothing is compressed.
-        self.compression = "none" if self.cfg.compression == "auto" else self.cfg.compression
-        self.samples = 0  # since this process started: 0 after a restart by Ray
         self.opponent: SnapshotOpponent | None = None  # self-play: built on first use
         self.opponent_version = -1  # -1: the env's own (scripted) opponent
         self.sampler.reset(seed)
+
+    def restart(self, run_seed: int) -> None:
+        """Start over from scratch with ``run_seed`` (a stalled run's restart, ``RestartConfig``):
+        fresh envs (episode counters too), policy copy and sampler state. Process-level counters
+        stay, so the driver does not mistake this for a process restart."""
+        self._build(run_seed)
 
     def set_weights(self, weights: dict[str, torch.Tensor], version: int) -> None:
         if version > self.version:
