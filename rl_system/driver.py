@@ -11,6 +11,7 @@ overlaps the update; the gate still bounds how stale a trained-on rollout can be
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,7 +55,7 @@ class RunStats:
     bytes_raw: int = 0
     best_return: float = float("-inf")
     attempt_best_return: float = float("-inf")  # since the last restart on stall (RestartConfig)
-    restart_checks: int = 0  # entries of restart.at_env_steps already passed
+    restart_checked_to: int = 0  # restart.at_env_steps up to this env-step count were checked
     restarts: list[dict[str, Any]] = field(default_factory=list)
     time_to_target_s: float | None = None
     steps_to_target: int | None = None
@@ -128,7 +129,7 @@ class Trainer:
                 "worker_failures": st.worker_failures, "worker_restarts": st.worker_restarts,
                 "best_return": st.best_return, "time_to_target_s": st.time_to_target_s,
                 "steps_to_target": st.steps_to_target, "elapsed_s": elapsed,
-                "attempt_best_return": st.attempt_best_return, "restart_checks": st.restart_checks,
+                "attempt_best_return": st.attempt_best_return, "restart_checked_to": st.restart_checked_to,
                 "restarts": st.restarts,
                 "returns": list(self.window.returns), "lengths": list(self.window.lengths),
                 "episodes": self.window.episodes,
@@ -173,7 +174,8 @@ class Trainer:
         st.elapsed_before_resume = d["elapsed_s"]
         # (checkpoints from before restarts existed: one attempt so far, its best is the run's)
         st.attempt_best_return = d.get("attempt_best_return", st.best_return)
-        st.restart_checks, st.restarts = d.get("restart_checks", 0), d.get("restarts", [])
+        # (and their checks up to here count as done: not one fired late on resuming)
+        st.restart_checked_to, st.restarts = d.get("restart_checked_to", st.env_steps), d.get("restarts", [])
         self.window.extend(d["returns"], d["lengths"], d["episodes"], d.get("outcomes"))
         if state.get("selfplay") is not None:
             self.pool.load_state(state["selfplay"])
@@ -313,7 +315,7 @@ class Trainer:
                                    meta.get("episode_info"))
             elapsed = time.perf_counter() - t0
             self._record(metrics, metas, elapsed)
-            if self._stalled():
+            if self._stalled() and not self._should_stop(elapsed):  # never end on fresh weights
                 self._restart(pending)
             if time.perf_counter() - last_log >= cfg.log_every_s:
                 last_log = time.perf_counter()
@@ -341,37 +343,52 @@ class Trainer:
 
     # -- restart on stall ---------------------------------------------------------------------
     def _stalled(self) -> bool:
-        """True once per ``restart.at_env_steps`` entry just passed, if the current attempt's best
-        mean return is still under ``restart.below_return`` and no target was reached."""
-        checks, st = self.cfg.restart.at_env_steps, self.stats
-        passed = sum(1 for s in checks if s <= st.env_steps)
-        if passed <= st.restart_checks:
-            return False
-        st.restart_checks = passed
-        return st.steps_to_target is None and st.attempt_best_return < self.cfg.restart.below_return
+        """True when a ``restart.at_env_steps`` entry was passed in this round and the current
+        attempt's best full-window mean return is still under ``restart.below_return`` (and no
+        target was reached)."""
+        st = self.stats
+        due = any(st.restart_checked_to < s <= st.env_steps for s in self.cfg.restart.at_env_steps)
+        st.restart_checked_to = st.env_steps
+        return due and st.steps_to_target is None and st.attempt_best_return < self.cfg.restart.below_return
 
     def _restart(self, pending: dict) -> None:
         """Rebuild learner and workers from the next attempt's seed; the budget carries on."""
         st = self.stats
         seed = attempt_seed(self.cfg.seed, len(st.restarts) + 1)
-        # Rollouts still in flight (max_policy_lag > 0) belong to the stalled attempt: forget them.
-        # Each worker runs its calls in order, so its restart comes after that sample anyway.
+        # Rollouts still in flight (max_policy_lag > 0) belong to the stalled attempt: forget them
+        # (never trained on, so not counted as env steps). Each worker runs its calls in order, so
+        # its restart comes after that sample anyway.
+        in_flight = len(pending)
         pending.clear()
         version_ref, self.weights_ref = self.learner.restart.options(num_returns=2).remote(seed)
-        ray.get([w.restart.remote(seed) for w in self.workers])
+        for w in range(len(self.workers)):
+            self._restart_worker(w, seed)
         self.version = ray.get(version_ref)
         if self.cfg.selfplay.enabled:  # the pool's snapshots are the stalled attempt's policies
             self.pool = SnapshotPool(self.cfg.selfplay, seed)
             self.pool.refresh(self.workers)
-        best = st.attempt_best_return if self.window.returns else None
+        best = st.attempt_best_return if math.isfinite(st.attempt_best_return) else None
         st.restarts.append({"env_steps": st.env_steps, "round": st.rounds, "best_return": best, "seed": seed})
-        shown = "none yet" if best is None else f"{best:.3f}"
+        shown = "none (no full window)" if best is None else f"{best:.3f}"
         self.log.line(f"[yellow]restart on stall: best mean return {shown} < {self.cfg.restart.below_return} "
                       f"at {st.env_steps:,} env steps; starting over from seed {seed} "
-                      f"(policy version {self.version}); the step budget carries on[/yellow]")
+                      f"(policy version {self.version}; {in_flight} in-flight rollouts dropped); the step budget "
+                      f"carries on[/yellow]")
         self.log.scalars(st.env_steps, {"restarts": len(st.restarts)})
-        self.window = ReturnWindow(self.cfg.return_window)
+        self.window.clear()
         st.attempt_best_return = float("-inf")
+        st.nonfinite_rounds = 0
+
+    def _restart_worker(self, w: int, seed: int) -> None:
+        """``restart(seed)`` on worker ``w``, through the same failure handling as sampling: a
+        worker that dies (or is being restarted by Ray) is retried, up to the same limits."""
+        consecutive = [0] * len(self.workers)
+        while True:
+            try:
+                ray.get(self.workers[w].restart.remote(seed))
+                return
+            except (RayActorError, RayTaskError) as err:
+                self._on_worker_failure(w, err, consecutive)
 
     def _publish(self, state: str, elapsed: float) -> None:
         if self.telemetry is None:
@@ -397,6 +414,7 @@ class Trainer:
         mean_ret = self.window.mean
         if self.window.returns:
             st.best_return = max(st.best_return, mean_ret)
+        if self.window.full:
             st.attempt_best_return = max(st.attempt_best_return, mean_ret)
         if (cfg.target_return is not None and st.time_to_target_s is None and self.window.full
                 and mean_ret >= cfg.target_return):
@@ -458,7 +476,7 @@ class Trainer:
             "time_to_target_s": st.time_to_target_s,
             "steps_to_target": st.steps_to_target,
             "final_mean_return": self.window.mean if self.window.returns else None,
-            "best_mean_return": st.best_return if self.window.returns else None,
+            "best_mean_return": st.best_return if math.isfinite(st.best_return) else None,
             "episodes": self.window.episodes,
             **{f"final_{k}_rate": v for k, v in self.window.rates.items()},
             "dropped_rollouts": self.gate.dropped,

@@ -68,7 +68,9 @@ class Learner:
         ``(version, weights)``. The version still goes up, so the fresh weights are newer than any
         copy a worker holds, and the env-step count (the budget) carries on."""
         self._join_snapshot()
+        skipped = self.algo.skipped_updates  # a run-wide count, like the version
         self._build(seed)
+        self.algo.skipped_updates = skipped
         self.version += 1
         return self.version, self.get_weights()
 

@@ -32,6 +32,12 @@ class ReturnWindow:
         for key, values in (outcomes or {}).items():
             self.outcomes.setdefault(key, deque(maxlen=self.size)).extend(values)
 
+    def clear(self) -> None:
+        """Forget the window's episodes (a restart on stall); the run's episode count stays."""
+        self.returns.clear()
+        self.lengths.clear()
+        self.outcomes.clear()
+
     @property
     def rates(self) -> dict[str, float]:
         """``{"success": 0.83, ...}``: the mean of each outcome over the window."""

@@ -38,6 +38,8 @@ class RolloutWorker:
         seed = run_seed * 10_007 + self.worker_id
         torch.manual_seed(seed)
         wc = self.cfg.workers
+        if getattr(self, "env", None) is not None:
+            self.env.close()  # a restart: e.g. a Gymnasium async vector env's subprocesses
         self.env = make_env(self.cfg.env.name, wc.num_envs, self.device, seed=seed, **self.cfg.env.kwargs)
         algo = get_algorithm(self.cfg.algo)
         self.policy = algo.make_policy(self.env.observation_spec, self.env.action_spec, self.cfg).to(self.device)

@@ -65,9 +65,10 @@ def test_bad_restart_settings_are_one_line_errors(override, needle):
 
 def test_a_stalled_run_restarts_once_per_check_and_keeps_its_budget(ray_session, tmp_path, capsys):
     """End to end on Ray, with rollouts in flight (lag 1) at the restart: an unreachable threshold
-    restarts at each check; the counter and budget go on, versions only go up."""
+    restarts at each check but the one in the last round (no run ends on fresh weights); the
+    counter and budget go on, versions only go up."""
     base = ["workers.num_envs=16", "max_env_steps=6144", "target_return=null", "tensorboard=false",
-            "max_policy_lag=1", "restart.at_env_steps=[1024, 3000]"]
+            "max_policy_lag=1", "restart.at_env_steps=[1024, 3000, 6000]", "return_window=20"]
     cfg = load_config("launch/configs/cartpole_ppo.yaml", [*base, "restart.below_return=1e9"])
     summary = train(cfg, run_dir=tmp_path / "stalled")
     restarts = summary["restarts_on_stall"]
