@@ -107,8 +107,12 @@ def cmd_train(args: argparse.Namespace) -> int:
         reached = f", target reached in {ttt:.2f}s / {summary['steps_to_target']:,} steps"
     else:
         reached = ", target not reached"
+    restarts = summary["restarts_on_stall"]
+    at = ", ".join(f"{r['env_steps']:,}" for r in restarts)
+    restarted = f", restarted on stall at {at} steps" if restarts else ""
     print(f"done: {summary['env_steps']:,} env steps in {summary['wall_time_s']:.2f}s "
-          f"({summary['steps_per_s']:,.0f} steps/s), final mean return {summary['final_mean_return']}{reached}")
+          f"({summary['steps_per_s']:,.0f} steps/s), final mean return {summary['final_mean_return']}{reached}"
+          f"{restarted}")
     return 0
 
 
