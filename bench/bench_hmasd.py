@@ -9,6 +9,8 @@ rate) -- recorded, training goes on -- and until the env-step budget runs out, t
 seed, sampling as in training and argmax at both levels). Runs checkpoint as the preset says
 (``checkpoint.every_rounds``), and the checkpoint a user keeps as ``best.json`` (the best
 *training* return; ``rl-system eval RUN --pick best``) is tested on the same episodes beside it.
+Runs restart on stall as the preset says (``restart:``); the table's "restarted at" column gives
+the env steps of each restart, and steps to target count from the run's start across attempts.
 
     python -m bench.bench_hmasd --size small --steps 100000 --seeds 0 1 2
     python -m bench.bench_hmasd --size default --steps 3000000 --seeds 0   # ~15-20 min a run here
