@@ -223,13 +223,13 @@ class RestartConfig(_Strict):
     """Start a stalled run over inside its own step budget.
 
     At each of ``at_env_steps``, if the current attempt's best mean return over a full
-    ``return_window`` is still below ``below_return`` (none full yet counts as below) and no target
-    was reached, the learner and every worker rebuild their
-    networks, optimisers, envs and samplers from a fresh seed derived from ``seed`` (see
-    :func:`attempt_seed`); the env-step counter and budget go on, so every step of every attempt
-    counts; an ``anneal_lr`` schedule follows the run's budget, not the attempt's. A check that
-    falls in the run's last round does nothing. Meant for sparse-reward tasks where a seed can settle early into a dead end that more
-    training does not leave: HMASD on Alice_and_Bob, whose skills sometimes never cover a button
+    ``return_window`` is still below ``below_return`` (none full yet counts as below) and no
+    target was reached, the learner and every worker rebuild their networks, optimisers, envs and
+    samplers from a fresh seed derived from ``seed`` (:func:`attempt_seed`). The env-step counter
+    and budget go on, so every step of every attempt counts; an ``anneal_lr`` schedule follows the
+    run's budget, not the attempt's. A check that falls in the run's last round does nothing.
+    Meant for sparse-reward tasks where a seed can settle early into a dead end that more training
+    does not leave: HMASD on Alice_and_Bob, whose skills sometimes never cover a button
     (docs/hmasd.md, "Restart on stall"). Empty list (the default): never."""
 
     at_env_steps: list[int] = Field(default_factory=list)
