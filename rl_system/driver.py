@@ -55,7 +55,6 @@ class RunStats:
     bytes_raw: int = 0
     best_return: float = float("-inf")
     attempt_best_return: float = float("-inf")  # since the last restart on stall (RestartConfig)
-    restart_checked_to: int = 0  # restart.at_env_steps up to this env-step count were checked
     restarts: list[dict[str, Any]] = field(default_factory=list)
     time_to_target_s: float | None = None
     steps_to_target: int | None = None
@@ -129,8 +128,7 @@ class Trainer:
                 "worker_failures": st.worker_failures, "worker_restarts": st.worker_restarts,
                 "best_return": st.best_return, "time_to_target_s": st.time_to_target_s,
                 "steps_to_target": st.steps_to_target, "elapsed_s": elapsed,
-                "attempt_best_return": st.attempt_best_return, "restart_checked_to": st.restart_checked_to,
-                "restarts": st.restarts,
+                "attempt_best_return": st.attempt_best_return, "restarts": st.restarts,
                 "returns": list(self.window.returns), "lengths": list(self.window.lengths),
                 "episodes": self.window.episodes,
                 "outcomes": {k: list(v) for k, v in self.window.outcomes.items()}}
@@ -174,8 +172,7 @@ class Trainer:
         st.elapsed_before_resume = d["elapsed_s"]
         # (checkpoints from before restarts existed: one attempt so far, its best is the run's)
         st.attempt_best_return = d.get("attempt_best_return", st.best_return)
-        # (and their checks up to here count as done: not one fired late on resuming)
-        st.restart_checked_to, st.restarts = d.get("restart_checked_to", st.env_steps), d.get("restarts", [])
+        st.restarts = d.get("restarts", [])
         self.window.extend(d["returns"], d["lengths"], d["episodes"], d.get("outcomes"))
         if state.get("selfplay") is not None:
             self.pool.load_state(state["selfplay"])
@@ -307,6 +304,7 @@ class Trainer:
             if self.pool.due(st.rounds):
                 self.pool.add(self.version, self.weights_ref)
                 self.pool.refresh(self.workers)
+            steps_before = st.env_steps
             for meta in metas:
                 st.env_steps += meta["env_steps"]
                 st.bytes_shipped += meta["payload_bytes"]
@@ -315,7 +313,7 @@ class Trainer:
                                    meta.get("episode_info"))
             elapsed = time.perf_counter() - t0
             self._record(metrics, metas, elapsed)
-            if self._stalled() and not self._should_stop(elapsed):  # never end on fresh weights
+            if self._stalled(steps_before) and not self._should_stop(elapsed):  # never end on fresh weights
                 self._restart(pending)
             if time.perf_counter() - last_log >= cfg.log_every_s:
                 last_log = time.perf_counter()
@@ -342,13 +340,13 @@ class Trainer:
         return summary
 
     # -- restart on stall ---------------------------------------------------------------------
-    def _stalled(self) -> bool:
-        """True when a ``restart.at_env_steps`` entry was passed in this round and the current
-        attempt's best full-window mean return is still under ``restart.below_return`` (and no
-        target was reached)."""
+    def _stalled(self, steps_before: int) -> bool:
+        """True when this round (from ``steps_before`` env steps to now) passed a
+        ``restart.at_env_steps`` entry and the current attempt's best full-window mean return is
+        still under ``restart.below_return`` (and no target was reached). Only the round that
+        passes an entry checks it, so a resumed run never fires a check it had already passed."""
         st = self.stats
-        due = any(st.restart_checked_to < s <= st.env_steps for s in self.cfg.restart.at_env_steps)
-        st.restart_checked_to = st.env_steps
+        due = any(steps_before < s <= st.env_steps for s in self.cfg.restart.at_env_steps)
         return due and st.steps_to_target is None and st.attempt_best_return < self.cfg.restart.below_return
 
     def _restart(self, pending: dict) -> None:

@@ -38,8 +38,6 @@ class RolloutWorker:
         seed = run_seed * 10_007 + self.worker_id
         torch.manual_seed(seed)
         wc = self.cfg.workers
-        if getattr(self, "env", None) is not None:
-            self.env.close()  # a restart: e.g. a Gymnasium async vector env's subprocesses
         self.env = make_env(self.cfg.env.name, wc.num_envs, self.device, seed=seed, **self.cfg.env.kwargs)
         algo = get_algorithm(self.cfg.algo)
         self.policy = algo.make_policy(self.env.observation_spec, self.env.action_spec, self.cfg).to(self.device)
@@ -54,6 +52,7 @@ class RolloutWorker:
         """Start over from scratch with ``run_seed`` (a stalled run's restart, ``RestartConfig``):
         fresh envs (episode counters too), policy copy and sampler state. Process-level counters
         stay, so the driver does not mistake this for a process restart."""
+        self.env.close()  # e.g. a Gymnasium async vector env's subprocesses
         self._build(run_seed)
 
     def set_weights(self, weights: dict[str, torch.Tensor], version: int) -> None:
