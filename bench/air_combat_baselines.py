@@ -97,7 +97,7 @@ def checkpoint_red(path: str) -> tuple[Any, dict[str, Any]]:
     """A trained policy as red (sampled actions, as in training) and its env kwargs."""
     from rl_system.algos import load_policy
     from rl_system.config import RunConfig, load_config
-    from rl_system.resume import find_resume
+    from rl_system.checkpoint.resume import find_resume
 
     state = find_resume(path, load_config(None), None).state
     kwargs = dict(RunConfig.model_validate(state["config"]).env.kwargs)

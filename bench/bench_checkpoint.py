@@ -37,9 +37,9 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from rl_system.checkpoint import capture_rng_state, serialize_state  # noqa: E402
-from rl_system.checkpoint_store import CheckpointStore  # noqa: E402
-from rl_system.checkpointer import Checkpointer, to_transport  # noqa: E402
+from rl_system.checkpoint.format import capture_rng_state, serialize_state  # noqa: E402
+from rl_system.checkpoint.store import CheckpointStore  # noqa: E402
+from rl_system.checkpoint.writer import Checkpointer, to_transport  # noqa: E402
 from rl_system.config import RunConfig  # noqa: E402
 
 

@@ -8,8 +8,8 @@
 For each env a real :class:`rl_system.worker.RolloutWorker` (the env's config and shape, see
 ``ENVS``) samples one rollout with the untrained policy (version 0) and one after ``K`` in-process
 learner rounds (trained-policy rollouts compress differently: longer episodes, more
-confident log-probs, smoother trajectories). Every column the worker ships is measured,
-``episode_*`` statistics included. Per rollout it prints:
+confident log-probs, smoother trajectories). Every column the worker ships is measured.
+Per rollout it prints:
 
 1. per column: raw bytes per env step and the ratio (raw / wire bytes) of lz4 at level 0 (fast)
    and LZ4 HC 1, 4, 9, plain (``filters="none"``) and with the codec's default ``filters="auto"``,
@@ -101,7 +101,7 @@ def real_rollouts(env: str, train_rounds: int, sets: tuple[str, ...] = ()) -> li
             t0 = time.thread_time()
             meta, payload = worker.sample(weights, version)
             sample_s = time.thread_time() - t0
-            returns += meta["episode_returns"]
+            returns += meta.episode_returns
         ret = (f"mean return of episodes ended in training {statistics.fmean(returns):.1f}" if returns
                else "no episode ended")
         out.append((f"{env}, after {train_rounds} learner rounds (version {train_rounds}; {ret})", payload, sample_s))

@@ -9,8 +9,8 @@ rate) -- recorded, training goes on -- and until the env-step budget runs out, t
 seed, sampling as in training and argmax at both levels). Runs checkpoint as the preset says
 (``checkpoint.every_rounds``), and the checkpoint a user keeps as ``best.json`` (the best
 *training* return; ``rl-system eval RUN --pick best``) is tested on the same episodes beside it.
-Runs restart on stall as the preset says (``restart:``); the table's "restarted at" column gives
-the env steps of each restart, and steps to target count from the run's start across attempts.
+Runs reseed on stall as the preset says (``reseed:``); the table's "reseeded at" column gives
+the env steps of each reseed, and steps to target count from the run's start across attempts.
 
     python -m bench.bench_hmasd --size small --steps 100000 --seeds 0 1 2
     python -m bench.bench_hmasd --size default --steps 3000000 --seeds 0   # ~15-20 min a run here
@@ -46,7 +46,7 @@ from pathlib import Path
 from bench.hmasd_tables import (actor_table, discriminator_cells, discriminator_map, greedy_table, hall_trace,
                                 plan_table, skill_table)
 from rl_system.checkpoint import CheckpointError
-from rl_system.checkpoint_store import CheckpointStore
+from rl_system.checkpoint.store import CheckpointStore
 from rl_system.cli import with_env_kwargs
 from rl_system.config import RunConfig, load_config
 from rl_system.driver import train
@@ -101,7 +101,7 @@ def run_one(method: str, seed: int, size: str, steps: int, target: float, root: 
             "wall_s": summary["wall_time_s"], "steps_per_s": summary["steps_per_s"],
             "train_success": summary.get("final_success_rate", 0.0), "test_success": test.get("success_rate", 0.0),
             "test_success_argmax": test_argmax.get("success_rate", 0.0), "test_length": test["length_mean"],
-            "restarts": [r["env_steps"] for r in summary["restarts_on_stall"]],
+            "reseeds": [r["env_steps"] for r in summary["reseeds"]],
             "best_steps": best_state["driver"]["env_steps"], "best_test_success": best.get("success_rate", 0.0),
             "state": tested}  # the tables below sample the test env too
 
@@ -133,7 +133,7 @@ def main() -> None:
         print("\n".join(hall_trace(found)))
         return
     if args.checkpoint is not None:
-        from rl_system.resume import find_resume
+        from rl_system.checkpoint.resume import find_resume
 
         found = find_resume(args.checkpoint, load_config(None), None)
         state = with_env_kwargs(found.state, args.test_env)
@@ -186,7 +186,7 @@ def report(args: argparse.Namespace, root: Path) -> None:
     print(f"Alice_and_Bob size={args.size}, budget {args.steps:,} env steps, target train success >= {args.target}"
           + (f", overrides {' '.join(args.overrides)}" if args.overrides else "")
           + (f", tested with {' '.join(args.test_env)}" if args.test_env else ""))
-    print("method | seed | restarted at | steps to target | time to target s | env steps | wall s | steps/s | "
+    print("method | seed | reseeded at | steps to target | time to target s | env steps | wall s | steps/s | "
           "train success | test success | test success (argmax) | test length | best.json at env steps | "
           "best.json test success")
     print("---|---|---|---|---|---|---|---|---|---|---|---|---|---")
@@ -197,8 +197,8 @@ def report(args: argparse.Namespace, root: Path) -> None:
             rows.append(r)
             stt = f"{r['steps_to_target']:,}" if r["steps_to_target"] else "not reached"
             ttt = f"{r['time_to_target_s']:.0f}" if r["time_to_target_s"] else "-"
-            restarted = ", ".join(f"{s:,}" for s in r["restarts"]) or "-"
-            print(f"{method} | {seed} | {restarted} | {stt} | {ttt} | {r['env_steps']:,} | {r['wall_s']:.0f} | "
+            reseeded = ", ".join(f"{s:,}" for s in r["reseeds"]) or "-"
+            print(f"{method} | {seed} | {reseeded} | {stt} | {ttt} | {r['env_steps']:,} | {r['wall_s']:.0f} | "
                   f"{r['steps_per_s']:,.0f} | {r['train_success']:.2f} | {r['test_success']:.3f} | "
                   f"{r['test_success_argmax']:.3f} | {r['test_length']:.1f} | {r['best_steps']:,} | "
                   f"{r['best_test_success']:.3f}", flush=True)

@@ -34,7 +34,7 @@ def _sampled(state: dict, rollouts: int, n_envs: int = 64):
     """``(env, [rollout columns])`` of a checkpoint's policy sampling both levels as in
     training, from a fresh seeded env batch (the same tables every time)."""
     env, sampler = policy_sampler(state, n_envs, seed=777)
-    return env, [sampler.collect(deterministic=False) for _ in range(rollouts)]
+    return env, [sampler.collect(deterministic=False)[0] for _ in range(rollouts)]
 
 
 @torch.no_grad()

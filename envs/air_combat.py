@@ -132,7 +132,16 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from envs.base import Box, Discrete, Obs, StepResult, TensorSpec, VecEnv, make_generator
+from envs.air_combat_rewards import build_reward_modules
+# The interface (observation and action layout, sides, outcome codes) is defined in
+# envs.air_combat_spec and re-exported here, so callers may import it from either module.
+from envs.air_combat_spec import (ACTION_STRAIGHT_FULL, BLUE, N_DISCRETE_ACTIONS, OBS_BEARING_COS,  # noqa: F401
+                                  OBS_BEARING_SIN, OBS_CLOSURE, OBS_DIM, OBS_IN_FLIGHT, OBS_MISSILE_BEARING_COS,
+                                  OBS_MISSILE_BEARING_SIN, OBS_MISSILE_RANGE, OBS_MISSILES_LEFT, OBS_RANGE,
+                                  OBS_SPEED, OBS_WARNING, OUTCOME_DRAW, OUTCOME_LOSS, OUTCOME_RUNNING,
+                                  OUTCOME_TIMEOUT, OUTCOME_WIN, RANGE_SCALE_M, RED, RUDDER_LEVELS,
+                                  THROTTLE_LEVELS)
+from envs.base import Box, Discrete, Obs, StepResult, TensorSpec, VecEnv, check_action, make_generator
 
 # --------------------------------------------------------------------------- parameters
 G = 9.81                      # m/s^2
@@ -172,20 +181,6 @@ SCRIPTED_FIRE_RANGE_M = 20_000.0
 SCRIPTED_FIRE_CONE_RAD = math.radians(15.0)
 SCRIPTED_FIRE_INTERVAL_S = 10.0
 SCRIPTED_EVADE_RANGE_M = 12_000.0  # default: turn tail on red while a red missile is this close
-
-RANGE_SCALE_M = 50_000.0
-OBS_DIM = 16
-# Indices into the observation, for reward modules and opponents.
-OBS_SPEED, OBS_MISSILES_LEFT, OBS_RANGE, OBS_BEARING_SIN, OBS_BEARING_COS, OBS_CLOSURE = 0, 4, 5, 6, 7, 8
-OBS_WARNING, OBS_MISSILE_RANGE, OBS_MISSILE_BEARING_SIN, OBS_MISSILE_BEARING_COS, OBS_IN_FLIGHT = 11, 12, 13, 14, 15
-
-N_DISCRETE_ACTIONS = 12
-ACTION_STRAIGHT_FULL = 3
-RUDDER_LEVELS = (-1.0, 0.0, 1.0)
-THROTTLE_LEVELS = (0.5, 1.0)
-
-OUTCOME_RUNNING, OUTCOME_WIN, OUTCOME_LOSS, OUTCOME_DRAW, OUTCOME_TIMEOUT = 0, 1, 2, 3, 4
-RED, BLUE = 0, 1
 
 # Internal layout (see AirCombatVecEnv): aircraft fields are rows of ``_A`` [A_FIELDS, 2, N], missile
 # fields rows of ``_M`` [M_FIELDS, 2, 6, N], so that every elementwise op runs over contiguous
@@ -363,8 +358,6 @@ class AirCombatVecEnv(VecEnv):
         self.opponent: Any = "scripted"
         self.set_opponent(opponent)
         self.action_type = action_type
-        from envs.air_combat_rewards import build_reward_modules  # (that module imports this one)
-
         self.reward_modules = build_reward_modules(reward_modules)
         self.discrete = action_type == "discrete"
         self.observation_spec = {"obs": TensorSpec(shape=(OBS_DIM,), dtype=torch.float32)}
@@ -521,10 +514,8 @@ class AirCombatVecEnv(VecEnv):
         return red if side == RED else blue
 
     def step(self, action: torch.Tensor) -> StepResult:
-        if self._needs_reset:
-            raise RuntimeError("call reset() before step()")
+        action = self._step_action(action)
         a, fire = self._a, self._fire
-        action = action.to(self.device)
         can = self._can_fire()
         self._decode(action, RED)
         if self._opponent_fn is None:
@@ -534,7 +525,8 @@ class AirCombatVecEnv(VecEnv):
                 self._blue_obs = self._observe_all(True)[1]
             with torch.no_grad():
                 blue_action = self._opponent_fn(self._blue_obs)
-            self._decode(torch.as_tensor(blue_action, device=self.device), BLUE)
+            blue_action = torch.as_tensor(blue_action, device=self.device)
+            self._decode(check_action(blue_action, self.action_spec, self.num_envs, self.device), BLUE)
         fire.mul_(can)                                                   # illegal commands ignored
         self._launch(fire)
 
@@ -561,6 +553,7 @@ class AirCombatVecEnv(VecEnv):
         idx = done.nonzero().squeeze(1)
         obs = final_obs
         if idx.numel():
+            self._notify_autoreset(idx)
             self._reset_envs(idx)
             fresh, fresh_blue = self._observe_fresh(idx, two_sided)
             obs = {k: v.index_copy(0, idx, fresh[k]) for k, v in final_obs.items()}
@@ -571,8 +564,19 @@ class AirCombatVecEnv(VecEnv):
         return StepResult(obs, reward, terminated, truncated, final_obs, info)
 
     # ------------------------------------------------------------------ read-only views
+
+    def render_state(self, env_index: int = 0) -> dict[str, torch.Tensor]:
+        """What a renderer draws of env ``env_index``, as fresh CPU tensors (side 0 red, 1 blue;
+        metres): aircraft positions ``x``, ``y`` float32 ``[2]`` and ``alive`` bool ``[2]``;
+        missile positions ``m_x``, ``m_y`` float32 ``[2, 6]`` (launching side, slot) and
+        ``m_active`` bool ``[2, 6]`` (in flight). Sim seconds per step: :attr:`dt`."""
+        a = self._A[:, :, env_index].to("cpu", copy=True)               # [fields, 2]
+        m = self._M[..., env_index].to("cpu", copy=True)                # [fields, 2, 6]
+        return {"x": a[_AX], "y": a[_AY], "alive": a[_AALIVE] > 0.5,
+                "m_x": m[_MX], "m_y": m[_MY], "m_active": m[_MACT] > 0.5}
+
     # The state in the layout of the state dict (aircraft [N, 2], missiles [N, 2, 6]); the float
-    # ones are views of the live state, the others copies. For tests, benchmarks and renderers.
+    # ones are views of the live state, the others copies. For tests and benchmarks.
 
     _A_KEYS = {"x": _AX, "y": _AY, "speed": _ASPEED, "heading": _AHEAD, "throttle": _ATHR,
                "rudder": _ARUD, "cooldown": _ACOOL}
@@ -626,22 +630,14 @@ class AirCombatVecEnv(VecEnv):
         return ok.mul_(torch.le(a[_ACOOL], 0.0, out=self._hit_any))
 
     def _decode(self, action: torch.Tensor, side: int) -> None:
-        """Write ``side``'s rudder and throttle into the state and its fire command into ``_fire``."""
-        n = self.num_envs
+        """Write ``side``'s rudder and throttle into the state and its fire command into ``_fire``;
+        ``action`` has passed :func:`check_action` (``[N]`` int64 or ``[N, 3]`` float32)."""
         rudder, throttle, fire = self._controls[side]
         if self.discrete:
-            if action.shape != (n,):
-                raise ValueError(f"action must have shape ({n},), got {tuple(action.shape)}")
-            if action.is_floating_point():
-                raise TypeError(f"discrete actions must be integers, got {action.dtype}")
-            action = action.long()
             torch.index_select(self._rudder_table, 0, action, out=rudder)
             torch.index_select(self._throttle_table, 0, action, out=throttle)
             torch.index_select(self._fire_table, 0, action, out=fire)
             return
-        if action.shape != (n, 3):
-            raise ValueError(f"action must have shape ({n}, 3), got {tuple(action.shape)}")
-        action = action.float()
         torch.clamp(action[:, 0], -1.0, 1.0, out=rudder)
         torch.clamp(action[:, 1], 0.0, 1.0, out=throttle)
         torch.gt(action[:, 2], 0.5, out=fire)

@@ -15,8 +15,8 @@ out the clock).
 Kept apart from the simulator because shaping is a training choice, not part of the physics:
 modules are added and tuned per experiment, while :mod:`envs.air_combat` stays the duel itself.
 It reads the env's interface -- the observation indices, the range scale and the
-``info["outcome"]`` codes -- from :mod:`envs.air_combat`; the env imports this module only when
-it builds its modules, so the import runs one way.
+``info["outcome"]`` codes -- from :mod:`envs.air_combat_spec`, which the env imports too, so
+the simulator and its shaping do not import each other.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 import torch
 
-from envs.air_combat import (OBS_BEARING_COS, OBS_MISSILE_BEARING_COS, OBS_MISSILE_RANGE, OBS_MISSILES_LEFT,
-                              OBS_RANGE, OBS_WARNING, OUTCOME_TIMEOUT, RANGE_SCALE_M)
+from envs.air_combat_spec import (OBS_BEARING_COS, OBS_MISSILE_BEARING_COS, OBS_MISSILE_RANGE, OBS_MISSILES_LEFT,
+                                   OBS_RANGE, OBS_WARNING, OUTCOME_TIMEOUT, RANGE_SCALE_M)
 from envs.base import Obs
 
 # --------------------------------------------------------------------------- reward modules

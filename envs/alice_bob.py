@@ -430,17 +430,7 @@ class AliceBobVecEnv(VecEnv):
         return self._steps.clone()
 
     def step(self, action: torch.Tensor) -> StepResult:
-        if self._needs_reset:
-            raise RuntimeError("call reset() (or set_state()) before step()")
-        n = self.num_envs
-        if tuple(action.shape) != (n, 2):
-            raise ValueError(f"action must have shape ({n}, 2), got {tuple(action.shape)}")
-        if action.device != self.device:
-            action = action.to(self.device)
-        if action.dtype != torch.int64:
-            if action.is_floating_point() or action.is_complex():
-                raise TypeError(f"Alice_and_Bob actions are discrete (int64), got {action.dtype}")
-            action = action.long()
+        action = self._step_action(action)
         if self.device.type == "cpu":
             lo, hi = torch.aminmax(action)
             if lo < 0 or hi >= N_ACTIONS:

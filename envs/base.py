@@ -21,7 +21,7 @@ and ``"obs"`` (per-agent observations, ``[N, num_agents, O]``); actions are ``[N
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import torch
 
@@ -96,6 +96,31 @@ class StepResult(NamedTuple):
     info: dict[str, torch.Tensor]
 
 
+def check_action(action: torch.Tensor, spec: ActionSpec, num_envs: int, device: torch.device) -> torch.Tensor:
+    """``action`` checked against ``spec`` for a batch of ``num_envs`` envs, on ``device`` in
+    ``spec.dtype``: the prologue every ``step`` shares.
+
+    The shape must be ``[num_envs, *spec.shape]``: ``[N]`` for :class:`Discrete`,
+    ``[N, num_agents]`` for :class:`AgentDiscrete`, ``[N, *shape]`` for :class:`Box`. Discrete
+    actions may be any integer (or bool) tensor and come back int64; a float or complex one raises
+    rather than being truncated to an index. Box actions come back float32. Values are not
+    checked: bounds are each env's business (clipping, or an error where that is free).
+    Returns ``action`` itself where nothing needs converting.
+
+    Raises ``ValueError`` (shape) or ``TypeError`` (dtype), one line naming expected and got.
+    """
+    expected = (num_envs, *spec.shape)
+    if action.shape != expected:
+        raise ValueError(f"action must have shape {expected}, got {tuple(action.shape)}")
+    # Compared first because ``to`` costs microseconds even where it has nothing to do, and a
+    # small batch steps in tens of them.
+    if action.dtype == spec.dtype and action.device == device:
+        return action
+    if isinstance(spec, (Discrete, AgentDiscrete)) and (action.is_floating_point() or action.is_complex()):
+        raise TypeError(f"actions are discrete: expected an integer tensor (int64), got {action.dtype}")
+    return action.to(device=device, dtype=spec.dtype)
+
+
 def make_generator(device: torch.device, seed: int | None) -> torch.Generator:
     """The env batch's random generator on ``device``: seeded when ``seed`` is given, else from
     OS entropy."""
@@ -115,6 +140,13 @@ class VecEnv:
     device: torch.device
     observation_spec: dict[str, TensorSpec]
     action_spec: ActionSpec
+    _needs_reset: bool = False  # envs that must be reset before their first step set it in __init__
+
+    before_autoreset: Callable[[torch.Tensor], None] | None = None
+    """Optional observer of auto-resets. Where set, envs that support it (``Navigation``,
+    ``AirCombat``) call it inside ``step`` with the int64 indices ``[k]`` of the envs about to be
+    reset, while their state is still the one the episode ended in (a renderer records the final
+    state with it). Others ignore it."""
 
     def reset(self, seed: int | None = None) -> Obs:
         """Reset all envs; ``seed`` makes the whole batch reproducible."""
@@ -122,6 +154,20 @@ class VecEnv:
 
     def step(self, action: torch.Tensor) -> StepResult:
         raise NotImplementedError
+
+    def _step_action(self, action: torch.Tensor) -> torch.Tensor:
+        """The start of ``step``: refuse to step before the first reset, then
+        :func:`check_action` against ``action_spec``; returns the action on ``device``."""
+        if self._needs_reset:
+            also = " (or set_state())" if hasattr(self, "set_state") else ""
+            raise RuntimeError(f"call reset(){also} before step()")
+        return check_action(action, self.action_spec, self.num_envs, self.device)
+
+    def _notify_autoreset(self, idx: torch.Tensor) -> None:
+        """Call :attr:`before_autoreset` (if set) with the envs ``idx`` (int64 ``[k]``) about to
+        be auto-reset."""
+        if self.before_autoreset is not None:
+            self.before_autoreset(idx)
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         """Everything needed to continue the batch exactly (physics, step counters, RNG), for

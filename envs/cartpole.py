@@ -161,16 +161,7 @@ class CartPoleVecEnv(VecEnv):
         return self._steps.clone()
 
     def step(self, action: torch.Tensor) -> StepResult:
-        if self._needs_reset:
-            raise RuntimeError("call reset() (or set_state()) before step()")
-        if action.shape != (self.num_envs,):
-            raise ValueError(f"action must have shape ({self.num_envs},), got {tuple(action.shape)}")
-        if action.device != self.device:
-            action = action.to(self.device)
-        if action.dtype != torch.int64:
-            if action.is_floating_point() or action.is_complex():
-                raise TypeError(f"CartPole actions are discrete (int64), got {action.dtype}")
-            action = action.long()
+        action = self._step_action(action)
 
         c, state, deriv = self._c, self._state, self._deriv
         theta, theta_dot = self._theta, self._theta_dot

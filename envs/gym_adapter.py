@@ -12,8 +12,8 @@ Observation spaces
     * ``Dict`` of the above -> one entry per key (``{"pos": ..., "goal": ...}``)
     * anything else (``Tuple``, ``Graph``, ``Text``, nested ``Dict``, ...) raises ``TypeError``.
 Action spaces
-    * ``Discrete(n, start)`` -> ``Discrete(n)``; actions are ``0..n-1`` and ``start`` is added
-      before they reach Gymnasium.
+    * ``Discrete(n, start)`` -> ``Discrete(n)``; actions are ``0..n-1`` (an integer tensor) and
+      ``start`` is added before they reach Gymnasium.
     * ``Box`` -> ``Box(shape, low, high)`` with the bounds flattened to tuples; actions are cast
       to float32, clipped to the bounds and then cast to the space's dtype.
     * anything else raises ``TypeError``.
@@ -37,9 +37,10 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from envs.base import Box, Discrete, Obs, StepResult, TensorSpec, VecEnv
+from envs.base import Box, Discrete, Obs, StepResult, TensorSpec, VecEnv, check_action
 
 _MODES = ("sync", "async")
+_CPU = torch.device("cpu")  # Gymnasium takes numpy actions
 
 
 def _scalar_bound(values: np.ndarray) -> float | None:
@@ -194,15 +195,10 @@ class GymnasiumVecEnv(VecEnv):
         return out
 
     def _discrete_action(self, action: torch.Tensor) -> np.ndarray:
-        if action.shape != (self.num_envs,):
-            raise ValueError(f"action must have shape ({self.num_envs},), got {tuple(action.shape)}")
-        a = action.detach().to("cpu", torch.int64).numpy()
+        a = check_action(action.detach(), self.action_spec, self.num_envs, _CPU).numpy()
         return a + self._action_start if self._action_start else a
 
     def _box_action(self, action: torch.Tensor) -> np.ndarray:
-        shape = (self.num_envs, *self.action_spec.shape)
-        if tuple(action.shape) != shape:
-            raise ValueError(f"action must have shape {shape}, got {tuple(action.shape)}")
-        a = action.detach().to("cpu", torch.float32)
+        a = check_action(action.detach(), self.action_spec, self.num_envs, _CPU)
         a = torch.clamp(a, self._act_low, self._act_high)
         return a.numpy().astype(self._act_space.dtype, copy=False)

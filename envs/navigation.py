@@ -168,11 +168,7 @@ class NavigationVecEnv(VecEnv):
         return self._observe(None)
 
     def step(self, action: torch.Tensor) -> StepResult:
-        if self._needs_reset:
-            raise RuntimeError("call reset() before step()")
-        if tuple(action.shape) != (self.num_envs, 3):
-            raise ValueError(f"action must have shape ({self.num_envs}, 3), got {tuple(action.shape)}")
-        action = action.to(device=self.device, dtype=torch.float32)
+        action = self._step_action(action)
         dt = self.dt
 
         # Robot: velocity command (goal frame rotated to the world by the episode's yaw, unless
@@ -212,6 +208,7 @@ class NavigationVecEnv(VecEnv):
         if idx.numel() == 0:
             obs = final_obs
         else:
+            self._notify_autoreset(idx)
             self._reset_envs(idx)
             fresh = self._observe(idx)
             obs = {k: v.index_copy(0, idx, fresh[k]) for k, v in final_obs.items()}
@@ -248,6 +245,17 @@ class NavigationVecEnv(VecEnv):
             self._prev_dist.copy_(torch.linalg.vector_norm(self._goal - self._pos, dim=1))
         self._needs_reset = False
         return self._observe(None)
+
+    _RENDER_KEYS = ("pos", "goal", "yaw", "cyl", "dyn_pos", "dyn_size")
+
+    def render_state(self, env_index: int = 0) -> dict[str, torch.Tensor]:
+        """What a renderer draws of env ``env_index``, as fresh CPU float32 tensors (world frame,
+        metres): robot ``pos`` and ``goal`` ``[3]``; ``yaw`` ``[]`` (rad, the goal frame's heading:
+        lidar beam ``k`` points at ``yaw + 2 pi k / N_BEAMS``); static cylinders ``cyl`` ``[S, 4]``
+        (x, y, radius, height; removed ones are parked far outside the arena); moving obstacles
+        ``dyn_pos`` ``[M, 3]`` and ``dyn_size`` ``[M, 3]`` (radius, half-height, is_sphere). The
+        arena's side is :attr:`arena`."""
+        return {k: getattr(self, "_" + k)[env_index].to("cpu", copy=True) for k in self._RENDER_KEYS}
 
     # ------------------------------------------------------------------ internals
 

@@ -16,10 +16,10 @@ every ``[T, N,     ``arrow.fixed_shape_tensor`` e.g. ``obs.obs`` ``[4]``, ``obs.
 *s]`` column       of shape ``s``, same dtype  ``[1, 36, 4]``, a continuous ``action`` ``[A]``
 =================  ==========================  ===============================================
 
-Columns that are not ``[T, N, ...]`` (``last_value`` ``[N]``, ``episode_return`` /
-``episode_length`` ``[K]``) are left out.  bfloat16 columns are stored as float32 (Arrow has no
+Columns that are not ``[T, N, ...]`` (``last_*``, ``init_*``, ``final_*``; see
+:mod:`rl_system.rollout`) are left out.  bfloat16 columns are stored as float32 (Arrow has no
 bfloat16).  The schema metadata holds ``rl_system.archive`` (format tag), ``rl_system.round``
-and ``rl_system.rollouts`` (JSON list of the rollouts' codec meta, in row order).
+and ``rl_system.rollouts`` (JSON list of the rollouts' headers, :meth:`RolloutMeta.header`, in row order).
 
 Reading back: ``pyarrow.feather.read_table(path)`` / ``pandas.read_feather(path)`` /
 :func:`read_archive`; ``table["obs.obs"].combine_chunks().to_numpy_ndarray()`` gives
@@ -44,7 +44,9 @@ import pyarrow.ipc as ipc
 import torch
 
 from rl_system import codec
-from rl_system.algos import ENV_MAJOR, STATS
+from rl_system.errors import one_line
+from rl_system.filesystems import atomic_output, resolve
+from rl_system.rollout import Layout, layout
 
 __all__ = ["ArchiveError", "RolloutArchiver", "archive_compression", "column_to_numpy", "read_archive",
            "rollouts_to_table", "write_archive", "FORMAT", "ID_COLUMNS"]
@@ -100,7 +102,7 @@ def _rollout_batch(cols: dict[str, torch.Tensor], meta: dict, round_index: int) 
         "step": pa.array(np.tile(np.arange(T, dtype=np.int32), N)),
     }
     for name, t in cols.items():
-        if name.startswith((*ENV_MAJOR, STATS)):
+        if layout(name) is not Layout.STEP:
             continue  # not one row per (env, step), whatever their shape happens to be
         if t.dim() >= 2 and tuple(t.shape[:2]) == (T, N):
             if name in arrays:
@@ -142,17 +144,6 @@ def rollouts_to_table(rollouts: list[tuple[dict[str, torch.Tensor], dict]], roun
 
 # ----------------------------------------------------------------------------------------- write
 
-def _resolve(uri_or_path: str | os.PathLike, filesystem: pafs.FileSystem | None) -> tuple[pafs.FileSystem, str]:
-    """``(filesystem, path)``: an explicit filesystem takes the path as is; ``scheme://`` goes
-    through ``FileSystem.from_uri``; anything else is a local path (made absolute)."""
-    p = os.fspath(uri_or_path)
-    if filesystem is not None:
-        return filesystem, p
-    if "://" in p:
-        return pafs.FileSystem.from_uri(p)
-    return pafs.LocalFileSystem(), os.path.abspath(p)
-
-
 def write_archive(table: pa.Table, uri_or_path: str | os.PathLike, filesystem: pafs.FileSystem | None = None) -> int:
     """Write ``table`` as an Arrow IPC file with LZ4-frame buffer compression; returns its size in bytes.
 
@@ -160,23 +151,14 @@ def write_archive(table: pa.Table, uri_or_path: str | os.PathLike, filesystem: p
     (a reader never sees a partial archive; the ``.tmp`` is removed on failure).  Parent
     directories are created.
     """
-    fs, path = _resolve(uri_or_path, filesystem)
+    fs, path = resolve(uri_or_path, filesystem)
     parent = path.rstrip("/").rpartition("/")[0]
     if parent:
         fs.create_dir(parent, recursive=True)
-    tmp = path + ".tmp"
-    try:
-        with fs.open_output_stream(tmp, compression=None) as out:
-            with ipc.new_file(out, table.schema, options=ipc.IpcWriteOptions(compression="lz4")) as writer:
-                writer.write_table(table)
-            nbytes = out.tell()
-        fs.move(tmp, path)
-    except BaseException:
-        try:
-            fs.delete_file(tmp)
-        except Exception:  # noqa: BLE001 - best effort; the original error matters
-            pass
-        raise
+    with atomic_output(fs, path) as out:
+        with ipc.new_file(out, table.schema, options=ipc.IpcWriteOptions(compression="lz4")) as writer:
+            writer.write_table(table)
+        nbytes = out.tell()
     return nbytes
 
 
@@ -189,13 +171,13 @@ class RolloutArchiver:
 
     def __init__(self, root_uri: str | os.PathLike, filesystem: pafs.FileSystem | None = None):
         self.root_uri = os.fspath(root_uri)
-        self.fs, self.root = _resolve(self.root_uri, filesystem)
+        self.fs, self.root = resolve(self.root_uri, filesystem)
         self.fs.create_dir(self.root, recursive=True)
 
     def path_for(self, round_index: int) -> str:
         """Where round ``round_index`` goes, in the form ``root_uri`` was given (URI or absolute path)."""
         name = f"rollouts-r{round_index:06d}.arrow"
-        base = self.root_uri if "://" in self.root_uri else self.root
+        base = self.root_uri if "://" in self.root_uri else self.root  # as given: URI or absolute path
         return f"{base.rstrip('/')}/{name}"
 
     def write(self, round_index: int, *payloads: bytes) -> dict[str, Any]:
@@ -210,15 +192,10 @@ class RolloutArchiver:
 
 # ------------------------------------------------------------------------------------------ read
 
-def _one_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return text[0] if text else type(err).__name__
-
-
 def _open_input(uri_or_path, filesystem) -> tuple[pafs.FileSystem, str, Any, int]:
     shown = os.fspath(uri_or_path)
     try:
-        fs, path = _resolve(uri_or_path, filesystem)
+        fs, path = resolve(uri_or_path, filesystem)
         info = fs.get_file_info(path)
         if info.type == pafs.FileType.NotFound:
             raise ArchiveError(f"{shown}: no such file")
@@ -226,7 +203,7 @@ def _open_input(uri_or_path, filesystem) -> tuple[pafs.FileSystem, str, Any, int
             raise ArchiveError(f"{shown}: is a directory, not an archive file")
         return fs, path, fs.open_input_file(path), info.size
     except (pa.ArrowException, OSError) as e:
-        raise ArchiveError(f"{shown}: cannot open: {_one_line(e)}") from None
+        raise ArchiveError(f"{shown}: cannot open: {one_line(e)}") from None
 
 
 def _load(uri_or_path, filesystem) -> tuple[pa.Table, int, str]:
@@ -242,7 +219,7 @@ def _load(uri_or_path, filesystem) -> tuple[pa.Table, int, str]:
         except (pa.ArrowException, OSError) as e:
             what = ("truncated or corrupt Arrow IPC file" if head == _ARROW_MAGIC
                     else "not an Arrow IPC (Feather v2) file")
-            raise ArchiveError(f"{shown}: {what} ({size} bytes): {_one_line(e)}") from None
+            raise ArchiveError(f"{shown}: {what} ({size} bytes): {one_line(e)}") from None
     return table, size, comp
 
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from rl_system.config import ConfigError, apply_override, build_config, load_config
+from rl_system.errors import one_line
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -73,9 +74,8 @@ def _on_sigterm(signum, frame):  # noqa: ARG001
 
 def cmd_train(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, args.overrides)
-    from rl_system.checkpoint import CheckpointError
-    from rl_system.driver import Trainer, TrainingError  # imports Ray: keep `--help` fast
-    from rl_system.resume import find_resume
+    from rl_system.checkpoint import CheckpointError, find_resume
+    from rl_system.driver import RunLoop, TrainingError  # imports Ray: keep `--help` fast
     from rl_system.startup import init_ray, probe_specs
 
     resume, run_dir = None, args.run_dir
@@ -92,11 +92,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     try:
         init_ray(cfg, args.address)
     except (ConnectionError, RuntimeError, ValueError) as err:
-        return _fail(f"cannot start or join Ray ({args.address or 'local'}): {str(err).strip().splitlines()[-1]}", 1)
+        return _fail(f"cannot start or join Ray ({args.address or 'local'}): {one_line(err)}", 1)
     # After ray.init, which installs its own SIGTERM handler (that one aborts the process).
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        summary = Trainer(cfg, run_dir, quiet=args.quiet, resume_state=resume.state if resume else None,
+        summary = RunLoop(cfg, run_dir, quiet=args.quiet, resume_state=resume.state if resume else None,
                           specs=specs).run(args.address)
     except TrainingError as err:
         return _fail(f"error: {err}", 1)
@@ -107,12 +107,12 @@ def cmd_train(args: argparse.Namespace) -> int:
         reached = f", target reached in {ttt:.2f}s / {summary['steps_to_target']:,} steps"
     else:
         reached = ", target not reached"
-    restarts = summary["restarts_on_stall"]
-    at = ", ".join(f"{r['env_steps']:,}" for r in restarts)
-    restarted = f", restarted on stall at {at} steps" if restarts else ""
+    reseeds = summary["reseeds"]
+    at = ", ".join(f"{r['env_steps']:,}" for r in reseeds)
+    reseeded = f", reseeded on stall at {at} steps" if reseeds else ""
     print(f"done: {summary['env_steps']:,} env steps in {summary['wall_time_s']:.2f}s "
           f"({summary['steps_per_s']:,.0f} steps/s), final mean return {summary['final_mean_return']}{reached}"
-          f"{restarted}")
+          f"{reseeded}")
     return 0
 
 
@@ -143,11 +143,9 @@ def with_env_kwargs(state: dict, assignments: list[str]) -> dict:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    import json
-
-    from rl_system.checkpoint import CheckpointError
+    from rl_system.checkpoint import CheckpointError, find_resume
     from rl_system.evaluate import evaluate
-    from rl_system.resume import find_resume
+    from rl_system.filesystems import write_json
 
     if args.episodes < 1:
         return _fail("--episodes: expected a positive number", 2)
@@ -168,7 +166,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         except CheckpointError as err:
             return _fail(f"cannot load opponent checkpoint: {err}", 1)
     if args.render is not None:
-        from rl_system.render import RenderError, render_episode
+        from envs.render import RenderError, render_episode
 
         try:
             ep = render_episode(found.state, args.render, deterministic=args.deterministic, seed=args.seed)
@@ -193,7 +191,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
           f"{' (deterministic)' if args.deterministic else ''}"
           f"{f' (argmax at the {args.greedy_level} level only)' if args.greedy_level else ''}{against}")
     out = args.json_out or ((found.run_dir or Path(".")) / "eval.json")
-    out.write_text(json.dumps(result, indent=2))
+    write_json(out, result)
     print(f"wrote {out}")
     return 0
 

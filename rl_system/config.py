@@ -219,8 +219,8 @@ class SelfPlayConfig(_Strict):
     """Probability that a worker plays the env's scripted opponent instead of a snapshot."""
 
 
-class RestartConfig(_Strict):
-    """Start a stalled run over inside its own step budget.
+class ReseedConfig(_Strict):
+    """Reseed on stall: start a stalled run over from a fresh seed inside its own step budget.
 
     At each of ``at_env_steps``, if the current attempt's best mean return over a full
     ``return_window`` is still below ``below_return`` (none full yet counts as below) and no
@@ -230,13 +230,14 @@ class RestartConfig(_Strict):
     run's budget, not the attempt's. A check that falls in the run's last round does nothing.
     Meant for sparse-reward tasks where a seed can settle early into a dead end that more training
     does not leave: HMASD on Alice_and_Bob, whose skills sometimes never cover a button
-    (docs/hmasd.md, "Restart on stall"). Empty list (the default): never."""
+    (docs/hmasd.md, "Reseed on stall"). Empty list (the default): never. ("Restart" is kept for a
+    Ray actor restart, which is another thing.)"""
 
     at_env_steps: list[int] = Field(default_factory=list)
     below_return: float = 0.0
 
     @model_validator(mode="after")
-    def _check(self) -> "RestartConfig":
+    def _check(self) -> "ReseedConfig":
         steps = self.at_env_steps
         if any(s <= 0 for s in steps) or any(b <= a for a, b in zip(steps, steps[1:])):
             raise ValueError(f"at_env_steps {steps} must be positive and strictly increasing")
@@ -263,8 +264,8 @@ class RunConfig(_Strict):
     """HMASD hyperparameters (``algo: hmasd``); see :mod:`rl_system.algos.hmasd`."""
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     selfplay: SelfPlayConfig = Field(default_factory=SelfPlayConfig)
-    restart: RestartConfig = Field(default_factory=RestartConfig)
-    """Restart on stall (off unless ``restart.at_env_steps`` is set)."""
+    reseed: ReseedConfig = Field(default_factory=ReseedConfig)
+    """Reseed on stall (off unless ``reseed.at_env_steps`` is set)."""
     max_policy_lag: int = Field(0, ge=0)
     """Rollouts from policy versions older than ``version - max_policy_lag`` are dropped."""
     max_env_steps: int = Field(1_000_000, gt=0)
@@ -291,6 +292,15 @@ class RunConfig(_Strict):
     """Where archives go (local path or filesystem URI); default ``<run dir>/rollouts``."""
     log_every_s: float = Field(1.0, ge=0)
     tensorboard: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_keys(cls, data: Any) -> Any:
+        """Configs saved in checkpoints before the ``reseed`` section was named so called it
+        ``restart``; read them as they were meant."""
+        if isinstance(data, dict) and "restart" in data and "reseed" not in data:
+            data = {("reseed" if k == "restart" else k): v for k, v in data.items()}
+        return data
 
 
 def _parse_value(text: str) -> Any:

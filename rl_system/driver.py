@@ -1,4 +1,5 @@
-"""The driver: a thin loop of synchronous rounds.
+"""The driver: :class:`RunLoop`, a thin loop of synchronous rounds (what is reported each round
+is :mod:`rl_system.reporting`).
 
 Per round: the learner's new weights are already one object in the object store (the second
 return of ``Learner.update``); every worker gets that ref with its ``sample`` call; rollouts are
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +22,18 @@ import ray
 import yaml
 from ray.exceptions import ActorUnavailableError, RayActorError, RayTaskError
 
+from rl_system import reporting
 from rl_system.config import RunConfig, attempt_seed
+from rl_system.errors import one_line
+from rl_system.filesystems import write_json
 from rl_system.gate import PolicyVersionGate
 from rl_system.learner import Learner
-from rl_system.metrics import ReturnWindow, RunLogger, write_json
+from rl_system.metrics import ReturnWindow, RunLogger
+from rl_system.reporting import RunStats
+from rl_system.rollout import RolloutMeta
 from rl_system.selfplay import SnapshotPool
 from rl_system.startup import default_run_dir, init_ray, probe_specs
-from rl_system.storage import RunStorage, first_line
+from rl_system.storage import RunStorage
 from rl_system.telemetry import Telemetry
 from rl_system.worker import RolloutWorker
 
@@ -43,29 +49,10 @@ class _Pending:
     version: int
 
 
-@dataclass
-class RunStats:
-    rounds: int = 0
-    env_steps: int = 0
-    worker_failures: int = 0
-    worker_restarts: int = 0
-    nonfinite_rounds: int = 0  # consecutive rounds with skipped (non-finite) minibatches
-    elapsed_before_resume: float = 0.0
-    bytes_shipped: int = 0
-    bytes_raw: int = 0
-    best_return: float = float("-inf")
-    attempt_best_return: float = float("-inf")  # since the last restart on stall (RestartConfig)
-    restarts: list[dict[str, Any]] = field(default_factory=list)
-    time_to_target_s: float | None = None
-    steps_to_target: int | None = None
-    # Seconds spent per phase, summed over rounds: where the wall time goes.
-    time_sample: float = 0.0
-    time_update: float = 0.0
-    time_round: float = 0.0
-
-
-class Trainer:
-    """Builds the actors for ``cfg`` and runs rounds until a stop condition holds."""
+class RunLoop:
+    """Builds the actors for ``cfg`` and runs rounds until a stop condition holds. (The
+    learner-side algorithm is a *trainer*, :class:`rl_system.algos.Trainer`; this is the loop
+    around it.)"""
 
     def __init__(self, cfg: RunConfig, run_dir: Path | None = None, quiet: bool = False,
                  resume_state: dict[str, Any] | None = None, specs: tuple[Any, Any] | None = None):
@@ -84,6 +71,8 @@ class Trainer:
         self.version = 0
         self.workers: list[Any] = []
         self.learner: Any = None
+        self.learner_node: str | None = None
+        self.placement: list[dict[str, str]] | None = None  # per worker: node, compression
         self._sampled_before: set[int] = set()  # workers that delivered a rollout already
         self._restarting_since: dict[int, float] = {}
         self.storage: RunStorage | None = None
@@ -128,7 +117,7 @@ class Trainer:
                 "worker_failures": st.worker_failures, "worker_restarts": st.worker_restarts,
                 "best_return": st.best_return, "time_to_target_s": st.time_to_target_s,
                 "steps_to_target": st.steps_to_target, "elapsed_s": elapsed,
-                "attempt_best_return": st.attempt_best_return, "restarts": st.restarts,
+                "attempt_best_return": st.attempt_best_return, "reseeds": st.reseeds,
                 "returns": list(self.window.returns), "lengths": list(self.window.lengths),
                 "episodes": self.window.episodes,
                 "outcomes": {k: list(v) for k, v in self.window.outcomes.items()}}
@@ -154,7 +143,7 @@ class Trainer:
         if stats is not None:
             self.log.scalars(self.stats.env_steps, {"checkpoints_saved": stats["saved"],
                                                     "checkpoints_failed": stats["failed"],
-                                                    "checkpoints_skipped": stats["skipped"]})
+                                                    "checkpoints_skipped": stats["skipped"]}, prefix="system/")
 
     def _flush_checkpoints(self) -> None:
         if self.storage is not None:
@@ -170,9 +159,10 @@ class Trainer:
         st.worker_failures, st.worker_restarts = d["worker_failures"], d["worker_restarts"]
         st.best_return, st.time_to_target_s, st.steps_to_target = d["best_return"], d["time_to_target_s"], d["steps_to_target"]
         st.elapsed_before_resume = d["elapsed_s"]
-        # (checkpoints from before restarts existed: one attempt so far, its best is the run's)
+        # (checkpoints from before reseeds existed: one attempt so far, its best is the run's;
+        # "restarts" is the key older checkpoints used for reseeds)
         st.attempt_best_return = d.get("attempt_best_return", st.best_return)
-        st.restarts = d.get("restarts", [])
+        st.reseeds = d.get("reseeds", d.get("restarts", []))
         self.window.extend(d["returns"], d["lengths"], d["episodes"], d.get("outcomes"))
         if state.get("selfplay") is not None:
             self.pool.load_state(state["selfplay"])
@@ -189,7 +179,7 @@ class Trainer:
         meta_ref, payload_ref = self.workers[w].sample.options(num_returns=2).remote(self.weights_ref, self.version)
         pending[meta_ref] = _Pending(w, payload_ref, self.version)
 
-    def _gather(self, pending: dict, needed: int) -> tuple[list[ray.ObjectRef], list[dict]]:
+    def _gather(self, pending: dict, needed: int) -> tuple[list[ray.ObjectRef], list[RolloutMeta]]:
         """Wait for ``needed`` rollouts that pass the gate; re-request failed or stale ones."""
         accepted = []
         consecutive_failures = [0] * len(self.workers)
@@ -204,7 +194,7 @@ class Trainer:
                 continue
             consecutive_failures[job.worker] = 0
             self._restarting_since.pop(job.worker, None)
-            if meta["fresh_process"]:
+            if meta.fresh_process:
                 # A (re)started process: resolve `compression: auto` for it again.
                 self.workers[job.worker].set_learner_node.remote(self.learner_node)
                 if self.cfg.selfplay.enabled:
@@ -214,7 +204,7 @@ class Trainer:
                     self.stats.worker_restarts += 1
                     self.log.line(f"[yellow]worker {job.worker} was restarted[/yellow]")
             self._sampled_before.add(job.worker)
-            if self.gate.check(meta["version"], self.version):
+            if self.gate.check(meta.version, self.version):
                 accepted.append((job.worker, job.payload_ref, meta))
                 if self.cfg.max_policy_lag > 0:
                     self._submit(pending, job.worker)  # overlap sampling with the coming update
@@ -240,19 +230,19 @@ class Trainer:
         if died:
             self._sampled_before.discard(w)  # its next fresh rollout is this restart, not another
             self.stats.worker_restarts += 1
-        what = "died" if died else f"raised {first_line(err)}"
+        what = "died" if died else f"raised {one_line(err)}"
         self.log.line(f"[yellow]worker {w} {what}; re-requesting its rollout[/yellow]")
         if consecutive[w] > max(3, self.cfg.workers.max_restarts):
-            raise TrainingError(f"worker {w} failed {consecutive[w]} times in a row; last error: {first_line(err)}")
+            raise TrainingError(f"worker {w} failed {consecutive[w]} times in a row; last error: {one_line(err)}")
 
     def _update(self, payload_refs: list[ray.ObjectRef]) -> dict[str, Any]:
         metrics_ref, weights_ref = self.learner.update.options(num_returns=2).remote(*payload_refs)
         try:
             metrics = ray.get(metrics_ref)
         except RayActorError as err:
-            raise TrainingError(f"the learner died: {first_line(err)}") from None
+            raise TrainingError(f"the learner died: {one_line(err)}") from None
         except RayTaskError as err:
-            raise TrainingError(f"the learner failed: {first_line(err)}") from None
+            raise TrainingError(f"the learner failed: {one_line(err)}") from None
         self.weights_ref = weights_ref  # one object per policy version, shared by all workers
         self.version = metrics["version"]
         return metrics
@@ -274,7 +264,7 @@ class Trainer:
             summary = self._loop(startup_s)
         except BaseException as err:
             self._flush_checkpoints()
-            self._write_summary(self._summary(0.0, 0.0, status=_status_of(err), error=err))
+            self._write_summary(reporting.summary(self, 0.0, 0.0, state=_status_of(err), error=err))
             raise
         finally:
             self._stop_actors()
@@ -283,107 +273,126 @@ class Trainer:
 
     def _loop(self, startup_s: float) -> dict[str, Any]:
         cfg, st = self.cfg, self.stats
-        pending: dict = {}
+        pending: dict = {}  # meta ref -> _Pending: rollouts in flight
         t0 = last_log = time.perf_counter() - st.elapsed_before_resume
         while True:
-            busy = {p.worker for p in pending.values()}
-            for w in range(len(self.workers)):
-                if w not in busy:
-                    self._submit(pending, w)
-            t_round = time.perf_counter()
-            refs, metas = self._gather(pending, len(self.workers))
-            t_gathered = time.perf_counter()
-            if self.cfg.archive_every and st.rounds % self.cfg.archive_every == 0:
-                self.storage.archive(st.rounds, refs)
-            metrics = self._update(refs)
-            self._check_finite(metrics, pending)
-            st.time_sample += t_gathered - t_round
-            st.time_update += time.perf_counter() - t_gathered
-            st.time_round += time.perf_counter() - t_round
-            st.rounds += 1
-            if self.pool.due(st.rounds):
-                self.pool.add(self.version, self.weights_ref)
-                self.pool.refresh(self.workers)
+            metrics, metas = self._round(pending)
             steps_before = st.env_steps
-            for meta in metas:
-                st.env_steps += meta["env_steps"]
-                st.bytes_shipped += meta["payload_bytes"]
-                st.bytes_raw += meta["raw_bytes"]
-                self.window.extend(meta["episode_returns"], meta["episode_lengths"], meta["num_episodes"],
-                                   meta.get("episode_info"))
+            self._account(metas)
             elapsed = time.perf_counter() - t0
             self._record(metrics, metas, elapsed)
             if self._stalled(steps_before) and not self._should_stop(elapsed):  # never end on fresh weights
-                self._restart(pending)
+                self._reseed(pending)
             if time.perf_counter() - last_log >= cfg.log_every_s:
                 last_log = time.perf_counter()
                 self._poll_checkpointer()
                 self._publish("running", elapsed)
-                self.log.progress(st.rounds, st.env_steps, st.env_steps / elapsed, self.window,
-                                  st.best_return, self.version, self.gate.dropped)
+                self._progress_line(elapsed)
             stop = self._should_stop(elapsed)
             every = cfg.checkpoint.every_rounds
             if stop or (every and st.rounds % every == 0):
                 self._checkpoint(elapsed, pending)
             if stop:
                 break
+        return self._finish(pending, t0, startup_s)
+
+    def _round(self, pending: dict) -> tuple[dict[str, Any], list[RolloutMeta]]:
+        """Sample on every idle worker, gather what passes the gate, update the learner once."""
+        st = self.stats
+        busy = {p.worker for p in pending.values()}
+        for w in range(len(self.workers)):
+            if w not in busy:
+                self._submit(pending, w)
+        t_round = time.perf_counter()
+        refs, metas = self._gather(pending, len(self.workers))
+        t_gathered = time.perf_counter()
+        if self.cfg.archive_every and st.rounds % self.cfg.archive_every == 0:
+            self.storage.archive(st.rounds, refs)
+        metrics = self._update(refs)
+        self._check_finite(metrics, pending)
+        st.time_sample += t_gathered - t_round
+        st.time_update += time.perf_counter() - t_gathered
+        st.time_round += time.perf_counter() - t_round
+        st.rounds += 1
+        if self.pool.due(st.rounds):
+            self.pool.add(self.version, self.weights_ref)
+            self.pool.refresh(self.workers)
+        return metrics, metas
+
+    def _account(self, metas: list[RolloutMeta]) -> None:
+        """Count the round's env steps and bytes; its finished episodes enter the return window."""
+        st = self.stats
+        for meta in metas:
+            st.env_steps += meta.env_steps
+            st.bytes_shipped += meta.payload_bytes
+            st.bytes_raw += meta.raw_bytes
+            self.window.extend(meta.episode_returns, meta.episode_lengths, meta.num_episodes,
+                               meta.episode_outcomes)
+
+    def _progress_line(self, elapsed: float) -> None:
+        st = self.stats
+        self.log.progress(st.rounds, st.env_steps, st.env_steps / max(elapsed, 1e-9), self.window,
+                          st.best_return, self.version, self.gate.dropped)
+
+    def _finish(self, pending: dict, t0: float, startup_s: float) -> dict[str, Any]:
+        """After the last round: cancel what is in flight, flush storage, write the summary (the
+        wall time includes the flush: a run is done when its checkpoints are on storage)."""
         for ref in pending:  # rollouts still in flight (lag > 0) are not needed any more
             ray.cancel(ref)
         self.storage.collect_archive(timeout=60)
         self._flush_checkpoints()
         wall = time.perf_counter() - t0
-        self.log.progress(st.rounds, st.env_steps, st.env_steps / wall, self.window, st.best_return,
-                          self.version, self.gate.dropped)
-        summary = self._summary(wall, startup_s, status="completed")
+        self._progress_line(wall)
+        summary = reporting.summary(self, wall, startup_s, state="completed")
         self._write_summary(summary)
         self._publish("completed", wall)
         return summary
 
-    # -- restart on stall ---------------------------------------------------------------------
+    # -- reseed on stall ----------------------------------------------------------------------
     def _stalled(self, steps_before: int) -> bool:
         """True when this round (from ``steps_before`` env steps to now) passed a
-        ``restart.at_env_steps`` entry and the current attempt's best full-window mean return is
-        still under ``restart.below_return`` (and no target was reached). Only the round that
+        ``reseed.at_env_steps`` entry and the current attempt's best full-window mean return is
+        still under ``reseed.below_return`` (and no target was reached). Only the round that
         passes an entry checks it, so a resumed run never fires a check it had already passed."""
         st = self.stats
-        due = any(steps_before < s <= st.env_steps for s in self.cfg.restart.at_env_steps)
-        return due and st.steps_to_target is None and st.attempt_best_return < self.cfg.restart.below_return
+        due = any(steps_before < s <= st.env_steps for s in self.cfg.reseed.at_env_steps)
+        return due and st.steps_to_target is None and st.attempt_best_return < self.cfg.reseed.below_return
 
-    def _restart(self, pending: dict) -> None:
+    def _reseed(self, pending: dict) -> None:
         """Rebuild learner and workers from the next attempt's seed; the budget carries on."""
         st = self.stats
-        seed = attempt_seed(self.cfg.seed, len(st.restarts) + 1)
+        seed = attempt_seed(self.cfg.seed, len(st.reseeds) + 1)
         # Rollouts still in flight (max_policy_lag > 0) belong to the stalled attempt: forget them
         # (never trained on, so not counted as env steps). Each worker runs its calls in order, so
-        # its restart comes after that sample anyway.
+        # its reseed comes after that sample anyway.
         in_flight = len(pending)
         pending.clear()
-        version_ref, self.weights_ref = self.learner.restart.options(num_returns=2).remote(seed)
+        version_ref, self.weights_ref = self.learner.reseed.options(num_returns=2).remote(seed)
         for w in range(len(self.workers)):
-            self._restart_worker(w, seed)
+            self._reseed_worker(w, seed)
         self.version = ray.get(version_ref)
         if self.cfg.selfplay.enabled:  # the pool's snapshots are the stalled attempt's policies
             self.pool = SnapshotPool(self.cfg.selfplay, seed)
             self.pool.refresh(self.workers)
         best = st.attempt_best_return if math.isfinite(st.attempt_best_return) else None
-        st.restarts.append({"env_steps": st.env_steps, "round": st.rounds, "best_return": best, "seed": seed})
+        st.reseeds.append({"env_steps": st.env_steps, "round": st.rounds, "best_return": best, "seed": seed})
         shown = "none (no full window)" if best is None else f"{best:.3f}"
-        self.log.line(f"[yellow]restart on stall: best mean return {shown} < {self.cfg.restart.below_return} "
+        self.log.line(f"[yellow]reseed on stall: best mean return {shown} < {self.cfg.reseed.below_return} "
                       f"at {st.env_steps:,} env steps; starting over from seed {seed} "
                       f"(policy version {self.version}; {in_flight} in-flight rollouts dropped); the step budget "
                       f"carries on[/yellow]")
-        self.log.scalars(st.env_steps, {"restarts": len(st.restarts)})
+        self.log.scalars(st.env_steps, {"reseeds": len(st.reseeds)}, prefix="system/")
         self.window.clear()
         st.attempt_best_return = float("-inf")
         st.nonfinite_rounds = 0
 
-    def _restart_worker(self, w: int, seed: int) -> None:
-        """``restart(seed)`` on worker ``w``, through the same failure handling as sampling: a
+    def _reseed_worker(self, w: int, seed: int) -> None:
+        """``reseed(seed)`` on worker ``w``, through the same failure handling as sampling: a
         worker that dies (or is being restarted by Ray) is retried, up to the same limits."""
         consecutive = [0] * len(self.workers)
         while True:
             try:
-                ray.get(self.workers[w].restart.remote(seed))
+                ray.get(self.workers[w].reseed.remote(seed))
                 return
             except (RayActorError, RayTaskError) as err:
                 self._on_worker_failure(w, err, consecutive)
@@ -391,23 +400,12 @@ class Trainer:
     def _publish(self, state: str, elapsed: float) -> None:
         if self.telemetry is None:
             return
-        st = self.stats
         try:
-            self.telemetry.publish({
-                "state": state, "round": st.rounds, "env_steps": st.env_steps,
-                "steps_per_s": st.env_steps / max(elapsed, 1e-9), "policy_version": self.version,
-                "return_mean": self.window.mean, "policy_lag_mean": self.gate.mean_lag,
-                "workers_alive": len(self.workers), "num_workers": self.cfg.workers.num_workers,
-                "rollouts_dropped": self.gate.dropped, "worker_restarts": st.worker_restarts,
-                "restarts_on_stall": len(st.restarts),
-                "bytes_shipped": st.bytes_shipped,
-                "compression_ratio": st.bytes_raw / st.bytes_shipped if st.bytes_shipped else None,
-                "checkpoint_save_s": self.storage.checkpoint_stats.get("last_save_s") if self.storage else None,
-            })
+            self.telemetry.publish(reporting.status(self, state, elapsed))
         except Exception:  # noqa: BLE001 - monitoring must never stop training
             pass
 
-    def _record(self, metrics: dict[str, Any], metas: list[dict], elapsed: float) -> None:
+    def _record(self, metrics: dict[str, Any], metas: list[RolloutMeta], elapsed: float) -> None:
         cfg, st = self.cfg, self.stats
         mean_ret = self.window.mean
         if self.window.returns:
@@ -417,25 +415,17 @@ class Trainer:
         if (cfg.target_return is not None and st.time_to_target_s is None and self.window.full
                 and mean_ret >= cfg.target_return):
             st.time_to_target_s, st.steps_to_target = elapsed, st.env_steps
-        row = {"return_mean": mean_ret, "episode_length_mean": self.window.mean_length,
-               **{f"episode_{k}_rate": v for k, v in self.window.rates.items()},
-               "steps_per_s": st.env_steps / max(elapsed, 1e-9), "dropped_rollouts": self.gate.dropped,
-               "worker_failures": st.worker_failures, "worker_restarts": st.worker_restarts,
-               "policy_lag_mean": self.gate.mean_lag,
-               "sample_s": max(m["sample_s"] for m in metas),
-               "payload_bytes": sum(m["payload_bytes"] for m in metas), **metrics}
-        if cfg.selfplay.enabled:
-            row["selfplay_opponent_version_mean"] = sum(m["opponent_version"] for m in metas) / len(metas)
-            row["selfplay_pool_size"] = len(self.pool.snapshots)
-        self.log.scalars(st.env_steps, row)
+        for group, scalars in reporting.round_scalars(self, metrics, metas, elapsed).items():
+            self.log.scalars(st.env_steps, scalars, prefix=f"{group}/")
 
     def _check_finite(self, metrics: dict[str, Any], pending: dict) -> None:
         st = self.stats
-        if metrics.get("skipped_minibatches", 0) == 0:
+        skipped = metrics["train"].get("skipped_minibatches", 0)
+        if skipped == 0:
             st.nonfinite_rounds = 0
             return
         st.nonfinite_rounds += 1
-        self.log.line(f"[yellow]round {st.rounds + 1}: {metrics['skipped_minibatches']} minibatch steps skipped "
+        self.log.line(f"[yellow]round {st.rounds + 1}: {skipped} minibatch steps skipped "
                       f"(non-finite loss or gradients); weights untouched by them[/yellow]")
         if st.nonfinite_rounds >= self.cfg.checkpoint.max_nonfinite_rounds:
             self._checkpoint(0.0, pending)
@@ -450,55 +440,12 @@ class Trainer:
             return True
         return cfg.max_wall_s is not None and elapsed >= cfg.max_wall_s
 
-    def _summary(self, wall: float, startup_s: float, status: str,
-                 error: BaseException | None = None) -> dict[str, Any]:
-        st = self.stats
-        ck = self.storage.checkpoint_stats if self.storage else {}
-        return {
-            "status": status,
-            "error": first_line(error) if error is not None else None,
-            "checkpoints": {"saved": ck.get("saved", 0), "skipped": ck.get("skipped", 0),
-                            "failed": ck.get("failed", 0), "last_error": ck.get("last_error"),
-                            "last_path": ck.get("last_path")},
-            "env": self.cfg.env.name,
-            "algo": self.cfg.algo,
-            "seed": self.cfg.seed,
-            "env_steps": st.env_steps,
-            "rounds": st.rounds,
-            "policy_version": self.version,
-            "wall_time_s": wall,
-            "startup_s": startup_s,
-            "steps_per_s": st.env_steps / wall if wall > 0 else 0.0,
-            "target_return": self.cfg.target_return,
-            "reached_target": st.time_to_target_s is not None,
-            "time_to_target_s": st.time_to_target_s,
-            "steps_to_target": st.steps_to_target,
-            "final_mean_return": self.window.mean if self.window.returns else None,
-            "best_mean_return": st.best_return if math.isfinite(st.best_return) else None,
-            "episodes": self.window.episodes,
-            **{f"final_{k}_rate": v for k, v in self.window.rates.items()},
-            "dropped_rollouts": self.gate.dropped,
-            "max_policy_lag_used": self.gate.max_lag_used,
-            "worker_failures": st.worker_failures,
-            "worker_restarts": st.worker_restarts,
-            "restarts_on_stall": st.restarts,
-            "bytes_shipped": st.bytes_shipped,
-            "compression_ratio": st.bytes_raw / st.bytes_shipped if st.bytes_shipped else None,
-            "compression": sorted({p["compression"] for p in getattr(self, "placement", [])}),
-            "placement": {"learner": getattr(self, "learner_node", None),
-                          "workers": [p["node_id"] for p in getattr(self, "placement", [])]},
-            "selfplay_pool_versions": [v for v, _ in self.pool.snapshots] if self.cfg.selfplay.enabled else None,
-            "archives_written": self.storage.archives_written if self.storage else 0,
-            "archives_skipped": self.storage.archives_skipped if self.storage else 0,
-            "time_breakdown_s": {"gather": st.time_sample, "update": st.time_update,
-                                 "rounds": st.time_round},
-        }
-
     def _write_summary(self, summary: dict[str, Any]) -> None:
         write_json(self.run_dir / "summary.json", summary)
 
 
-def in_worker_order(accepted: list[tuple[int, ray.ObjectRef, dict]]) -> tuple[list[ray.ObjectRef], list[dict]]:
+def in_worker_order(accepted: list[tuple[int, ray.ObjectRef, RolloutMeta]]
+                    ) -> tuple[list[ray.ObjectRef], list[RolloutMeta]]:
     """The round's ``(worker, payload ref, meta)`` sorted by worker index, as (refs, metas).
 
     Arrival order depends on timing. Sorting the refs makes the learner's batch, and so a seeded
@@ -516,4 +463,4 @@ def _status_of(err: BaseException) -> str:
 def train(cfg: RunConfig, run_dir: Path | None = None, address: str | None = None,
           quiet: bool = False) -> dict[str, Any]:
     """Train with ``cfg``; returns the summary also written to ``<run_dir>/summary.json``."""
-    return Trainer(cfg, run_dir, quiet=quiet).run(address)
+    return RunLoop(cfg, run_dir, quiet=quiet).run(address)

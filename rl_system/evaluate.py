@@ -38,25 +38,23 @@ def evaluate(state: dict[str, Any], episodes: int = 100, deterministic: bool | s
     env, sampler = policy_sampler(state, n, seed, device, opponent)
     try:
         counts = torch.zeros(n, dtype=torch.int64)
-        taken: dict[str, list[torch.Tensor]] = {}
+        taken: dict[str, list[torch.Tensor]] = {}  # "return", "length", then each outcome key
         finished, steps, t0 = 0, 0, time.perf_counter()
         while finished < episodes and steps < max_steps:
-            cols = sampler.collect(deterministic=deterministic)
+            _, ended = sampler.collect(deterministic=deterministic)
             steps += cfg.workers.rollout_len * n
-            keep = _within_quota(cols["episode_env"].cpu().long(), counts, per_env)
+            keep = _within_quota(ended.env.cpu().long(), counts, per_env)
             finished += int(keep.sum())
-            for k, v in cols.items():
-                if k.startswith("episode_") and k != "episode_env":
-                    taken.setdefault(k, []).append(v.detach().cpu()[keep].double())
+            for k, v in {"return": ended.returns, "length": ended.lengths, **ended.outcomes}.items():
+                taken.setdefault(k, []).append(v.detach().cpu()[keep].double())
     finally:
         env.close()
     out = {"env": cfg.env.name, "algo": cfg.algo, "policy_version": int(state["learner"]["version"]),
            "opponent_version": None if opponent is None else int(opponent["learner"]["version"]),
            "episodes": min(finished, episodes), "deterministic": deterministic,
            "env_steps": steps, "wall_s": time.perf_counter() - t0}
-    for key, parts in taken.items():
+    for name, parts in taken.items():
         v = torch.cat(parts)[:episodes]
-        name = key[len("episode_"):]
         if name in ("return", "length"):
             out[f"{name}_mean"], out[f"{name}_std"] = float(v.mean()), float(v.std(unbiased=False))
         else:  # boolean outcomes: a rate

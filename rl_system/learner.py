@@ -15,29 +15,17 @@ import ray
 import torch
 
 from envs.base import ActionSpec, TensorSpec
-from rl_system import codec
-from rl_system.algos import ENV_MAJOR, STATS, get_algorithm
+from rl_system import codec, rollout
+from rl_system.algos import get_algorithm
 from rl_system.checkpoint import capture_rng_state, restore_rng_state
-from rl_system.checkpointer import to_transport
+from rl_system.checkpoint.writer import to_transport
 from rl_system.config import RunConfig
 from rl_system.device import resolve_device
 from rl_system.gate import PolicyVersionGate
 
 
-
-
 class StaleRolloutError(RuntimeError):
     """Raised when every rollout handed to ``update`` fails the version gate."""
-
-
-def concat_rollouts(rollouts: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    """Join rollouts along the env axis: ``[T, N_i, ...]`` -> ``[T, sum N_i, ...]``; env-major
-    columns (``last_*``, ``init_*``: ``[N_i, ...]``) along their first axis. Episode-statistics
-    columns (``episode_*``) are not part of the batch."""
-    keys = [k for k in rollouts[0] if not k.startswith(STATS)]
-    if len(rollouts) == 1:
-        return {k: rollouts[0][k] for k in keys}
-    return {k: torch.cat([r[k] for r in rollouts], dim=0 if k.startswith(ENV_MAJOR) else 1) for k in keys}
 
 
 class Learner:
@@ -63,8 +51,8 @@ class Learner:
         self.policy = algo.make_policy(*self.specs, self.cfg).to(self.device)
         self.algo = algo.make_trainer(self.policy, self.cfg)
 
-    def restart(self, seed: int) -> tuple[int, dict[str, torch.Tensor]]:
-        """Start learning over from ``seed`` (a stalled run's restart, ``RestartConfig``); returns
+    def reseed(self, seed: int) -> tuple[int, dict[str, torch.Tensor]]:
+        """Start learning over from ``seed`` (reseed on stall, ``ReseedConfig``); returns
         ``(version, weights)``. The version still goes up, so the fresh weights are newer than any
         copy a worker holds, and the env-step count (the budget) carries on."""
         self._join_snapshot()
@@ -81,33 +69,36 @@ class Learner:
         return {k: v.detach().cpu() for k, v in self.policy.state_dict().items()}
 
     def update(self, *payloads: bytes) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
-        """Train on the given rollouts (payload bytes); returns ``(metrics, new_weights)``."""
+        """Train on the given rollouts (payload bytes); returns ``(metrics, new_weights)``.
+
+        ``metrics``: ``{"version": new policy version, "train": the trainer's metrics (losses,
+        entropy, KL, ...), "system": the learner's own (decode and update seconds, env steps
+        trained on, rollouts it dropped, skipped minibatch steps so far, checkpoint wait)}``."""
         self._join_snapshot()
         t0 = time.perf_counter()
         rollouts, dropped = [], 0
         for payload in payloads:
-            cols, meta = codec.decode(payload)
+            cols, header = codec.decode(payload)
             # The driver already gated on the meta it received; this re-check reads the version
             # from the checksummed payload header itself, so nothing stale can slip through.
-            if self.gate.check(meta["version"], self.version):
+            if self.gate.check(rollout.header_version(header), self.version):
                 rollouts.append(cols)
             else:
                 dropped += 1
         if not rollouts:
             raise StaleRolloutError(f"all {len(payloads)} rollouts are outside the allowed policy lag")
         t_decode = time.perf_counter() - t0
-        batch = {k: v.to(self.device, non_blocking=True) for k, v in concat_rollouts(rollouts).items()}
+        batch = {k: v.to(self.device, non_blocking=True) for k, v in rollout.concat(rollouts).items()}
         steps = batch["reward"].numel()
         progress = self.env_steps / self.cfg.max_env_steps
         self.policy.train()
-        metrics = self.algo.update(batch, progress)
+        train = self.algo.update(batch, progress)
         self.env_steps += steps
         self.version += 1
-        metrics.update(version=self.version, learner_env_steps=self.env_steps, learner_dropped=dropped,
-                       decode_s=t_decode, update_s=time.perf_counter() - t0 - t_decode,
-                       skipped_updates_total=self.algo.skipped_updates,
-                       checkpoint_blocked_s=self.ckpt_blocked_s)
-        return metrics, self.get_weights()
+        system = {"learner_env_steps": self.env_steps, "learner_dropped": dropped, "decode_s": t_decode,
+                  "update_s": time.perf_counter() - t0 - t_decode, "skipped_updates_total": self.algo.skipped_updates,
+                  "checkpoint_blocked_s": self.ckpt_blocked_s}
+        return {"version": self.version, "train": train, "system": system}, self.get_weights()
 
     # -- checkpointing -------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:

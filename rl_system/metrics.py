@@ -1,10 +1,9 @@
-"""Where progress goes: a console line, TensorBoard scalars, and ``summary.json`` at the end."""
+"""Where progress goes: the return window read off finished episodes, and the sinks (console
+lines, TensorBoard scalars). What is reported each round is :mod:`rl_system.reporting`."""
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,7 @@ class ReturnWindow:
             self.outcomes.setdefault(key, deque(maxlen=self.size)).extend(values)
 
     def clear(self) -> None:
-        """Forget the window's episodes (a restart on stall); the run's episode count stays."""
+        """Forget the window's episodes (a reseed on stall); the run's episode count stays."""
         self.returns.clear()
         self.lengths.clear()
         self.outcomes.clear()
@@ -90,13 +89,3 @@ class RunLogger:
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
-
-
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Write JSON atomically (temp file + rename) so readers never see half a file."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=2, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)

@@ -15,22 +15,18 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from rl_system.archive import RolloutArchiver
-from rl_system.checkpointer import Checkpointer
+from rl_system.checkpoint.writer import Checkpointer
 from rl_system.config import RunConfig
+from rl_system.errors import one_line
+from rl_system.filesystems import is_remote
 
 
 def storage_placement(root: str) -> Any:
     """Where an actor writing under ``root`` must run: a local path lives on this (the driver's)
     node; a filesystem URI is reachable from any node."""
-    if "://" in root and not root.startswith("file://"):
+    if is_remote(root):
         return "DEFAULT"
     return NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-
-
-def first_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    # Ray's errors start with a banner; the cause is usually on the last non-empty line.
-    return (text[-1] if text else type(err).__name__)[:300]
 
 
 class RunStorage:
@@ -83,7 +79,7 @@ class RunStorage:
                     self.say(f"[red]checkpoint snapshot failed: {err}[/red]")
             self.checkpoint_stats = ray.get(self.checkpointer.flush.remote(timeout), timeout=timeout + 5)
         except Exception as err:  # noqa: BLE001 - the run is ending; say what happened
-            self.say(f"[red]could not flush checkpoints: {first_line(err)}[/red]")
+            self.say(f"[red]could not flush checkpoints: {one_line(err)}[/red]")
             return
         if self.checkpoint_stats.get("last_error"):
             self.say(f"[red]checkpoint error: {self.checkpoint_stats['last_error']}[/red]")
@@ -108,7 +104,7 @@ class RunStorage:
                 ray.get(ref)
                 self.archives_written += 1
             except Exception as err:  # noqa: BLE001 - reported, training goes on
-                self.say(f"[yellow]rollout archive write failed: {first_line(err)}[/yellow]")
+                self.say(f"[yellow]rollout archive write failed: {one_line(err)}[/yellow]")
 
     def stop(self) -> None:
         for actor in (self.archiver, self.checkpointer):

@@ -53,7 +53,7 @@ class Telemetry:
         self.counters = {name: Counter(f"rl_system_{name}_total", description=desc, tag_keys=tags) for name, desc in (
             ("rollouts_dropped", "rollouts dropped by the policy-version gate"),
             ("worker_restarts", "rollout worker restarts"),
-            ("restarts_on_stall", "fresh starts of a stalled run (restart.at_env_steps)"),
+            ("reseeds", "fresh starts of a stalled run (reseed.at_env_steps)"),
             ("bytes_shipped", "rollout payload bytes sent through the object store"),
         )}
         self._last_counts: dict[str, float] = {}
@@ -112,6 +112,6 @@ def format_status(runs: dict[str, dict[str, Any]]) -> str:
             f"v{s.get('policy_version', 0)} (lag mean {s.get('policy_lag_mean', 0):.2f}) | "
             f"workers {s.get('workers_alive', 0)}/{s.get('num_workers', 0)} | dropped {s.get('rollouts_dropped', 0)} | "
             f"restarts {s.get('worker_restarts', 0)} | "
-            + (f"restarted on stall {s['restarts_on_stall']}x | " if s.get("restarts_on_stall") else "")
+            + (f"reseeded on stall {s['reseeds']}x | " if s.get("reseeds") else "")
             + f"updated {age:.0f}s ago")
     return "\n".join(lines)

@@ -1,8 +1,9 @@
 """Rollout worker: an env batch, a policy copy and a preallocated buffer in one Ray actor.
 
 ``sample(weights, version)`` loads the weights only when ``version`` is newer than the copy it
-holds, steps all N envs T times, and returns ``(meta, payload)``: a small dict the driver gates
-on and the rollout encoded by :mod:`rl_system.codec` (columnar, LZ4, checksummed).
+holds, steps all N envs T times, and returns ``(meta, payload)``: a small
+:class:`~rl_system.rollout.RolloutMeta` the driver gates on and the rollout's columns encoded by
+:mod:`rl_system.codec` (columnar, LZ4, checksummed).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from rl_system import codec
 from rl_system.algos import get_algorithm
 from rl_system.config import RunConfig
 from rl_system.device import resolve_device
+from rl_system.rollout import RolloutMeta
 from rl_system.selfplay import SnapshotOpponent
 
 
@@ -48,10 +50,10 @@ class RolloutWorker:
         self.opponent_version = -1  # -1: the env's own (scripted) opponent
         self.sampler.reset(seed)
 
-    def restart(self, run_seed: int) -> None:
-        """Start over from scratch with ``run_seed`` (a stalled run's restart, ``RestartConfig``):
-        fresh envs (episode counters too), policy copy and sampler state. Process-level counters
-        stay, so the driver does not mistake this for a process restart."""
+    def reseed(self, run_seed: int) -> None:
+        """Start over from scratch with ``run_seed`` (reseed on stall, ``ReseedConfig``): fresh
+        envs (episode counters too), policy copy and sampler state. Process-level counters stay,
+        so the driver does not mistake this for a process restart by Ray."""
         self.env.close()  # e.g. a Gymnasium async vector env's subprocesses
         self._build(run_seed)
 
@@ -74,41 +76,27 @@ class RolloutWorker:
         self.opponent.load(weights, version)
         self.env.set_opponent(self.opponent)
 
-    def sample(self, weights: dict[str, torch.Tensor], version: int) -> tuple[dict[str, Any], bytes]:
-        """Collect one rollout with policy ``version``; returns ``(meta, payload)``."""
+    def sample(self, weights: dict[str, torch.Tensor], version: int) -> tuple[RolloutMeta, bytes]:
+        """Collect one rollout with policy ``version``; returns ``(meta, payload)`` (see
+        :mod:`rl_system.rollout`)."""
         t0 = time.perf_counter()
         self.set_weights(weights, version)
         try:
-            columns = self.sampler.collect()
+            columns, episodes = self.sampler.collect()
         except Exception:
             # Leave the worker usable for the re-request: start every env afresh.
             self.sampler.reset()
             raise
         sample_s = time.perf_counter() - t0
-        returns, lengths = columns["episode_return"], columns["episode_length"]
-        window = self.cfg.return_window
-        meta = {
-            "version": self.version,
-            "worker_id": self.worker_id,
-            "env_steps": self.cfg.workers.rollout_len * self.env.num_envs,
-            "num_episodes": int(returns.numel()),
-            "sample_s": sample_s,
-            "fresh_process": self.samples == 0,
-            "opponent_version": self.opponent_version,
-            "episode_returns": returns[-window:].tolist(),
-            "episode_lengths": lengths[-window:].tolist(),
-            # Boolean episode outcomes (success, win, ...): the driver keeps a window of each.
-            "episode_info": {k[8:]: v[-window:].tolist() for k, v in columns.items()
-                             if k.startswith("episode_") and v.dtype == torch.bool},
-        }
+        meta = RolloutMeta.of(episodes, self.cfg.return_window, version=self.version, worker_id=self.worker_id,
+                              env_steps=self.cfg.workers.rollout_len * self.env.num_envs, sample_s=sample_s,
+                              fresh_process=self.samples == 0, opponent_version=self.opponent_version)
         self.samples += 1
-        header = {k: v for k, v in meta.items() if not k.startswith("episode_")}
-        payload = codec.encode(columns, header,
-                               compression=self.compression, level=self.cfg.compression_level,
-                               filters=self.cfg.codec_filters)
-        meta["raw_bytes"] = sum(t.numel() * t.element_size() for t in columns.values())
-        meta["encode_s"] = time.perf_counter() - t0 - sample_s
-        meta["payload_bytes"] = len(payload)
+        payload = codec.encode(columns, meta.header(), compression=self.compression,
+                               level=self.cfg.compression_level, filters=self.cfg.codec_filters)
+        meta.raw_bytes = sum(t.numel() * t.element_size() for t in columns.values())
+        meta.encode_s = time.perf_counter() - t0 - sample_s
+        meta.payload_bytes = len(payload)
         return meta, payload
 
     def set_learner_node(self, learner_node_id: str) -> dict[str, str]:

@@ -18,7 +18,7 @@ from rl_system.archive import (ID_COLUMNS, ArchiveError, RolloutArchiver, archiv
 from rl_system.archive_inspect import cmd_rollouts_inspect, column_stats, inspect_archive
 
 T, N = 5, 8
-NON_STEP = ("last_value", "episode_return", "episode_length", "episode_env")
+NON_STEP = ("last_value",)  # env-major: [N], not one row per (env, step)
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,7 @@ def payloads() -> list[bytes]:
     for w in workers:
         w.sample(weights, 0)
         meta, payload = w.sample(weights, 3)
-        assert meta["version"] == 3
+        assert meta.version == 3
         out.append(payload)
     return out
 

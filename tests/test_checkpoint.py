@@ -21,10 +21,10 @@ import torch
 import xxhash
 from torch import nn
 
-from rl_system.checkpoint import (_PREFIX, FORMAT_VERSION, MAGIC, CheckpointError, capture_rng_state,
-                                  checkpoint_name, load_checkpoint, read_manifest, restore_rng_state)
-from rl_system.checkpoint_store import CheckpointStore
-from rl_system.checkpointer import Checkpointer, to_transport
+from rl_system.checkpoint.format import (_PREFIX, FORMAT_VERSION, MAGIC, CheckpointError, capture_rng_state,
+                                         checkpoint_name, load_checkpoint, read_manifest, restore_rng_state)
+from rl_system.checkpoint.store import CheckpointStore
+from rl_system.checkpoint.writer import Checkpointer, to_transport
 from rl_system.config import RunConfig
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -362,7 +362,7 @@ def test_disk_full_keeps_old_checkpoints(tmp_path):
 
 _CHILD = """
 import torch
-from rl_system.checkpoint_store import CheckpointStore
+from rl_system.checkpoint.store import CheckpointStore
 store = CheckpointStore({root!r}, keep_last=2)
 v = {start}
 state = {{"w": torch.randn(2_000_000), "v": v}}
@@ -378,7 +378,7 @@ def test_sigkill_mid_write_leaves_a_loadable_store(tmp_path):
     temp file appears); every store must re-open cleanly, drop the temp files and load its newest checkpoint.
     Children fork from a forkserver that has imported torch once, so a kill costs no start-up."""
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["rl_system.checkpoint_store"])
+    ctx.set_forkserver_preload(["rl_system.checkpoint.store"])
     dirs = [tmp_path / f"s{i}" for i in range(3)]
     for d in dirs:
         _save_one(CheckpointStore(str(d)), 1)

@@ -22,7 +22,7 @@ def _alice_bob_checkpoint(run_dir):
     """A freshly initialised HMASD policy on the small Alice_and_Bob map, saved as training does."""
     from envs import make_env
     from rl_system.algos import get_algorithm
-    from rl_system.checkpoint_store import CheckpointStore
+    from rl_system.checkpoint.store import CheckpointStore
     from rl_system.config import load_config
 
     cfg = load_config(None, ["algo=hmasd", "env.name=AliceBob", "env.kwargs={size: small}",
@@ -84,7 +84,7 @@ def test_eval_env_override_errors_are_one_line_and_exit_2(tmp_path, capsys, over
 def test_eval_pick_best_loads_the_checkpoint_with_the_best_training_return(tmp_path, capsys):
     import json
 
-    from rl_system.checkpoint_store import CheckpointStore
+    from rl_system.checkpoint.store import CheckpointStore
     from rl_system.cli import main
 
     state = _alice_bob_checkpoint(tmp_path / "run")

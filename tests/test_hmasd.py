@@ -16,7 +16,8 @@ from rl_system.algos.hmasd import make_policy, make_sampler, make_trainer
 from rl_system.algos.hmasd.networks import SkillCoordinator
 from rl_system.algos.hmasd.trainer import low_level_reward, window_gae
 from rl_system.config import RunConfig, load_config
-from rl_system.learner import Learner, StaleRolloutError, concat_rollouts
+from rl_system.learner import Learner, StaleRolloutError
+from rl_system.rollout import concat
 from rl_system.worker import RolloutWorker
 
 
@@ -51,7 +52,7 @@ def record_final_obs(env) -> list[dict[str, torch.Tensor]]:
 
 
 def training_batch(cols: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    return concat_rollouts([cols])
+    return concat([cols])
 
 
 # -- skill coordinator ------------------------------------------------------------------------------
@@ -113,7 +114,7 @@ def expected_starts(done: torch.Tensor, k: int) -> torch.Tensor:
 def test_sampler_windows_skills_and_hidden_reset_per_env():
     cfg = run_config(num_envs=3, rollout_len=12)
     env, policy, sampler = make_sampler_for(cfg)
-    cols = sampler.collect()
+    cols = sampler.collect()[0]
     T, N, n = 12, 3, 2
     done = cols["terminated"] | cols["truncated"]
     assert done[1, 2] and done[3, 1] and done[4, 0]  # the offsets make the envs end at different steps
@@ -134,7 +135,7 @@ def test_sampler_windows_skills_and_hidden_reset_per_env():
     assert (sampler.h_actor[ended] == 0).all() and (sampler.h_critic[ended] == 0).all()
     assert (sampler.h_actor[~ended].abs().sum((-1, -2)) > 0).all()
     h_end = sampler.h_actor.clone()
-    nxt = sampler.collect()
+    nxt = sampler.collect()[0]
     assert torch.equal(nxt["init_h_actor"], h_end)
     assert nxt["h_start"][0].all()  # every rollout starts a window in every env
 
@@ -169,7 +170,7 @@ def test_values_leave_the_worker_in_return_units_of_the_sampling_version():
                 for _ in range(3):
                     norm.update(torch.tensor([shift - 2.0, shift + 2.0]))
         norms = (policy.low_norm.mean_std(), policy.high_norm.mean_std())
-        cols[label] = (sampler.collect(), norms)
+        cols[label] = (sampler.collect()[0], norms)
     (a, ((lm_a, ls_a), (hm_a, hs_a))), (b, ((lm_b, ls_b), (hm_b, hs_b))) = cols["fresh"], cols["moved"]
     assert abs(float(lm_b) - 7.0) < 1e-3 and abs(float(ls_b) - 2.0) < 1e-3
     # Same weights and env: the critics' raw (normalised) outputs agree, so the shipped values
@@ -192,7 +193,7 @@ def test_intrinsic_reward_matches_hand_computation(floor, novelty):
                      novelty_coef=novelty)
     env, policy, sampler = make_sampler_for(cfg)
     seen = record_final_obs(env)
-    batch = training_batch(sampler.collect())
+    batch = training_batch(sampler.collect()[0])
     done = batch["terminated"] | batch["truncated"]
     assert done.any() and done[-1].any() and (~done[:-1]).any()
     batch["reward"] = torch.rand_like(batch["reward"])  # exercise lambda_e
@@ -229,7 +230,7 @@ def test_novelty_bonus_drives_flat_mappo_and_its_predictor_learns_the_views_reac
     cfg = run_config(hierarchy=False, num_envs=3, rollout_len=10, novelty_coef=0.5, num_epochs=8)
     env, policy, sampler = make_sampler_for(cfg)
     seen = record_final_obs(env)
-    batch = training_batch(sampler.collect())
+    batch = training_batch(sampler.collect()[0])
     assert "final_obs.obs" in batch and "last_obs.obs" in batch and not any(k.startswith("skill_") for k in batch)
     out = low_level_reward(policy, cfg.hmasd, batch)
     want = batch["reward"].unsqueeze(-1) + 0.5 * rnd_bonus_by_hand(policy, seen)
@@ -253,7 +254,7 @@ def test_novelty_bonus_drives_flat_mappo_and_its_predictor_learns_the_views_reac
 def test_novelty_gate_success_scales_the_bonus_by_the_rounds_failure_share():
     cfg = run_config(hierarchy=False, num_envs=3, rollout_len=10, novelty_coef=0.5, novelty_gate="success")
     env, policy, sampler = make_sampler_for(cfg)
-    batch = training_batch(sampler.collect())
+    batch = training_batch(sampler.collect()[0])
     ends = (batch["terminated"] | batch["truncated"]).nonzero().tolist()  # the real ends: final_obs rows
     assert len(ends) >= 3
     for key in ("terminated", "truncated", "reward"):
@@ -285,7 +286,7 @@ def test_novelty_norm_initial_keeps_the_first_rounds_scale_so_the_bonus_fades():
     cfg = run_config(num_envs=3, rollout_len=10, novelty_coef=1.0, novelty_norm="initial", lambda_D=0.0,
                      lambda_d=0.0, lambda_e=0.0, num_epochs=8)  # the reward is the bonus alone
     env, policy, sampler = make_sampler_for(cfg)
-    batch = training_batch(sampler.collect())
+    batch = training_batch(sampler.collect()[0])
     first = low_level_reward(policy, cfg.hmasd, batch)
     scale = float(policy.novelty.initial_error)
     assert scale == pytest.approx(float(first["novelty_error"].mean()))
@@ -349,7 +350,7 @@ def test_window_gae_matches_reference_including_cut_windows():
 def test_low_and_high_level_gae_on_a_sampled_batch():
     cfg = run_config(num_envs=3, rollout_len=12, value_norm=False, norm_adv=False)
     env, policy, sampler = make_sampler_for(cfg)
-    batch = training_batch(sampler.collect())
+    batch = training_batch(sampler.collect()[0])
     batch["reward"][2, 1] = 1.0  # some team reward inside a window
     trainer = make_trainer(policy, cfg)
     data, _ = trainer.prepare(batch)
@@ -387,12 +388,13 @@ def test_learner_drops_stale_hmasd_rollouts_and_raises_when_all_stale():
     weights = learner.get_weights()
     _, old = w0.sample(weights, 0)
     metrics, weights = learner.update(old)
-    assert metrics["version"] == 1 and metrics["learner_dropped"] == 0
-    assert metrics["learner_env_steps"] == 30 and "disc_team_acc" in metrics and metrics["skipped_minibatches"] == 0
+    train, system = metrics["train"], metrics["system"]
+    assert metrics["version"] == 1 and system["learner_dropped"] == 0
+    assert system["learner_env_steps"] == 30 and "disc_team_acc" in train and train["skipped_minibatches"] == 0
     (_, f0), (_, f1) = w0.sample(weights, 1), w1.sample(weights, 1)
     metrics, weights = learner.update(f0, old, f1)  # two fresh (concatenated, final_* rows too), one stale
-    assert metrics["learner_dropped"] == 1 and metrics["version"] == 2
-    assert metrics["learner_env_steps"] == 30 + 60
+    assert metrics["system"]["learner_dropped"] == 1 and metrics["version"] == 2
+    assert metrics["system"]["learner_env_steps"] == 30 + 60
     with pytest.raises(StaleRolloutError):
         learner.update(old, f0)
     assert learner.version == 2
@@ -426,7 +428,7 @@ def test_disc_ignore_hides_those_features_from_q_d_only():
     assert torch.equal(policy.disc.log_q_agent(obs, Z), policy.disc.log_q_agent(changed, Z))
     changed[..., 30] += 1.0  # a feature q_d does see
     assert not torch.allclose(policy.disc.log_q_agent(obs, Z), policy.disc.log_q_agent(changed, Z))
-    metrics = make_trainer(policy, cfg).update(training_batch(sampler.collect()), 0.0)
+    metrics = make_trainer(policy, cfg).update(training_batch(sampler.collect()[0]), 0.0)
     assert metrics["skipped_minibatches"] == 0 and 0.0 <= metrics["disc_agent_acc"] <= 1.0
 
 
@@ -442,7 +444,7 @@ def test_flat_mappo_uses_the_same_code_without_skills():
     cfg = run_config(hierarchy=False, num_envs=3, rollout_len=10)
     env, policy, sampler = make_sampler_for(cfg)
     assert not hasattr(policy, "coordinator") and not hasattr(policy, "disc")
-    cols = sampler.collect()
+    cols = sampler.collect()[0]
     assert not any(k.startswith(("h_", "skill_", "final_", "last_obs")) for k in cols)
     metrics = make_trainer(policy, cfg).update(training_batch(cols), 0.0)
     assert metrics["skipped_minibatches"] == 0 and not any(k.startswith(("high_", "disc_")) for k in metrics)
@@ -452,11 +454,11 @@ def test_flat_mappo_uses_the_same_code_without_skills():
 def test_evaluate_deterministic_takes_argmax_at_both_levels():
     cfg = run_config(num_envs=3, rollout_len=10)
     env, policy, sampler = make_sampler_for(cfg)
-    a = sampler.collect(deterministic=True)
+    a = sampler.collect(deterministic=True)[0]
     env2, _, sampler2 = make_sampler_for(cfg, seed=0)
     sampler2.policy.load_state_dict(policy.state_dict())
     torch.manual_seed(123)  # a different RNG stream changes nothing when deterministic
-    b = sampler2.collect(deterministic=True)
+    b = sampler2.collect(deterministic=True)[0]
     assert torch.equal(a["action"], b["action"]) and torch.equal(a["skill_agent"], b["skill_agent"])
 
 
@@ -473,7 +475,7 @@ def test_greedy_level_takes_the_argmax_at_one_level_only():
     def first_window(level: str, rng_seed: int) -> tuple[torch.Tensor, torch.Tensor]:
         _, policy, sampler = make_sampler_for(cfg, offsets, seed=0)  # same weights and env each time
         torch.manual_seed(rng_seed)
-        cols = sampler.collect(deterministic=level)
+        cols = sampler.collect(deterministic=level)[0]
         return cols["skill_agent"][0], cols["action"][0]  # the skills chosen at t=0 and the first actions
 
     (zh1, ah1), (zh2, ah2) = first_window("high", 1), first_window("high", 2)
@@ -518,7 +520,8 @@ def test_plan_table_window_counts_agree_with_the_env_episode_info():
     """``hmasd_tables.window_stats`` (per skill window of each env's first episode: who reached it,
     which diamond was collected in it) against the env's own per-episode ``red/blue_collected``."""
     from bench.bench_hmasd import SMALL_MAP_SKILLS
-    from bench.hmasd_tables import _sampled, plan_table, window_stats
+    from bench.hmasd_tables import plan_table, window_stats
+    from rl_system.evaluate import policy_sampler
     from envs import make_env
 
     cfg = load_config("launch/configs/alice_bob_hmasd.yaml", [
@@ -527,14 +530,16 @@ def test_plan_table_window_counts_agree_with_the_env_episode_info():
     torch.manual_seed(0)
     policy = make_policy(env.observation_spec, env.action_spec, cfg)  # untrained: 3-5% succeed by chance
     state = {"config": cfg.model_dump(), "learner": {"model": policy.state_dict()}}
-    _, (cols,) = _sampled(state, 1, 256)
+    env, sampler = policy_sampler(state, 256, seed=777)  # as _sampled does, keeping the episodes
+    cols, ended = sampler.collect(deterministic=False)
+    env.close()
     stats = window_stats(cols)
     assert [w["episodes"] for w in stats][0] == 256 and len(stats) == 3  # 30-step episodes, k = 10
     assert all(a["episodes"] >= b["episodes"] for a, b in zip(stats, stats[1:]))
-    envs = cols["episode_env"].tolist()
+    envs = ended.env.tolist()
     first = [envs.index(e) for e in range(256)]  # episodes are listed in time order
     for colour in ("red", "blue"):
-        expected = int(cols[f"episode_{colour}_collected"][first].sum())
+        expected = int(ended.outcomes[f"{colour}_collected"][first].sum())
         assert expected > 0  # the check below must be able to fail
         assert sum(w[colour] for w in stats) == expected
     lines = plan_table(state, n_envs=256)

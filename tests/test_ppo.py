@@ -3,9 +3,10 @@ import math
 import torch
 
 from envs.base import Box, Discrete, TensorSpec
-from rl_system.algos.ppo import PPO, compute_gae
+from rl_system.algos.advantages import compute_gae
+from rl_system.algos.ppo import PPO
+from rl_system.algos.ppo.policy import ActorCritic, RunningNorm
 from rl_system.config import ModelConfig, PPOConfig
-from rl_system.policy import ActorCritic, RunningNorm
 
 
 def reference_gae(reward, value, done, last_value, gamma, lam):
@@ -68,12 +69,17 @@ def test_ppo_update_runs_for_discrete_and_continuous():
         assert any(not torch.equal(a, b) for a, b in zip(before, policy.parameters()))
 
 
-def test_first_minibatch_ratio_is_one():
-    torch.manual_seed(0)
-    policy = ActorCritic({"obs": TensorSpec((5,))}, Discrete(2), ModelConfig(hidden_sizes=[16]))
-    batch = _batch(policy, 5)
-    logp, _, _ = policy.evaluate({"obs": batch["obs.obs"].flatten(0, 1)}, batch["action"].flatten())
-    torch.testing.assert_close(logp, batch["logp"].flatten())
+def test_first_minibatch_ratio_is_one_with_and_without_obs_normalisation():
+    """PPO's first minibatch step sees the policy that sampled the batch: ratio exactly 1, so no
+    KL and nothing clipped -- also with the observation normaliser, whose statistics move only
+    after the epochs."""
+    for normalize in (False, True):
+        torch.manual_seed(0)
+        policy = ActorCritic({"obs": TensorSpec((5,))}, Discrete(2), ModelConfig(hidden_sizes=[16], normalize_obs=normalize))
+        ppo = PPO(policy, PPOConfig(num_epochs=1, num_minibatches=1))
+        m = ppo.update(_batch(policy, 5), progress=0.0)
+        assert m["minibatch_steps"] == 1
+        assert abs(m["approx_kl"]) < 1e-7 and m["clip_frac"] == 0.0, (normalize, m)
 
 
 def test_nan_loss_skips_update_and_keeps_weights():

@@ -1,4 +1,4 @@
-"""`rl-system eval CHECKPOINT --render OUT.png` (rl_system/render.py): real checkpoints (a freshly
+"""`rl-system eval CHECKPOINT --render OUT.png` (envs/render.py): real checkpoints (a freshly
 initialised policy saved through the checkpoint store, the same file format training writes),
 real envs, a real PNG; and the one-line error for an env without a renderer."""
 
@@ -13,11 +13,13 @@ import torch
 pytest.importorskip("matplotlib")
 
 from envs import make_env
+from envs.air_combat_render import AirCombatRenderer
+from envs.navigation_render import NavigationRenderer
+from envs.render import record_episode, renderer_names
 from rl_system.algos import get_algorithm
-from rl_system.checkpoint_store import CheckpointStore
+from rl_system.checkpoint.store import CheckpointStore
 from rl_system.cli import main
 from rl_system.config import load_config
-from rl_system.render import AirCombatRenderer, NavigationRenderer, record_episode, renderer_names
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

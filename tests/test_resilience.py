@@ -10,11 +10,11 @@ import ray
 import torch
 
 from rl_system.checkpoint import load_checkpoint
-from rl_system.checkpoint_store import CheckpointStore
+from rl_system.checkpoint.store import CheckpointStore
 from rl_system.config import load_config
-from rl_system.driver import Trainer, TrainingError, train
+from rl_system.driver import RunLoop, TrainingError, train
 from rl_system.evaluate import evaluate
-from rl_system.resume import find_resume
+from rl_system.checkpoint.resume import find_resume
 
 FAST = ["tensorboard=false", "log_every_s=30"]
 
@@ -89,7 +89,7 @@ def test_resume_after_round_k_matches_uninterrupted_run(ray_session, tmp_path):
 
     round_6 = find_resume(str(tmp_path / "a" / "checkpoints" / "ckpt-v00000006.rlck"), cfg, None)
     assert round_6.state["workers"] is not None  # env + RNG state captured: exact resume
-    Trainer(cfg, tmp_path / "b", quiet=True, resume_state=round_6.state).run()
+    RunLoop(cfg, tmp_path / "b", quiet=True, resume_state=round_6.state).run()
     resumed = _final_weights(tmp_path / "b")
     assert resumed["learner"]["version"] == 7
     for key, value in full["learner"]["model"].items():
@@ -120,7 +120,7 @@ def test_dead_learner_ends_run_clearly_and_resume_latest_continues(ray_session, 
     cfg2 = load_config("launch/configs/cartpole_ppo.yaml", FAST + [
         "target_return=null", f"max_env_steps={found.state['driver']['env_steps'] + 2 * 2 * 64 * 16}",
         "workers.num_envs=64"])
-    summary = Trainer(cfg2, tmp_path, quiet=True, resume_state=found.state).run()
+    summary = RunLoop(cfg2, tmp_path, quiet=True, resume_state=found.state).run()
     assert summary["status"] == "completed" and summary["policy_version"] == version + 2
 
 

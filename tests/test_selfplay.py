@@ -48,11 +48,11 @@ def test_worker_flies_the_opponent_with_a_snapshot():
     worker.set_opponent(weights, 7)
     assert isinstance(worker.env.opponent, SnapshotOpponent) and worker.env.opponent.version == 7
     meta, _ = worker.sample(weights, 1)
-    assert meta["opponent_version"] == 7
+    assert meta.opponent_version == 7
     worker.set_opponent(None, -1)
     assert worker.env.opponent == "scripted"
     meta, _ = worker.sample(weights, 1)
-    assert meta["opponent_version"] == -1
+    assert meta.opponent_version == -1
 
 
 def test_training_with_selfplay_pool(ray_session, tmp_path):
@@ -80,7 +80,7 @@ def _air_checkpoint(run_dir, passive: bool = False, overrides=()):
     from envs import make_env
     from envs.air_combat import ACTION_STRAIGHT_FULL
     from rl_system.algos import get_algorithm
-    from rl_system.checkpoint_store import CheckpointStore
+    from rl_system.checkpoint.store import CheckpointStore
 
     cfg = load_config(None, [*AIR, "env.kwargs={time_scale: 16.0, max_time_s: 60.0}", *overrides])
     env = make_env(cfg.env.name, 1, "cpu", seed=0, **cfg.env.kwargs)
@@ -121,7 +121,7 @@ def test_eval_against_an_unfit_opponent_is_one_line_and_exit_2(tmp_path, capsys)
     _air_checkpoint(tmp_path / "red")
     _air_checkpoint(tmp_path / "wide", overrides=["model.hidden_sizes=[16, 16]"])
     cart = load_config(None, ["env.name=CartPole", "tensorboard=false"])
-    from rl_system.checkpoint_store import CheckpointStore
+    from rl_system.checkpoint.store import CheckpointStore
     from envs import make_env
     from rl_system.algos import get_algorithm
 

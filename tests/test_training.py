@@ -1,9 +1,12 @@
 """End to end on real local Ray: workers, object store, gate, learner, logs and summary."""
 
 import json
+import struct
+from pathlib import Path
 
 from rl_system.config import load_config
 from rl_system.driver import in_worker_order, train
+from rl_system.rollout import RolloutMeta
 
 
 def test_cartpole_learns_with_two_workers(ray_session, tmp_path):
@@ -15,8 +18,27 @@ def test_cartpole_learns_with_two_workers(ray_session, tmp_path):
     assert summary["dropped_rollouts"] == 0 and summary["policy_version"] == summary["rounds"]
     on_disk = json.loads((tmp_path / "summary.json").read_text())
     assert on_disk["env_steps"] == summary["env_steps"] and on_disk["status"] == "completed"
-    assert any(p.name.startswith("events.out.tfevents") for p in (tmp_path / "tb").iterdir())
+    tags = scalar_tags(tmp_path / "tb")
+    assert {"rollout/return_mean", "train/pg_loss", "train/approx_kl", "system/steps_per_s",
+            "system/dropped_rollouts", "system/update_s"} <= tags, sorted(tags)
+    assert all(t.split("/")[0] in ("rollout", "train", "system") for t in tags), sorted(tags)
     assert (tmp_path / "config.yaml").is_file()
+
+
+def scalar_tags(tb_dir: Path) -> set[str]:
+    """Every scalar tag in a directory of TensorBoard event files (TFRecord framing: u64 length,
+    u32 CRC, the Event protobuf, u32 CRC)."""
+    from tensorboardX.proto import event_pb2
+
+    tags = set()
+    for path in tb_dir.glob("events.out.tfevents*"):
+        data, i = path.read_bytes(), 0
+        while i + 12 <= len(data):
+            (n,) = struct.unpack_from("<Q", data, i)
+            event = event_pb2.Event.FromString(data[i + 12:i + 12 + n])
+            tags.update(v.tag for v in event.summary.value)
+            i += 12 + n + 4
+    return tags
 
 
 def test_policy_lag_one_overlaps_and_reports_lag(ray_session, tmp_path):
@@ -78,8 +100,11 @@ def test_target_is_recorded_without_stopping_when_asked(ray_session, tmp_path):
 def test_a_rounds_rollouts_and_their_episode_stats_keep_worker_order_whatever_arrives_first():
     # The return window is filled from the metas in this order: arrival order would make steps to
     # target and the best checkpoint depend on which worker happened to finish first.
-    arrived = [(2, "ref-2", {"episode_returns": [2.0]}), (0, "ref-0", {"episode_returns": [0.0]}),
-               (1, "ref-1", {"episode_returns": [1.0]})]
+    def meta(w: int) -> RolloutMeta:
+        return RolloutMeta(version=0, worker_id=w, env_steps=1, num_episodes=1, sample_s=0.0, fresh_process=False,
+                           episode_returns=[float(w)])
+
+    arrived = [(2, "ref-2", meta(2)), (0, "ref-0", meta(0)), (1, "ref-1", meta(1))]
     refs, metas = in_worker_order(arrived)
     assert refs == ["ref-0", "ref-1", "ref-2"]
-    assert [m["episode_returns"] for m in metas] == [[0.0], [1.0], [2.0]]
+    assert [m.episode_returns for m in metas] == [[0.0], [1.0], [2.0]]

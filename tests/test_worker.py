@@ -5,6 +5,7 @@ import torch
 from rl_system import codec
 from rl_system.config import load_config
 from rl_system.learner import Learner
+from rl_system.rollout import RolloutMeta
 from rl_system.worker import RolloutWorker
 
 
@@ -19,17 +20,20 @@ def _setup(*extra):
 def test_sample_returns_tagged_columnar_rollout():
     _, worker, learner = _setup()
     meta, payload = worker.sample(learner.get_weights(), 0)
-    cols, header_meta = codec.decode(payload)
-    assert meta["version"] == header_meta["version"] == 0 and meta["worker_id"] == 0
-    assert meta["env_steps"] == 12 * 8
+    cols, header = codec.decode(payload)
+    assert header == meta.header() and set(header) == set(RolloutMeta.HEADER)
+    assert meta.version == header["version"] == 0 and meta.worker_id == 0
+    assert meta.env_steps == 12 * 8 and meta.payload_bytes == len(payload)
     assert cols["obs.obs"].shape == (12, 8, 4) and cols["obs.obs"].dtype == torch.float32
     for name in ("action", "logp", "value", "reward", "terminated", "truncated", "trunc_value"):
         assert cols[name].shape == (12, 8), name
     assert cols["action"].dtype == torch.int64 and cols["terminated"].dtype == torch.bool
     assert cols["last_value"].shape == (8,)
-    assert cols["episode_return"].numel() == meta["num_episodes"] == int(cols["terminated"].sum() + cols["truncated"].sum())
+    # Episode statistics travel once, in the meta, never as payload columns.
+    assert not any(k.startswith("episode_") for k in cols)
+    assert len(meta.episode_returns) == meta.num_episodes == int(cols["terminated"].sum() + cols["truncated"].sum())
     # CartPole pays 1 per step, so a finished episode's return equals its length.
-    assert torch.equal(cols["episode_return"], cols["episode_length"].float())
+    assert meta.episode_returns == [float(n) for n in meta.episode_lengths]
 
 
 def test_weights_are_loaded_only_for_a_newer_version():
@@ -39,7 +43,7 @@ def test_weights_are_loaded_only_for_a_newer_version():
     assert worker.version == 3
     zeros = {k: torch.zeros_like(v) for k, v in w0.items()}
     meta, _ = worker.sample(zeros, 2)  # older than what it holds: ignored
-    assert meta["version"] == 3
+    assert meta.version == 3
     assert all(torch.equal(v, w0[k]) for k, v in worker.policy.state_dict().items())
 
 
@@ -62,10 +66,9 @@ def test_episodes_continue_across_rollouts():
     w = learner.get_weights()
     total_steps, lengths = 0, []
     for _ in range(6):
-        meta, payload = worker.sample(w, 0)
-        cols, _ = codec.decode(payload)
-        lengths += cols["episode_length"].tolist()
-        total_steps += meta["env_steps"]
+        meta, _ = worker.sample(w, 0)
+        lengths += meta.episode_lengths
+        total_steps += meta.env_steps
     # Episodes longer than one rollout (12 steps) exist: counters were carried over.
     assert max(lengths) > 12
     assert sum(lengths) <= total_steps

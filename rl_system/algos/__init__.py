@@ -1,20 +1,9 @@
 """Learning algorithms, selected by ``algo:`` in the run config.
 
-An algorithm has two halves that meet only through the rollout columns and the weights:
-
-* worker side, a :class:`rl_system.sampler.Sampler`: steps the env batch with a copy of the
-  policy and fills one rollout's columns;
-* learner side, a *trainer*: ``update(batch, progress) -> metrics`` on one round's batch, plus
-  ``state_dict()`` / ``load_state_dict()`` of its optimiser state and a ``skipped_updates``
-  counter (minibatches dropped for non-finite losses or gradients).
-
-``make_policy`` builds the ``nn.Module`` holding every network (and normaliser buffer) whose
-``state_dict`` the workers receive as "the weights" of a policy version.
-
-Column convention (what the codec ships and :func:`rl_system.learner.concat_rollouts` joins):
-time-major ``[T, N, ...]``, except names starting with ``last_`` or ``init_`` (env-major
-``[N, ...]``), ``final_`` (one row per episode that ended in the rollout, env-major order) and
-``episode_`` (per completed episode, ``[E]``; statistics, not training data).
+Each algorithm is a package (:mod:`.ppo`, :mod:`.hmasd`) that fulfils the contracts in
+:mod:`.protocols`: a policy module (the weights shipped per version), a worker-side
+:class:`~.protocols.Sampler` and a learner-side :class:`~.protocols.Trainer`. The columns they
+exchange are declared in :mod:`rl_system.rollout`.
 """
 
 from __future__ import annotations
@@ -23,32 +12,32 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
+from rl_system.algos.protocols import AlgorithmModule, Sampler, Trainer
 from rl_system.config import RunConfig
 
-ENV_MAJOR = ("last_", "init_", "final_")
-"""Prefixes of columns that are not time-major (see above)."""
-STATS = "episode_"
-"""Prefix of the per-episode statistics columns."""
+__all__ = ["Algorithm", "AlgorithmModule", "Sampler", "Trainer", "get_algorithm", "load_policy"]
 
 # algo name -> module providing make_policy / make_sampler / make_trainer (imported lazily).
 _ALGORITHMS = {
-    "ppo": "rl_system.algos.ppo_algo",
+    "ppo": "rl_system.algos.ppo",
     "hmasd": "rl_system.algos.hmasd",
 }
 
 
 @dataclass(frozen=True)
 class Algorithm:
+    """An algorithm module by name (see :class:`AlgorithmModule`)."""
+
     name: str
-    module: Any
+    module: AlgorithmModule
 
     def make_policy(self, obs_spec, action_spec, cfg):
         return self.module.make_policy(obs_spec, action_spec, cfg)
 
-    def make_sampler(self, env, policy, cfg, device):
+    def make_sampler(self, env, policy, cfg, device) -> Sampler:
         return self.module.make_sampler(env, policy, cfg, device)
 
-    def make_trainer(self, policy, cfg):
+    def make_trainer(self, policy, cfg) -> Trainer:
         return self.module.make_trainer(policy, cfg)
 
 

@@ -20,7 +20,7 @@ import torch
 from envs.alice_bob import AliceBobVecEnv
 from rl_system.algos.hmasd import make_policy, make_sampler, make_trainer
 from rl_system.config import RunConfig
-from rl_system.learner import concat_rollouts
+from rl_system.rollout import concat
 
 
 def main() -> None:
@@ -48,7 +48,7 @@ def main() -> None:
     rollouts = []
     for _ in range(max(args.repeats, args.workers)):
         w, c = time.perf_counter(), time.process_time()
-        cols = sampler.collect()
+        cols, _ = sampler.collect()
         best_wall, best_cpu = min(best_wall, time.perf_counter() - w), min(best_cpu, time.process_time() - c)
         rollouts.append({k: v.clone() for k, v in cols.items()})
     load = os.getloadavg()[0]
@@ -57,7 +57,7 @@ def main() -> None:
           f"{steps / best_wall:,.0f} env steps/s wall, {steps / best_cpu:,.0f} per CPU-second "
           f"(best of {max(args.repeats, args.workers)}; load average {load:.1f} on {os.cpu_count()} CPUs)")
     trainer = make_trainer(policy, cfg)
-    batch = concat_rollouts(rollouts[-args.workers:])
+    batch = concat(rollouts[-args.workers:])
     trainer.update({k: v.clone() for k, v in batch.items()}, 0.0)  # warm-up
     best_wall = best_cpu = float("inf")
     for _ in range(args.repeats):

@@ -1,5 +1,5 @@
 """HMASD sampler: steps a multi-agent env batch with both levels of the policy and fills one
-rollout's columns (see :mod:`rl_system.algos` for the layout convention, ``docs/hmasd.md`` for
+rollout's columns (layouts: :mod:`rl_system.rollout`; ``docs/hmasd.md`` for
 every column).
 
 Per-env state is batched tensors, never per-env Python objects: GRU hiddens ``[N, n, H]`` (actor
@@ -24,7 +24,8 @@ import torch
 from envs.base import VecEnv
 from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.networks import HMASDPolicy
-from rl_system.sampler import EpisodeTracker
+from rl_system.algos.episodes import EpisodeTracker
+from rl_system.rollout import Columns, Episodes
 
 GREEDY_LEVELS = ("high", "low")
 
@@ -99,7 +100,7 @@ class HMASDSampler:
             buf["h_value"][t][idx] = self._den_high(value)
 
     @torch.no_grad()
-    def collect(self, deterministic: bool | str = False) -> dict[str, torch.Tensor]:
+    def collect(self, deterministic: bool | str = False) -> tuple[Columns, Episodes]:
         """``deterministic``: ``True`` takes the argmax at both levels, ``"high"`` only at the
         coordinator (skills), ``"low"`` only at the discoverer (actions); the other level samples."""
         greedy_high, greedy_low = greedy_levels(deterministic)
@@ -167,7 +168,7 @@ class HMASDSampler:
             ended = (buf["terminated"] | buf["truncated"]).T
             cols["final_obs.state"] = self._final_state.transpose(0, 1)[ended]
             cols["final_obs.obs"] = self._final_obs.transpose(0, 1)[ended]
-        return {**cols, **self.episodes.completed()}
+        return cols, self.episodes.completed()
 
     def _value_units(self) -> None:
         """Values leave the worker in return units, denormalised with the ValueNorm statistics of

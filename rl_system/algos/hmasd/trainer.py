@@ -28,7 +28,7 @@ from torch import nn
 from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.networks import HMASDPolicy
 from rl_system.algos.hmasd.novelty import novelty_bonus, success_share
-from rl_system.algos.ppo import compute_gae, explained_variance
+from rl_system.algos.advantages import compute_gae, explained_variance
 
 
 @torch.no_grad()

@@ -1,5 +1,5 @@
 """Training checkpoints: the file format and reading one file (no Ray here; the directory of
-checkpoints is ``checkpoint_store.py``, the actor ``checkpointer.py``).
+checkpoints is :mod:`.store`, the writer actor :mod:`.writer`, finding what to resume :mod:`.resume`).
 
 A checkpoint is a nested dict ``state`` of tensors and plain values (dict/list/tuple/str/int/float/
 bool/None): model weights, optimizer state_dict, normaliser buffers, counters, RNG states, the
@@ -39,7 +39,7 @@ a state that could not be loaded back is never written. Every problem with a fil
 :class:`CheckpointError` whose one-line message names the file.
 
 Files are read from a path or any ``pyarrow.fs`` URI (:func:`load_checkpoint`, :func:`read_manifest`);
-a directory of them with atomic writes and pruning is ``checkpoint_store.CheckpointStore``.
+a directory of them with atomic writes and pruning is :class:`.store.CheckpointStore`.
 """
 
 from __future__ import annotations
@@ -47,7 +47,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import os
 import pickle
 import random
 import struct
@@ -59,6 +58,9 @@ import lz4.frame
 import pyarrow.fs as pafs
 import torch
 import xxhash
+
+from rl_system.errors import one_line
+from rl_system.filesystems import resolve
 
 __all__ = ["CheckpointError", "encode", "decode", "load_checkpoint",
            "read_manifest", "checkpoint_name", "capture_rng_state", "restore_rng_state",
@@ -94,14 +96,6 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     return value
-
-
-def _first_line(err: BaseException) -> str:
-    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
-    for ln in lines:  # torch's weights_only refusal buries the reason in a long message
-        if ln.startswith(("Unsupported global", "Unsupported operand", "Trying to")):
-            return ln[:300]
-    return (lines[0] if lines else type(err).__name__)[:300]
 
 
 def serialize_state(state: dict[str, Any]) -> memoryview:
@@ -190,7 +184,7 @@ def _parse_head(head: bytes, name: str, file_size: int) -> tuple[dict[str, Any],
         expected = _PREFIX.size + mlen + int(manifest["compressed_bytes"])
         manifest["raw_bytes"], manifest["checksum"], manifest["compression"]  # noqa: B018 - presence check
     except (ValueError, KeyError, TypeError) as err:
-        raise CheckpointError(f"{name}: corrupt checkpoint manifest ({_first_line(err)})") from None
+        raise CheckpointError(f"{name}: corrupt checkpoint manifest ({one_line(err)})") from None
     if file_size != expected:
         what = "truncated" if file_size < expected else "trailing bytes after payload in"
         raise CheckpointError(f"{name}: {what} checkpoint ({file_size} bytes, expected {expected})")
@@ -221,8 +215,8 @@ def _torch_load(raw: Any, name: str, map_location: Any) -> dict[str, Any]:
         state = torch.load(io.BytesIO(raw), map_location=map_location, weights_only=True)
     except Exception as err:  # noqa: BLE001 - torch raises many types for bad zips / refused pickles
         if isinstance(err, pickle.UnpicklingError):
-            raise CheckpointError(f"{name}: refused unsafe or corrupt pickle ({_first_line(err)})") from None
-        raise CheckpointError(f"{name}: corrupt torch payload ({type(err).__name__}: {_first_line(err)})") from None
+            raise CheckpointError(f"{name}: refused unsafe or corrupt pickle ({one_line(err)})") from None
+        raise CheckpointError(f"{name}: corrupt torch payload ({type(err).__name__}: {one_line(err)})") from None
     if not isinstance(state, dict):
         raise CheckpointError(f"{name}: payload is a {type(state).__name__}, expected a dict")
     return state
@@ -246,7 +240,7 @@ def decode(data: bytes | memoryview, name: str = "<bytes>", map_location: Any = 
             raw = dec.decompress(payload, max_length=int(manifest["raw_bytes"]) + 1)
             complete = dec.eof
         except RuntimeError as err:
-            raise CheckpointError(f"{name}: corrupt LZ4 payload ({_first_line(err)})") from None
+            raise CheckpointError(f"{name}: corrupt LZ4 payload ({one_line(err)})") from None
         if not complete or len(raw) != manifest["raw_bytes"]:
             raise CheckpointError(f"{name}: corrupt LZ4 payload (size {len(raw)}, manifest {manifest['raw_bytes']})")
     elif manifest["compression"] == "none":
@@ -287,12 +281,6 @@ def restore_rng_state(rng: dict[str, Any]) -> None:
 
 
 # -- reading one file --------------------------------------------------------------------------------
-def _resolve(uri_or_path: str) -> tuple[pafs.FileSystem, str]:
-    if "://" in uri_or_path:
-        return pafs.FileSystem.from_uri(uri_or_path)
-    return pafs.LocalFileSystem(), os.path.abspath(os.path.expanduser(uri_or_path))
-
-
 def _read_all(fs: pafs.FileSystem, path: str, name: str) -> bytes:
     try:
         with fs.open_input_file(path) as f:
@@ -300,7 +288,7 @@ def _read_all(fs: pafs.FileSystem, path: str, name: str) -> bytes:
     except FileNotFoundError:
         raise CheckpointError(f"{name}: no such checkpoint") from None
     except OSError as err:
-        raise CheckpointError(f"{name}: cannot read ({_first_line(err)})") from None
+        raise CheckpointError(f"{name}: cannot read ({one_line(err)})") from None
 
 
 def _read_manifest(fs: pafs.FileSystem, path: str, name: str) -> dict[str, Any]:
@@ -318,15 +306,15 @@ def _read_manifest(fs: pafs.FileSystem, path: str, name: str) -> dict[str, Any]:
     except FileNotFoundError:
         raise CheckpointError(f"{name}: no such checkpoint") from None
     except OSError as err:
-        raise CheckpointError(f"{name}: cannot read ({_first_line(err)})") from None
+        raise CheckpointError(f"{name}: cannot read ({one_line(err)})") from None
 
 
 def load_checkpoint(path_or_uri: str, map_location: Any = "cpu") -> tuple[dict[str, Any], dict[str, Any]]:
     """Load one file (this format or a plain torch.save zip) from a path or URI, no store needed."""
-    fs, path = _resolve(path_or_uri)
+    fs, path = resolve(path_or_uri)
     return decode(_read_all(fs, path, path_or_uri), path_or_uri, map_location)
 
 
 def read_manifest(path_or_uri: str) -> dict[str, Any]:
-    fs, path = _resolve(path_or_uri)
+    fs, path = resolve(path_or_uri)
     return _read_manifest(fs, path, path_or_uri)

@@ -1,4 +1,4 @@
-"""Restart on stall (``RestartConfig``): a stalled attempt is replaced by a fresh one from the next
+"""Reseed on stall (``ReseedConfig``): a stalled attempt is replaced by a fresh one from the next
 attempt seed, inside the same step budget."""
 
 import pytest
@@ -18,7 +18,7 @@ def _columns(payload: bytes) -> dict[str, torch.Tensor]:
 
 
 def test_restarted_learner_and_worker_are_fresh_ones_from_the_attempt_seed():
-    """After training and sampling, ``restart(seed)`` leaves exactly what a new run with ``seed``
+    """After training and sampling, ``reseed(seed)`` leaves exactly what a new run with ``seed``
     starts from: the same initial weights, and (HMASD, exploring starts on) the same rollout."""
     cfg = load_config("launch/configs/alice_bob_hmasd.yaml", HMASD_SMALL)
     seed = attempt_seed(cfg.seed, 1)
@@ -29,22 +29,22 @@ def test_restarted_learner_and_worker_are_fresh_ones_from_the_attempt_seed():
         _, payload = worker.sample(learner.get_weights(), learner.version)
         learner.update(payload)
 
-    version, weights = learner.restart(seed)
-    worker.restart(seed)
-    rng_restarted = torch.get_rng_state()  # in-process, both workers share torch's global RNG
+    version, weights = learner.reseed(seed)
+    worker.reseed(seed)
+    rng_reseeded = torch.get_rng_state()  # in-process, both workers share torch's global RNG
     fresh_worker = RolloutWorker(0, fresh_cfg)
     rng_fresh = torch.get_rng_state()
     fresh = Learner(fresh_cfg, *fresh_worker.specs()).get_weights()
-    assert version == 3  # two updates, then the restart: still newer than anything sampled
+    assert version == 3  # two updates, then the reseed: still newer than anything sampled
     assert weights.keys() == fresh.keys()
     assert all(torch.equal(weights[k], fresh[k]) for k in fresh)
-    assert torch.equal(rng_restarted, rng_fresh)
+    assert torch.equal(rng_reseeded, rng_fresh)
 
-    torch.set_rng_state(rng_restarted)
-    _, restarted = worker.sample(weights, version)
+    torch.set_rng_state(rng_reseeded)
+    _, reseeded = worker.sample(weights, version)
     torch.set_rng_state(rng_fresh)
     _, new = fresh_worker.sample(fresh, 0)
-    a, b = _columns(restarted), _columns(new)
+    a, b = _columns(reseeded), _columns(new)
     assert a.keys() == b.keys()
     assert all(torch.equal(a[k], b[k]) for k in b), [k for k in b if not torch.equal(a[k], b[k])]
 
@@ -54,8 +54,8 @@ def test_attempt_seeds_do_not_collide_with_neighbouring_run_seeds():
 
 
 @pytest.mark.parametrize("override, needle", [
-    ("restart.at_env_steps=[5000, 4000]", "must be positive and strictly increasing"),
-    ("restart.at_env_steps=[0]", "must be positive and strictly increasing"),
+    ("reseed.at_env_steps=[5000, 4000]", "must be positive and strictly increasing"),
+    ("reseed.at_env_steps=[0]", "must be positive and strictly increasing"),
 ])
 def test_bad_restart_settings_are_one_line_errors(override, needle):
     with pytest.raises(ConfigError) as info:
@@ -64,47 +64,53 @@ def test_bad_restart_settings_are_one_line_errors(override, needle):
 
 
 def test_a_stalled_run_restarts_once_per_check_and_keeps_its_budget(ray_session, tmp_path, capsys):
-    """End to end on Ray, with rollouts in flight (lag 1) at the restart: an unreachable threshold
-    restarts at each check but the one in the last round (no run ends on fresh weights); the
+    """End to end on Ray, with rollouts in flight (lag 1) at the reseed: an unreachable threshold
+    reseeds at each check but the one in the last round (no run ends on fresh weights); the
     counter and budget go on, versions only go up."""
     base = ["workers.num_envs=16", "max_env_steps=6144", "target_return=null", "tensorboard=false",
-            "max_policy_lag=1", "restart.at_env_steps=[1024, 3000, 6000]", "return_window=20"]
-    cfg = load_config("launch/configs/cartpole_ppo.yaml", [*base, "restart.below_return=1e9"])
+            "max_policy_lag=1", "reseed.at_env_steps=[1024, 3000, 6000]", "return_window=20"]
+    cfg = load_config("launch/configs/cartpole_ppo.yaml", [*base, "reseed.below_return=1e9"])
     summary = train(cfg, run_dir=tmp_path / "stalled")
-    restarts = summary["restarts_on_stall"]
-    assert [r["seed"] for r in restarts] == [attempt_seed(cfg.seed, 1), attempt_seed(cfg.seed, 2)]
-    assert 1024 <= restarts[0]["env_steps"] < 3000 <= restarts[1]["env_steps"] < 6144
+    reseeds = summary["reseeds"]
+    assert [r["seed"] for r in reseeds] == [attempt_seed(cfg.seed, 1), attempt_seed(cfg.seed, 2)]
+    assert 1024 <= reseeds[0]["env_steps"] < 3000 <= reseeds[1]["env_steps"] < 6144
     assert summary["env_steps"] >= 6144 and summary["status"] == "completed"
-    assert summary["policy_version"] == summary["rounds"] + 2  # each restart is one more version
-    assert capsys.readouterr().out.count("restart on stall: best mean return") == 2
+    assert summary["policy_version"] == summary["rounds"] + 2  # each reseed is one more version
+    assert capsys.readouterr().out.count("reseed on stall: best mean return") == 2
 
-    cfg = load_config("launch/configs/cartpole_ppo.yaml", [*base, "restart.below_return=-1e9"])
+    cfg = load_config("launch/configs/cartpole_ppo.yaml", [*base, "reseed.below_return=-1e9"])
     summary = train(cfg, run_dir=tmp_path / "learning", quiet=True)
-    assert summary["restarts_on_stall"] == [] and summary["policy_version"] == summary["rounds"]
+    assert summary["reseeds"] == [] and summary["policy_version"] == summary["rounds"]
 
 
 def test_resume_before_or_after_the_restart_matches_the_uninterrupted_run(ray_session, tmp_path):
-    """One worker, 7 rounds of 512 steps, a restart after round 2: resuming from the checkpoint of
-    round 1 restarts at the same point; resuming from round 3 keeps the restart and does not repeat
+    """One worker, 7 rounds of 512 steps, a reseed after round 2: resuming from the checkpoint of
+    round 1 reseeds at the same point; resuming from round 3 keeps the reseed and does not repeat
     it. Both end on the uninterrupted run's weights."""
-    from rl_system.checkpoint_store import CheckpointStore
-    from rl_system.driver import Trainer
-    from rl_system.resume import find_resume
+    from rl_system.checkpoint.store import CheckpointStore
+    from rl_system.driver import RunLoop
+    from rl_system.checkpoint.resume import find_resume
 
     cfg = load_config("launch/configs/cartpole_ppo.yaml", [
         "workers.num_workers=1", "workers.num_envs=32", "target_return=null", "max_env_steps=3584",
         "checkpoint.every_rounds=1", "checkpoint.keep_last=10", "tensorboard=false",
-        "restart.at_env_steps=[1024]", "restart.below_return=1e9"])
+        "reseed.at_env_steps=[1024]", "reseed.below_return=1e9"])
     full = train(cfg, run_dir=tmp_path / "a", quiet=True)
-    assert [r["round"] for r in full["restarts_on_stall"]] == [2]
+    assert [r["round"] for r in full["reseeds"]] == [2]
 
     def final_model(run_dir):
         return CheckpointStore(str(run_dir / "checkpoints")).load_latest_valid()[0]["learner"]["model"]
 
     expected = final_model(tmp_path / "a")
-    for version in (1, 4):  # round 1 (before the restart) and round 3 (after it: one more version)
+    for version in (1, 4):  # round 1 (before the reseed) and round 3 (after it: one more version)
         found = find_resume(str(tmp_path / "a" / "checkpoints" / f"ckpt-v{version:08d}.rlck"), cfg, None)
-        summary = Trainer(cfg, tmp_path / f"from-v{version}", quiet=True, resume_state=found.state).run()
-        assert summary["restarts_on_stall"] == full["restarts_on_stall"], version
+        summary = RunLoop(cfg, tmp_path / f"from-v{version}", quiet=True, resume_state=found.state).run()
+        assert summary["reseeds"] == full["reseeds"], version
         resumed = final_model(tmp_path / f"from-v{version}")
         assert all(torch.equal(expected[k], resumed[k]) for k in expected), version
+
+
+def test_configs_that_call_the_section_restart_still_load():
+    """Checkpoints and configs written before the section was named ``reseed`` called it ``restart``."""
+    cfg = load_config(None, ["restart.at_env_steps=[1000]", "restart.below_return=0.5"])
+    assert cfg.reseed.at_env_steps == [1000] and cfg.reseed.below_return == 0.5

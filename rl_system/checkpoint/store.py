@@ -1,5 +1,5 @@
 """A directory of training checkpoints: atomic writes, pruning, ``latest.json`` / ``best.json``
-pointers, and finding the newest valid one on resume. The file format is ``checkpoint.py``.
+pointers, and finding the newest valid one on resume. The file format is :mod:`.format`.
 
 Storage goes through ``pyarrow.fs`` (``file:///abs``, a plain local path, ``s3://bucket/prefix``,
 ...). Writes are atomic on local disks (``<name>.tmp`` + flush + fsync + rename + fsync of the
@@ -20,8 +20,10 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from rl_system.checkpoint import (COMPRESSIONS, CheckpointError, _first_line, _read_all, _read_manifest, _resolve,
-                                  checkpoint_name, decode, encode)
+from rl_system.checkpoint.format import (COMPRESSIONS, CheckpointError, _read_all, _read_manifest, checkpoint_name,
+                                         decode, encode)
+from rl_system.errors import one_line
+from rl_system.filesystems import atomic_output, resolve
 
 __all__ = ["CheckpointStore", "CheckpointInfo", "LATEST", "BEST"]
 
@@ -59,7 +61,7 @@ class CheckpointStore:
         if compression not in COMPRESSIONS:
             raise ValueError(f"compression must be one of {COMPRESSIONS}, got {compression!r}")
         self.uri, self.keep_last, self.compression = root, keep_last, compression
-        self.fs, self.root = _resolve(root)
+        self.fs, self.root = resolve(root)
         self.root = self.root.rstrip("/") or "/"
         self._local = isinstance(self.fs, pafs.LocalFileSystem)
         try:
@@ -67,7 +69,7 @@ class CheckpointStore:
             if self.fs.get_file_info(self.root).type != pafs.FileType.Directory:
                 raise NotADirectoryError(f"{self.root} is not a directory")
         except OSError as err:
-            raise CheckpointError(f"cannot open checkpoint directory {root}: {_first_line(err)}") from None
+            raise CheckpointError(f"cannot open checkpoint directory {root}: {one_line(err)}") from None
         self._manifests: dict[str, dict[str, Any]] = {}  # name -> manifest, for pruning
         self.skipped: list[tuple[str, str]] = []  # (path, reason) from the last load_latest_valid
         self.last_bytes = 0  # size of the last checkpoint file written
@@ -97,7 +99,7 @@ class CheckpointStore:
                     self.fs.delete_file(info.path)
                     removed.append(info.path)
                 except OSError as err:  # pragma: no cover - best effort
-                    log.warning("could not remove stale %s: %s", info.path, _first_line(err))
+                    log.warning("could not remove stale %s: %s", info.path, one_line(err))
         if removed:
             log.warning("removed %d stale temporary file(s) from a crashed writer: %s", len(removed),
                         ", ".join(os.path.basename(p) for p in removed))
@@ -105,33 +107,12 @@ class CheckpointStore:
 
     # -- writing -----------------------------------------------------------------------------
     def _write_atomic(self, path: str, chunks: list[Any]) -> None:
-        tmp = path + ".tmp"
         try:
-            with self.fs.open_output_stream(tmp, compression=None) as out:
+            with atomic_output(self.fs, path) as out:
                 for chunk in chunks:
                     out.write(chunk)
-                out.flush()
-            if self._local:
-                fd = os.open(tmp, os.O_RDONLY)
-                try:
-                    os.fsync(fd)  # fsync is per inode: flushes what the stream wrote
-                finally:
-                    os.close(fd)
-            self.fs.move(tmp, path)
-            if self._local:
-                fd = os.open(self.root, os.O_RDONLY)
-                try:
-                    os.fsync(fd)  # make the rename itself durable
-                finally:
-                    os.close(fd)
-        except BaseException as err:
-            try:
-                self.fs.delete_file(tmp)
-            except OSError:
-                pass
-            if isinstance(err, OSError):
-                raise CheckpointError(f"cannot write {self._display(path)}: {_first_line(err)}") from None
-            raise
+        except OSError as err:
+            raise CheckpointError(f"cannot write {self._display(path)}: {one_line(err)}") from None
 
     def _write_json(self, name: str, data: dict[str, Any]) -> None:
         self._write_atomic(self.path(name), [json.dumps(data, indent=2, sort_keys=True).encode()])
@@ -180,7 +161,7 @@ class CheckpointStore:
                 try:
                     self.fs.delete_file(self.path(n))
                 except OSError as err:
-                    log.warning("could not prune %s: %s", n, _first_line(err))
+                    log.warning("could not prune %s: %s", n, one_line(err))
                 self._manifests.pop(n, None)
         return best
 
@@ -198,7 +179,7 @@ class CheckpointStore:
 
     def _locate(self, path_or_name: str) -> tuple[pafs.FileSystem, str]:
         if "://" in path_or_name:
-            return pafs.FileSystem.from_uri(path_or_name)
+            return resolve(path_or_name)
         if "/" not in path_or_name:
             return self.fs, self.path(path_or_name)
         return self.fs, (os.path.abspath(path_or_name) if self._local else path_or_name)

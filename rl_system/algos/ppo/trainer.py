@@ -1,9 +1,10 @@
-"""PPO (Schulman et al. 2017) with the implementation details of CleanRL's ``ppo.py``:
-GAE, advantage normalisation per minibatch, clipped surrogate, clipped value loss, entropy
-bonus, global gradient-norm clipping, linear learning-rate annealing.
+"""The PPO trainer (learner side): PPO (Schulman et al. 2017) with the implementation details
+of CleanRL's ``ppo.py``: GAE, advantage normalisation per minibatch, clipped surrogate, clipped
+value loss, entropy bonus, global gradient-norm clipping, linear learning-rate annealing.
 
-Batch layout: the learner concatenates the rollouts of a round along the env axis, so every
-column is ``[T, N, ...]`` with ``N`` the total number of envs of the round.
+Batch layout: the learner joins the rollouts of a round along the env axis
+(:func:`rl_system.rollout.concat`), so every step column is ``[T, N, ...]`` with ``N`` the total
+number of envs of the round; the columns are those of :class:`~.buffer.RolloutBuffer`.
 """
 
 from __future__ import annotations
@@ -13,41 +14,14 @@ import math
 import torch
 from torch import nn
 
+from rl_system.algos.advantages import compute_gae, explained_variance
+from rl_system.algos.ppo.policy import ActorCritic
 from rl_system.config import PPOConfig
-from rl_system.policy import ActorCritic
-
-
-@torch.no_grad()
-def compute_gae(reward: torch.Tensor, value: torch.Tensor, done: torch.Tensor,
-                last_value: torch.Tensor, gamma: float, lam: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Generalised advantage estimation for all envs at once.
-
-    reward, value: ``[T, N]`` float; done: ``[T, N]`` bool, True where step t ended an episode
-    (terminated or truncated; a truncated step's reward must already include
-    ``gamma * V(final_obs)``); last_value: ``[N]`` value of the observation after step T-1.
-    Returns ``(advantages[T, N], returns[T, N])``. The loop runs over T only; each step is
-    N-wide tensor arithmetic.
-    """
-    T = reward.shape[0]
-    not_done = (~done).to(reward.dtype)
-    next_value = torch.cat([value[1:], last_value.unsqueeze(0)], dim=0)
-    delta = reward + gamma * next_value * not_done - value
-    discount = gamma * lam * not_done
-    adv = torch.empty_like(reward)
-    running = torch.zeros_like(last_value)
-    for t in range(T - 1, -1, -1):
-        running = delta[t] + discount[t] * running
-        adv[t] = running
-    return adv, adv + value
-
-
-def explained_variance(pred: torch.Tensor, target: torch.Tensor) -> float:
-    var = target.var()
-    return float("nan") if var == 0 else float(1 - (target - pred).var() / var)
+from rl_system.rollout import OBS, observations
 
 
 class PPO:
-    """Owns the optimiser; ``update(batch, progress)`` runs the epochs over one round's batch."""
+    """A :class:`~rl_system.algos.protocols.Trainer`: owns the optimiser; ``update(batch, progress)`` runs the epochs over one round's batch."""
 
     def __init__(self, policy: ActorCritic, cfg: PPOConfig):
         self.policy, self.cfg = policy, cfg
@@ -67,7 +41,7 @@ class PPO:
         done = batch["terminated"] | batch["truncated"]
         reward = batch["reward"] + cfg.gamma * batch["trunc_value"]
         adv, ret = compute_gae(reward, batch["value"], done, batch["last_value"], cfg.gamma, cfg.gae_lambda)
-        flat = {k: v.flatten(0, 1) for k, v in batch.items() if k.startswith("obs.")}
+        flat = {k: v.flatten(0, 1) for k, v in batch.items() if k.startswith(OBS)}
         flat.update(action=batch["action"].flatten(0, 1), logp=batch["logp"].flatten(), value=batch["value"].flatten(),
                     advantage=adv.flatten(), ret=ret.flatten())
         return flat
@@ -103,7 +77,7 @@ class PPO:
         self.skipped_updates += skipped
         if policy.obs_norm is not None:
             # After the epochs, so the ratio of the first minibatch is exactly 1.
-            obs = {k[4:]: v.flatten(0, 1) for k, v in batch.items() if k.startswith("obs.")}
+            obs = {k: v.flatten(0, 1) for k, v in observations(batch).items()}
             policy.obs_norm.update(policy.flatten(obs))
         metrics = {k: v / max(n, 1) for k, v in stats.items()}
         metrics.update(lr=lr, minibatch_steps=n, skipped_minibatches=skipped,
@@ -113,8 +87,7 @@ class PPO:
     def _minibatch_step(self, mb: dict[str, torch.Tensor]) -> dict[str, float] | None:
         """One gradient step; returns None (weights untouched) if the loss or grads are not finite."""
         cfg = self.cfg
-        obs = {k[4:]: v for k, v in mb.items() if k.startswith("obs.")}
-        new_logp, entropy, new_value = self.policy.evaluate(obs, mb["action"])
+        new_logp, entropy, new_value = self.policy.evaluate(observations(mb), mb["action"])
         log_ratio = new_logp - mb["logp"]
         ratio = log_ratio.exp()
         adv = mb["advantage"]

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rl_system.checkpoint import CheckpointError, load_checkpoint
-from rl_system.checkpoint_store import CheckpointStore
+from rl_system.checkpoint.format import CheckpointError, load_checkpoint
+from rl_system.checkpoint.store import CheckpointStore
 from rl_system.config import RunConfig
 
 CHECKPOINT_DIR = "checkpoints"

@@ -1,4 +1,5 @@
-"""Preallocated rollout storage: one ``[T, N, ...]`` tensor per column, written by index.
+"""PPO's preallocated rollout storage: one ``[T, N, ...]`` tensor per column, written by index
+(column layouts: :mod:`rl_system.rollout`).
 
 Columns (``T = rollout_len``, ``N = num_envs``):
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 import torch
 
 from envs.base import Box, Discrete, TensorSpec
+from rl_system.rollout import Columns, obs_column
 
 
 class RolloutBuffer:
@@ -41,9 +43,9 @@ class RolloutBuffer:
         self.trunc_value = alloc()
         self.last_value = torch.zeros(N, device=device)
 
-    def columns(self) -> dict[str, torch.Tensor]:
+    def columns(self) -> Columns:
         """The columns a learner needs, by name (views, no copies)."""
-        cols = {f"obs.{k}": v for k, v in self.obs.items()}
+        cols = {obs_column(k): v for k, v in self.obs.items()}
         cols.update(action=self.action, logp=self.logp, value=self.value, reward=self.reward,
                     terminated=self.terminated, truncated=self.truncated,
                     trunc_value=self.trunc_value, last_value=self.last_value)

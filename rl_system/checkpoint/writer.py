@@ -44,7 +44,8 @@ from typing import Any
 import ray
 import torch
 
-from rl_system.checkpoint_store import CheckpointStore
+from rl_system.checkpoint.store import CheckpointStore
+from rl_system.errors import one_line
 
 
 class PackedTensor:
@@ -107,13 +108,6 @@ def from_transport(obj: Any) -> Any:
     return _map(obj, from_transport)
 
 
-def _one_line(err: BaseException) -> str:
-    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
-    # Ray's errors start with a banner; the cause is usually on the last line.
-    text = (lines[-1] if lines else "") if isinstance(err, ray.exceptions.RayError) else (lines[0] if lines else "")
-    return f"{type(err).__name__}: {text}"[:400] if text else type(err).__name__
-
-
 class Checkpointer:
     def __init__(self, root: str, keep_last: int = 3, compression: str = "auto"):
         self._store_args = (root, keep_last, compression)
@@ -123,7 +117,7 @@ class Checkpointer:
             self._open_store()
         except Exception as e:  # noqa: BLE001 - an unwritable root must not kill the actor
             # Each save retries (the disk may come back); until then saves fail and are counted.
-            self._open_error = _one_line(e)
+            self._open_error = one_line(e, with_type=True)
         self._cv = threading.Condition()
         self._next: tuple[list[Any], dict[str, Any]] | None = None
         self._in_progress = False
@@ -206,7 +200,7 @@ class Checkpointer:
             try:
                 path, err = self._write(*job), None
             except Exception as e:  # noqa: BLE001 - keep the actor alive whatever the write did
-                path, err = None, _one_line(e)  # not the exception: its traceback pins the state
+                path, err = None, one_line(e, with_type=True)  # not the exception: its traceback pins the state
             job = None  # drop our borrow of the object before waiting for the next one
             with self._cv:
                 s = self._stats

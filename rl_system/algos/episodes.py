@@ -1,0 +1,55 @@
+"""Episode bookkeeping shared by every sampler: running return and length per env, and the
+record from which a rollout's completed episodes (:class:`rl_system.rollout.Episodes`) are read."""
+
+from __future__ import annotations
+
+import torch
+
+from rl_system.rollout import Episodes
+
+
+class EpisodeTracker:
+    """Running return/length per env and a per-step ``[T, N]`` record, allocated once (boolean
+    info keys on first sight), so reading a rollout's finished episodes is one mask per column."""
+
+    def __init__(self, rollout_len: int, num_envs: int, device: torch.device):
+        self.T, self.N, self.device = rollout_len, num_envs, device
+        self.ret = torch.zeros(num_envs, device=device)
+        self.length = torch.zeros(num_envs, dtype=torch.int32, device=device)
+        self.ret_at = torch.zeros(rollout_len, num_envs, device=device)
+        self.length_at = torch.zeros(rollout_len, num_envs, dtype=torch.int32, device=device)
+        self.done_at = torch.zeros(rollout_len, num_envs, dtype=torch.bool, device=device)
+        self.info_at: dict[str, torch.Tensor] = {}
+
+    def reset(self) -> None:
+        self.ret.zero_()
+        self.length.zero_()
+
+    def record(self, t: int, reward: torch.Tensor, done: torch.Tensor, info: dict[str, torch.Tensor]) -> None:
+        """Step ``t``: ``reward [N]``, ``done [N]`` (terminated or truncated), the env's ``info``."""
+        self.ret += reward
+        self.length += 1
+        self.ret_at[t].copy_(self.ret)
+        self.length_at[t].copy_(self.length)
+        self.done_at[t].copy_(done)
+        for key, value in info.items():
+            if value.dtype == torch.bool and value.shape == (self.N,):
+                if key not in self.info_at:
+                    self.info_at[key] = torch.zeros(self.T, self.N, dtype=torch.bool, device=self.device)
+                self.info_at[key][t].copy_(value)
+        self.ret.masked_fill_(done, 0.0)
+        self.length.masked_fill_(done, 0)
+
+    def completed(self) -> Episodes:
+        """The episodes that ended in this rollout, in time order."""
+        done = self.done_at
+        env_index = torch.arange(self.N, device=self.device).expand(self.T, self.N)
+        return Episodes(returns=self.ret_at[done], lengths=self.length_at[done], env=env_index[done],
+                        outcomes={k: v[done] for k, v in self.info_at.items()})
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {"ep_return": self.ret.clone(), "ep_length": self.length.clone()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        self.ret.copy_(state["ep_return"])
+        self.length.copy_(state["ep_length"])

@@ -1,0 +1,77 @@
+"""The contracts an algorithm fulfils. Workers, the learner, eval and the checkpointer use only
+these; PPO (:mod:`rl_system.algos.ppo`) and HMASD (:mod:`rl_system.algos.hmasd`) implement them.
+
+An algorithm has two halves that meet only through the rollout columns
+(:mod:`rl_system.rollout`) and the weights:
+
+* worker side, a :class:`Sampler` steps the env batch with a copy of the policy and fills one
+  rollout's columns;
+* learner side, a :class:`Trainer` runs one update on a round's batch.
+
+The policy is an ``nn.Module`` holding every network (and normaliser buffer); its
+``state_dict()`` is what the workers receive as "the weights" of a policy version.
+An algorithm module (:class:`AlgorithmModule`) builds all three from the env's specs and the
+run config.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+from torch import nn
+
+from envs.base import ActionSpec, TensorSpec, VecEnv
+from rl_system.config import RunConfig
+from rl_system.rollout import Columns, Episodes
+
+
+@runtime_checkable
+class Sampler(Protocol):
+    """Worker side: steps ``env`` (N envs) with ``policy`` for ``T`` steps per call."""
+
+    env: VecEnv
+    policy: nn.Module
+
+    def reset(self, seed: int | None = None) -> None:
+        """Reset every env and the sampler's per-env state (episode counters, hidden states)."""
+
+    def collect(self, deterministic: bool | str = False) -> tuple[Columns, Episodes]:
+        """One rollout: its columns (layouts in :mod:`rl_system.rollout`) and the episodes that
+        ended in it. ``deterministic`` takes the argmax action (HMASD: ``"high"``/``"low"``
+        for one level only)."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a bit-exact resume needs besides the env and RNG (current obs, episode
+        counters, recurrent state)."""
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+@runtime_checkable
+class Trainer(Protocol):
+    """Learner side: owns the optimisers; updates the policy in place."""
+
+    skipped_updates: int
+    """Minibatch steps dropped so far for a non-finite loss or gradient (weights untouched)."""
+
+    def update(self, batch: Columns, progress: float) -> dict[str, float]:
+        """One update on a round's batch (rollouts joined by :func:`rl_system.rollout.concat`);
+        ``progress`` in [0, 1] is the share of the step budget used (learning-rate annealing).
+        Returns scalar metrics; ``skipped_minibatches`` among them."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """Optimiser state: what a checkpoint needs besides the policy weights."""
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+class AlgorithmModule(Protocol):
+    """What ``algo: <name>`` names: a module with these three factories."""
+
+    def make_policy(self, obs_spec: dict[str, TensorSpec], action_spec: ActionSpec,
+                    cfg: RunConfig) -> nn.Module: ...
+
+    def make_sampler(self, env: VecEnv, policy: nn.Module, cfg: RunConfig, device: torch.device) -> Sampler: ...
+
+    def make_trainer(self, policy: nn.Module, cfg: RunConfig) -> Trainer: ...

@@ -1,0 +1,126 @@
+"""What a run reports, and where: the books the run loop keeps (:class:`RunStats`), the
+per-round TensorBoard scalars, the live status (Ray metrics and ``rl-system status``) and
+``summary.json``.
+
+TensorBoard tags are grouped the way people scan them:
+
+* ``rollout/`` -- what the policy achieves: 100-episode mean return and length, the rate of each
+  boolean episode outcome the env reports (``rollout/success_rate``, ``rollout/win_rate``);
+* ``train/`` -- the trainer's own metrics (losses, entropy, KL, clip fraction, learning rate,
+  explained variance; HMASD's per-level and discriminator metrics);
+* ``system/`` -- throughput and health: steps/s, sample/decode/update seconds, payload bytes,
+  policy lag, dropped rollouts, worker failures and restarts, checkpoints, reseeds on stall,
+  self-play pool.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rl_system.errors import one_line
+from rl_system.rollout import RolloutMeta
+
+if TYPE_CHECKING:  # the run loop imports this module; only its type is needed here
+    from rl_system.driver import RunLoop
+
+
+@dataclass
+class RunStats:
+    """The run's counters; what a checkpoint's ``driver`` section keeps so a resume continues them."""
+
+    rounds: int = 0
+    env_steps: int = 0
+    worker_failures: int = 0
+    worker_restarts: int = 0  # Ray actor restarts of rollout workers
+    nonfinite_rounds: int = 0  # consecutive rounds with skipped (non-finite) minibatches
+    elapsed_before_resume: float = 0.0
+    bytes_shipped: int = 0
+    bytes_raw: int = 0
+    best_return: float = float("-inf")
+    attempt_best_return: float = float("-inf")  # since the last reseed on stall (ReseedConfig)
+    reseeds: list[dict[str, Any]] = field(default_factory=list)
+    time_to_target_s: float | None = None
+    steps_to_target: int | None = None
+    # Seconds spent per phase, summed over rounds: where the wall time goes.
+    time_sample: float = 0.0
+    time_update: float = 0.0
+    time_round: float = 0.0
+
+
+def round_scalars(run: RunLoop, metrics: dict[str, Any], metas: list[RolloutMeta],
+                  elapsed: float) -> dict[str, dict[str, float]]:
+    """One round's scalars by TensorBoard group (``rollout``, ``train``, ``system``)."""
+    st, window = run.stats, run.window
+    rollout = {"return_mean": window.mean, "episode_length_mean": window.mean_length,
+               **{f"{k}_rate": v for k, v in window.rates.items()}}
+    system = {"steps_per_s": st.env_steps / max(elapsed, 1e-9), "dropped_rollouts": run.gate.dropped,
+              "worker_failures": st.worker_failures, "worker_restarts": st.worker_restarts,
+              "policy_lag_mean": run.gate.mean_lag, "policy_version": metrics["version"],
+              "sample_s": max(m.sample_s for m in metas), "payload_bytes": sum(m.payload_bytes for m in metas),
+              **metrics["system"]}
+    if run.cfg.selfplay.enabled:
+        system["selfplay_opponent_version_mean"] = sum(m.opponent_version for m in metas) / len(metas)
+        system["selfplay_pool_size"] = len(run.pool.snapshots)
+    return {"rollout": rollout, "train": metrics["train"], "system": system}
+
+
+def status(run: RunLoop, state: str, elapsed: float) -> dict[str, Any]:
+    """The live status published to Ray metrics and the status actor (``rl-system status``)."""
+    st = run.stats
+    return {
+        "state": state, "round": st.rounds, "env_steps": st.env_steps,
+        "steps_per_s": st.env_steps / max(elapsed, 1e-9), "policy_version": run.version,
+        "return_mean": run.window.mean, "policy_lag_mean": run.gate.mean_lag,
+        "workers_alive": len(run.workers), "num_workers": run.cfg.workers.num_workers,
+        "rollouts_dropped": run.gate.dropped, "worker_restarts": st.worker_restarts,
+        "reseeds": len(st.reseeds), "bytes_shipped": st.bytes_shipped,
+        "compression_ratio": st.bytes_raw / st.bytes_shipped if st.bytes_shipped else None,
+        "checkpoint_save_s": run.storage.checkpoint_stats.get("last_save_s") if run.storage else None,
+    }
+
+
+def summary(run: RunLoop, wall: float, startup_s: float, state: str,
+            error: BaseException | None = None) -> dict[str, Any]:
+    """``summary.json``: the run's outcome and where its time went."""
+    cfg, st, window = run.cfg, run.stats, run.window
+    ck = run.storage.checkpoint_stats if run.storage else {}
+    placement = run.placement or []
+    return {
+        "status": state,
+        "error": one_line(error) if error is not None else None,
+        "checkpoints": {"saved": ck.get("saved", 0), "skipped": ck.get("skipped", 0),
+                        "failed": ck.get("failed", 0), "last_error": ck.get("last_error"),
+                        "last_path": ck.get("last_path")},
+        "env": cfg.env.name,
+        "algo": cfg.algo,
+        "seed": cfg.seed,
+        "env_steps": st.env_steps,
+        "rounds": st.rounds,
+        "policy_version": run.version,
+        "wall_time_s": wall,
+        "startup_s": startup_s,
+        "steps_per_s": st.env_steps / wall if wall > 0 else 0.0,
+        "target_return": cfg.target_return,
+        "reached_target": st.time_to_target_s is not None,
+        "time_to_target_s": st.time_to_target_s,
+        "steps_to_target": st.steps_to_target,
+        "final_mean_return": window.mean if window.returns else None,
+        "best_mean_return": st.best_return if math.isfinite(st.best_return) else None,
+        "episodes": window.episodes,
+        **{f"final_{k}_rate": v for k, v in window.rates.items()},
+        "dropped_rollouts": run.gate.dropped,
+        "max_policy_lag_used": run.gate.max_lag_used,
+        "worker_failures": st.worker_failures,
+        "worker_restarts": st.worker_restarts,
+        "reseeds": st.reseeds,
+        "bytes_shipped": st.bytes_shipped,
+        "compression_ratio": st.bytes_raw / st.bytes_shipped if st.bytes_shipped else None,
+        "compression": sorted({p["compression"] for p in placement}),
+        "placement": {"learner": run.learner_node, "workers": [p["node_id"] for p in placement]},
+        "selfplay_pool_versions": [v for v, _ in run.pool.snapshots] if cfg.selfplay.enabled else None,
+        "archives_written": run.storage.archives_written if run.storage else 0,
+        "archives_skipped": run.storage.archives_skipped if run.storage else 0,
+        "time_breakdown_s": {"gather": st.time_sample, "update": st.time_update, "rounds": st.time_round},
+    }
