@@ -1,0 +1,202 @@
+"""bench/report.py and report_md.py without training: the stamp, README's marker block, the Markdown tables."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from bench import report, report_md
+
+RESULTS = {
+    "stamp": {"date_utc": "2026-01-02 03:04 UTC", "commit": "abc1234+dirty", "cpu": "AMD EPYC", "cores": 2,
+              "memory_gib": 23.5, "gpu": None, "platform": "Linux", "python": "3.11.7", "torch": "2.13.0",
+              "ray": "2.60.0", "gymnasium": "1.4.0", "numpy": "2.4.6", "load_1m_before": 0.25,
+              "load_1m_after": 0.5},
+    "mode": "full",
+    "elapsed_s": 600.0,
+    "sections": {
+        "ttt": {"load_1m_before": 0.2, "load_1m_after": 0.4, "elapsed_s": 30.0,
+                "rows": [{"peer": "rl_system", "seed": 0, "reached": True, "env_steps": 135168, "train_wall_s": 6.59,
+                          "startup_s": 5.9, "command": "rl-system train launch/configs/cartpole_ppo.yaml --set seed=0"},
+                         {"peer": "rl_system", "seed": 1, "reached": False, "env_steps": 2000000, "train_wall_s": 60.0,
+                          "startup_s": 6.0,
+                          "command": "rl-system train launch/configs/cartpole_ppo.yaml --set seed=1"}],
+                "peer_rows": [{"peer": "rllib-ppo[tuned]", "seed": 0, "reached": True, "env_steps": 68343,
+                               "train_wall_s": 34.97, "build_s": 2.3, "command": "python -m bench.peers.rllib_ppo"}]},
+        "throughput": {"load_1m_before": 0.1, "load_1m_after": 0.2, "elapsed_s": 40.0,
+                       "rows": [{"peer": "rl_system", "env_steps": 3000000, "steps_per_s": 104252.4,
+                                 "update_share": 0.81, "command": "rl-system train x.yaml"}],
+                       "peer_rows": [{"peer": "rllib-ppo[throughput]", "steps_per_s": 6641.0, "command": "rllib"}]},
+        "envs": {"load_1m_before": 0.1, "load_1m_after": 0.1, "elapsed_s": 5.0,
+                 "rows": [{"env": "AirCombat", "setting": "light | few missiles", "num_envs": 4096, "threads": 1,
+                           "wall_best": 2700000.0, "wall_median": 2450000.0, "cpu_best": 2690000.0,
+                           "cpu_median": 2400000.0, "command": "python bench/bench_air_combat.py --sizes 4096"}]},
+        "codec": {"rows": [{"env": "CartPole", "num_envs": 512, "rollout_len": 16, "train_rounds": 20,
+                            "raw_bytes_per_step": 42.7, "ratio_untrained": 1.84, "ratio_trained": 1.81,
+                            "largest_column": "obs.obs", "largest_column_ratio": [1.5, 1.4],
+                            "command": "python bench/bench_codec.py --env CartPole"}]},
+        "field": {"rows": [], "error": "ActorDiedError: gone"},
+    },
+    "notes": ["RLlib peer skipped: not installed."],
+}
+
+
+def test_stamp_fields_present():
+    st = report.stamp()
+    for key in ("date_utc", "commit", "cpu", "cores", "memory_gib", "gpu", "python", "torch", "ray", "gymnasium",
+                "load_1m_before"):
+        assert key in st, key
+    assert st["date_utc"].endswith("UTC")
+    assert st["cores"] >= 1 and st["cpu"] and st["python"] and st["torch"]
+    assert st["commit"] == "unknown" or st["commit"].split("+")[0].isalnum()
+    json.dumps(st)  # goes into report.json as is
+    line = report.stamp_line({**st, "load_1m_after": st["load_1m_before"]})
+    assert st["commit"] in line and st["torch"] in line and "load average" in line
+
+
+def test_stamp_line_flags_busy_and_quick_runs():
+    assert "busy" not in report.stamp_line(RESULTS["stamp"])
+    assert "busy" not in report.stamp_line({**RESULTS["stamp"], "load_1m_after": 3.5})  # the run's own load
+    assert "busy" in report.stamp_line({**RESULTS["stamp"], "load_1m_after": 5.0})
+    assert "busy" in report.stamp_line({**RESULTS["stamp"], "load_1m_before": 1.5})
+    assert "quick mode" in report.stamp_line(RESULTS["stamp"], mode="quick")
+
+
+def _readme(tmp_path, middle: str):
+    p = tmp_path / "README.md"
+    before = "# Title\n\nintro\n\n## Performance\n\n"
+    after = "\n## Environments\n\ntext | with | pipes\n"
+    p.write_text(before + middle + after)
+    return p, before, after
+
+
+def test_readme_block_replaced_exactly(tmp_path):
+    old = f"{report.START_MARKER}\nold table\n| a | b |\n{report.END_MARKER}\n"
+    p, before, after = _readme(tmp_path, old)
+    block = "new line 1\n\n| x | y |\n|---|---|\n"
+    report.replace_readme_block(p, block)
+    assert p.read_text() == before + f"{report.START_MARKER}\n{block}{report.END_MARKER}\n" + after
+    report.replace_readme_block(p, "again")  # idempotent on its own output, newline added
+    assert p.read_text() == before + f"{report.START_MARKER}\nagain\n{report.END_MARKER}\n" + after
+
+
+def test_readme_block_empty_between_markers(tmp_path):
+    p, before, after = _readme(tmp_path, f"{report.START_MARKER}\n{report.END_MARKER}\n")
+    report.replace_readme_block(p, "t\n")
+    assert p.read_text() == before + f"{report.START_MARKER}\nt\n{report.END_MARKER}\n" + after
+
+
+@pytest.mark.parametrize("middle", ["no markers\n", f"{report.START_MARKER}\nonly a start\n",
+                                    f"{report.END_MARKER}\nx\n{report.START_MARKER}\n",
+                                    f"{report.START_MARKER}\n{report.END_MARKER}\n{report.START_MARKER}\n"])
+def test_readme_without_markers_is_an_error(tmp_path, middle):
+    p, _, _ = _readme(tmp_path, middle)
+    text = p.read_text()
+    with pytest.raises(report.ReportError, match="bench-report"):
+        report.replace_readme_block(p, "tables\n")
+    assert p.read_text() == text  # untouched
+    with pytest.raises(report.ReportError):
+        report.check_readme_markers(p)
+
+
+def test_update_readme_cli_exits_2_without_markers(tmp_path, capsys):
+    p, _, _ = _readme(tmp_path, "nothing here\n")
+    saved = tmp_path / "report.json"
+    saved.write_text(json.dumps(RESULTS))
+    assert report.main(["--from-json", str(saved), "--update-readme", "--readme", str(p)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "bench-report:start" in err[0]
+
+
+def test_update_readme_cli_from_json(tmp_path):
+    p, before, after = _readme(tmp_path, f"{report.START_MARKER}\nold\n{report.END_MARKER}\n")
+    ok = {**RESULTS, "sections": {k: v for k, v in RESULTS["sections"].items() if not v.get("error")}}
+    saved = tmp_path / "report.json"
+    saved.write_text(json.dumps(ok))
+    assert report.main(["--from-json", str(saved), "--update-readme", "--readme", str(p)]) == 0
+    expected = before + f"{report.START_MARKER}\n{report.render_markdown(ok)}{report.END_MARKER}\n" + after
+    assert p.read_text() == expected
+    # quick figures, or a run with a section not measured, never go into README
+    for bad in ({**ok, "mode": "quick"}, RESULTS):
+        saved.write_text(json.dumps(bad))
+        assert report.main(["--from-json", str(saved), "--update-readme", "--readme", str(p)]) == 2
+        assert p.read_text() == expected
+
+
+def test_md_table_format():
+    assert report_md.md_table(["a", "b"], [[1, "x|y"], ["", 2.5]]) == [
+        "| a | b |", "|---|---|", "| 1 | x\\|y |", "|  | 2.5 |"]
+
+
+def test_render_markdown_from_fixed_results():
+    md = report.render_markdown(RESULTS)
+    lines = md.splitlines()
+    assert lines[0].startswith("Measured 2026-01-02 03:04 UTC at commit `abc1234+dirty` on AMD EPYC (2 cores, 23.5 GiB")
+    assert "torch 2.13.0" in lines[0] and "0.25 before, 0.50 after" in lines[0]
+    assert ("| rl_system | 0 | yes | 6.6 s | 135k | 5.9 s | "
+            "`rl-system train launch/configs/cartpole_ppo.yaml --set seed=0` |") in lines
+    assert "| rl_system | 1 | **no** | 60.0 s | 2.00M | 6.0 s | " \
+           "`rl-system train launch/configs/cartpole_ppo.yaml --set seed=1` |" in lines
+    assert "| rllib-ppo[tuned] | 0 | yes | 35.0 s | 68k | 2.3 s | `python -m bench.peers.rllib_ppo` |" in lines
+    assert ("rl_system: 1 of 2 seeds reached 475; train wall time 6.6–6.6 s (median 6.6 s), "
+            "135k–135k env steps.") in lines
+    assert "| rl_system | 3.00M | **104,252** | 81% | `rl-system train x.yaml` |" in lines
+    assert "| rllib-ppo[throughput] | – | 6,641 (rl_system 15.7×) | – | `rllib` |" in lines
+    assert ("| AirCombat | light \\| few missiles | 4,096 | 2,700,000 / 2,450,000 | 2,690,000 / 2,400,000 | "
+            "`python bench/bench_air_combat.py --sizes 4096` |") in lines
+    assert ("| CartPole | 512 × 16 | 42.7 | 1.84× | 1.81× (K = 20) | `obs.obs` 1.50× / 1.40× | "
+            "`python bench/bench_codec.py --env CartPole` |") in lines
+    assert "*Not measured: ActorDiedError: gone*" in lines
+    assert "| env | seed | env steps |" not in md  # no empty table for a section that measured nothing
+    err = lines.index("*Not measured: ActorDiedError: gone*")
+    assert lines[err - 1] == ""  # never read as a table row
+    assert "Note: RLlib peer skipped: not installed." in lines
+    # every table: a header, a separator with as many columns, rows with as many cells, each with a command
+    tables = [ln for ln in lines if ln.startswith("|")]
+    assert tables
+    # README order: time to target, throughput, field, env-only, codec
+    order = [md.index(s) for s in ("time to a 100-episode", "training throughput", "Field envs", "Env-only",
+                                   "wire format")]
+    assert order == sorted(order)
+    assert report.render_markdown(RESULTS) == md  # deterministic
+
+
+def test_every_row_carries_its_command():
+    md = report.render_markdown(RESULTS)
+    for ln in md.splitlines():
+        if ln.startswith("| ") and not ln.startswith(("| run ", "| env ", "| figure ")):
+            assert "`" in ln.rsplit("|", 2)[-2], ln
+
+
+def test_hmasd_is_cited_not_rerun(tmp_path):
+    doc = tmp_path / "hmasd.md"
+    doc.write_text(f"**{report.HMASD_TABLE_TITLE}: the preset**\n\n"
+                   "| seed | restarted at | steps to 0.8 | test success, sampled / argmax | test length "
+                   "| `best.json` at, its test |\n"
+                   "|---|---|---|---|---|---|\n"
+                   "| 0 | – | 691,200 | 0.990 / 1.000 | 60.5 | 3.01M, 0.990 |\n"
+                   "| 1 | 1,203,200 | not reached | 0.000 / 0.000 | 100.0 | 1.28M, 0.970 |\n\nafter\n")
+    sec = report.hmasd_cited(doc)
+    assert sec["cited"] and sec["seeds"] == 2
+    assert [(r["passed"], r["mean"]) for r in sec["rows"]] == [(1, pytest.approx(0.495)), (2, pytest.approx(0.98))]
+    md = "\n".join(report_md.md_hmasd(sec))
+    assert "cited, not rerun" in md and "1 of 2" in md and "0.495" in md
+    assert "error" in report.hmasd_cited(tmp_path / "missing.md")
+
+
+def test_missing_rllib_is_a_one_line_note(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray.rllib", None)  # import ray.rllib now raises ImportError
+    sections: dict = {"throughput": {"rows": []}}  # no ttt: the CleanRL-style peer (which trains) is not run
+    notes: list[str] = []
+    report.run_peers(report.QUICK, sections, notes)
+    assert len(notes) == 1 and "RLlib peer skipped" in notes[0] and "pip install -e '.[bench]'" in notes[0]
+    assert "\n" not in notes[0] and "peer_rows" not in sections["throughput"]
+
+
+def test_only_parsing():
+    assert report._parse_only(None) == list(report.SECTIONS)
+    assert report._parse_only("ttt, codec") == ["ttt", "codec"]
+    with pytest.raises(report.ReportError, match="unknown section"):
+        report._parse_only("ttt,nope")
