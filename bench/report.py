@@ -436,12 +436,9 @@ def run_peers(b: Budget, sections: dict[str, dict], notes: list[str]) -> None:
                      f"install it with `pip install -e '.[bench]'`.")
     else:
         if want_ttt:
-            for seed in b.peer_seeds:
-                r = run_rllib_ppo(seed=seed, time_budget_s=b.peer_budget_s, config_name="tuned")
-                r["command"] = (f"python -m bench.peers.rllib_ppo --seeds {seed} --config tuned "
-                                f"--budget {b.peer_budget_s:g}")
-                sections["ttt"].setdefault("peer_rows", []).append(r)
-                _log(f"ttt {r['peer']} seed {seed}: reached {r['reached']} in {r['train_wall_s']:.1f} s")
+            _peer_ttt(b, sections, lambda seed: run_rllib_ppo(seed=seed, time_budget_s=b.peer_budget_s,
+                                                              config_name="tuned"),
+                      "python -m bench.peers.rllib_ppo --seeds {seed} --config tuned --budget {budget}")
         if want_thr:
             for name in ("throughput", "tuned"):
                 sps = run_rllib_throughput(seconds=b.peer_throughput_s, config_name=name)
@@ -456,12 +453,17 @@ def run_peers(b: Budget, sections: dict[str, dict], notes: list[str]) -> None:
         except Exception as err:  # noqa: BLE001
             notes.append(f"CleanRL-style peer skipped: {type(err).__name__}: {str(err).splitlines()[0]}.")
             return
-        for seed in b.peer_seeds:
-            r = run_cleanrl_ppo(seed=seed, time_budget_s=b.peer_budget_s, variant="fast")
-            r["command"] = (f"python -m bench.peers.cleanrl_ppo --seeds {seed} --variant fast "
-                            f"--budget {b.peer_budget_s:g}")
-            sections["ttt"].setdefault("peer_rows", []).append(r)
-            _log(f"ttt {r['peer']} seed {seed}: reached {r['reached']} in {r['train_wall_s']:.1f} s")
+        _peer_ttt(b, sections, lambda seed: run_cleanrl_ppo(seed=seed, time_budget_s=b.peer_budget_s, variant="fast"),
+                  "python -m bench.peers.cleanrl_ppo --seeds {seed} --variant fast --budget {budget}")
+
+
+def _peer_ttt(b: Budget, sections: dict[str, dict], run: Callable[[int], dict], command: str) -> None:
+    """One peer's time-to-475 row per peer seed, with the command that reproduces it."""
+    for seed in b.peer_seeds:
+        r = run(seed)
+        r["command"] = command.format(seed=seed, budget=f"{b.peer_budget_s:g}")
+        sections["ttt"].setdefault("peer_rows", []).append(r)
+        _log(f"ttt {r['peer']} seed {seed}: reached {r['reached']} in {r['train_wall_s']:.1f} s")
 
 
 def run_report(b: Budget, only: list[str], peers: bool, mode: str) -> dict:

@@ -181,13 +181,14 @@ class RolloutArchiver:
         return f"{base.rstrip('/')}/{name}"
 
     def write(self, round_index: int, *payloads: bytes) -> dict[str, Any]:
-        """Decode ``payloads`` (codec bytes), archive them; returns ``{path, rows, bytes, seconds}``."""
+        """Decode ``payloads`` (codec bytes), archive them; returns ``{path, rows, bytes, seconds,
+        pid}`` (``pid``: this process, which changes when Ray restarts the actor)."""
         t0 = time.perf_counter()
         table = rollouts_to_table([codec.decode(p) for p in payloads], round_index)
         name = f"rollouts-r{round_index:06d}.arrow"
         nbytes = write_archive(table, f"{self.root.rstrip('/')}/{name}", filesystem=self.fs)
         return {"path": self.path_for(round_index), "rows": table.num_rows, "bytes": nbytes,
-                "seconds": time.perf_counter() - t0}
+                "seconds": time.perf_counter() - t0, "pid": os.getpid()}
 
 
 # ------------------------------------------------------------------------------------------ read

@@ -23,7 +23,10 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--address", default=None,
                    help="Ray cluster to join ('auto' or HOST:PORT); default: start Ray on this machine")
     t.add_argument("--run-dir", default=None, type=Path, help="directory for this run's outputs")
-    t.add_argument("--quiet", action="store_true", help="no per-round console lines")
+    t.add_argument("--quiet", action="store_true", help="no per-round console lines (--log-level warning)")
+    t.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info",
+                   help="what the console shows: debug adds the full text behind one-line errors; every level "
+                        "goes to <run dir>/console.log")
     t.add_argument("--resume", default=None, metavar="RUN_DIR|CHECKPOINT|latest",
                    help="continue from a checkpoint (newest valid one of a run dir, or 'latest' run)")
 
@@ -97,7 +100,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         summary = RunLoop(cfg, run_dir, quiet=args.quiet, resume_state=resume.state if resume else None,
-                          specs=specs).run(args.address)
+                          specs=specs, log_level=args.log_level).run(args.address)
     except TrainingError as err:
         return _fail(f"error: {err}", 1)
     ttt = summary["time_to_target_s"]

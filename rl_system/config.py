@@ -94,6 +94,9 @@ class LearnerConfig(_Strict):
     torch_threads: int = Field(1, ge=1)
     resources: dict[str, float] = Field(default_factory=dict)
     """Custom Ray resources the learner requires (e.g. the node with the big GPU)."""
+    max_restarts: int = Field(3, ge=0)
+    """Times a dead learner is rebuilt inside the run from the newest valid checkpoint (at most
+    ``checkpoint.every_rounds`` rounds of work are lost each time); beyond it the run fails."""
 
 
 class CheckpointConfig(_Strict):
@@ -105,6 +108,9 @@ class CheckpointConfig(_Strict):
     """Local path or filesystem URI (e.g. ``s3://bucket/run``); default ``<run dir>/checkpoints``."""
     max_nonfinite_rounds: int = Field(3, ge=1)
     """Stop (with a checkpoint) after this many rounds in a row had non-finite losses/gradients."""
+    max_restarts: int = Field(3, ge=0)
+    """Ray restarts of a dead checkpointer or rollout archiver (each); a save that was in flight
+    when it died is lost, every checkpoint it had written stays."""
 
 
 class HMASDConfig(_Strict):
@@ -292,6 +298,9 @@ class RunConfig(_Strict):
     """Where archives go (local path or filesystem URI); default ``<run dir>/rollouts``."""
     log_every_s: float = Field(1.0, ge=0)
     tensorboard: bool = True
+    startup_timeout_s: float = Field(300.0, gt=0)
+    """How long the run waits for its actors to be placed and started (e.g. while an autoscaling
+    cluster adds nodes) before it gives up with one line."""
 
     @model_validator(mode="before")
     @classmethod

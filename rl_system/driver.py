@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,13 +23,14 @@ import ray
 import yaml
 from ray.exceptions import ActorUnavailableError, RayActorError, RayTaskError
 
-from rl_system import reporting
-from rl_system.config import RunConfig, attempt_seed
-from rl_system.errors import one_line
+from rl_system import reporting, run_state
+from rl_system.config import ConfigError, RunConfig, attempt_seed
+from rl_system.errors import TrainingError, one_line
 from rl_system.filesystems import write_json
 from rl_system.gate import PolicyVersionGate
 from rl_system.learner import Learner
 from rl_system.metrics import ReturnWindow, RunLogger
+from rl_system.placement import StartupError, check_placement, wait_for_actors
 from rl_system.reporting import RunStats
 from rl_system.rollout import RolloutMeta
 from rl_system.selfplay import SnapshotPool
@@ -36,10 +38,6 @@ from rl_system.startup import default_run_dir, init_ray, probe_specs
 from rl_system.storage import RunStorage
 from rl_system.telemetry import Telemetry
 from rl_system.worker import RolloutWorker
-
-
-class TrainingError(RuntimeError):
-    """A run cannot go on; the message is meant for the user as is."""
 
 
 @dataclass
@@ -55,15 +53,17 @@ class RunLoop:
     around it.)"""
 
     def __init__(self, cfg: RunConfig, run_dir: Path | None = None, quiet: bool = False,
-                 resume_state: dict[str, Any] | None = None, specs: tuple[Any, Any] | None = None):
-        """``specs``: what :func:`probe_specs` returned for ``cfg``, where the caller already probed."""
+                 resume_state: dict[str, Any] | None = None, specs: tuple[Any, Any] | None = None,
+                 log_level: str = "info"):
+        """``specs``: what :func:`probe_specs` returned for ``cfg``, where the caller already probed.
+        ``quiet`` is ``log_level="warning"``: no progress lines, only what went wrong."""
         self.cfg = cfg
         self.resume_state = resume_state
         self.specs = specs or probe_specs(cfg)
         self.run_dir = Path(run_dir) if run_dir else default_run_dir(cfg)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.model_dump(), sort_keys=False))
-        self.log = RunLogger(self.run_dir, tensorboard=cfg.tensorboard, quiet=quiet)
+        self.log = RunLogger(self.run_dir, tensorboard=cfg.tensorboard, level="warning" if quiet else log_level)
         self.gate = PolicyVersionGate(cfg.max_policy_lag)
         self.window = ReturnWindow(cfg.return_window)
         self.pool = SnapshotPool(cfg.selfplay, cfg.seed)
@@ -81,8 +81,9 @@ class RunLoop:
     # -- actors ------------------------------------------------------------------------------
     def _start_actors(self) -> None:
         cfg, wc = self.cfg, self.cfg.workers
+        if check_placement(cfg):
+            self.log.warn("the actors fit only once the cluster has grown: waiting for the autoscaler")
         cfg_dict = cfg.model_dump()
-        obs_spec, action_spec = self.specs
         worker_cls = ray.remote(RolloutWorker)
         self.workers = [
             # SPREAD: on a cluster, workers go to different nodes (more env throughput, and one
@@ -92,13 +93,23 @@ class RunLoop:
                                scheduling_strategy="SPREAD").remote(i, cfg_dict)
             for i in range(wc.num_workers)
         ]
-        self.learner = ray.remote(Learner).options(
-            name="learner", num_cpus=cfg.learner.num_cpus, num_gpus=cfg.learner.num_gpus, max_restarts=0,
-            resources=cfg.learner.resources,
-        ).remote(cfg_dict, obs_spec, action_spec)
-        self.storage = RunStorage(cfg, self.run_dir, self.log.line)
+        self.storage = RunStorage(cfg, self.run_dir, self.log)
+        self.learner = self._new_learner("learner")
         self.weights_ref = self.learner.get_weights.remote()
-        ray.get([w.ping.remote() for w in self.workers] + [self.weights_ref])
+        pings = {w.ping.remote(): f"rollout-worker-{i}" for i, w in enumerate(self.workers)}
+        wait_for_actors({**pings, self.weights_ref: "learner"}, cfg.startup_timeout_s, self.log.line)
+        self._place_learner()
+
+    def _new_learner(self, name: str) -> Any:
+        lc = self.cfg.learner
+        # Ray does not restart it (max_restarts=0): a dead learner is rebuilt by the run loop from
+        # the newest checkpoint (run_state.rebuild_learner), which a plain actor restart could not do.
+        return ray.remote(Learner).options(
+            name=name, num_cpus=lc.num_cpus, num_gpus=lc.num_gpus, max_restarts=0, resources=lc.resources,
+        ).remote(self.cfg.model_dump(), *self.specs)
+
+    def _place_learner(self) -> None:
+        """Where the learner runs decides ``compression: auto`` for each worker."""
         self.learner_node = ray.get(self.learner.node_id.remote())
         self.placement = ray.get([w.set_learner_node.remote(self.learner_node) for w in self.workers])
 
@@ -111,17 +122,6 @@ class RunLoop:
         self.workers, self.learner = [], None
 
     # -- checkpoints -------------------------------------------------------------------------
-    def _driver_state(self, elapsed: float) -> dict[str, Any]:
-        st = self.stats
-        return {"rounds": st.rounds, "env_steps": st.env_steps, "dropped": self.gate.dropped,
-                "worker_failures": st.worker_failures, "worker_restarts": st.worker_restarts,
-                "best_return": st.best_return, "time_to_target_s": st.time_to_target_s,
-                "steps_to_target": st.steps_to_target, "elapsed_s": elapsed,
-                "attempt_best_return": st.attempt_best_return, "reseeds": st.reseeds,
-                "returns": list(self.window.returns), "lengths": list(self.window.lengths),
-                "episodes": self.window.episodes,
-                "outcomes": {k: list(v) for k, v in self.window.outcomes.items()}}
-
     def _checkpoint(self, elapsed: float, pending: dict) -> None:
         """Ask the learner to snapshot itself to the checkpointer (it returns at once)."""
         workers = None
@@ -132,7 +132,7 @@ class RunLoop:
                 workers = None
             if workers is not None and any(s is None for s in workers):
                 workers = None
-        extra = {"driver": self._driver_state(elapsed), "workers": workers, "config": self.cfg.model_dump()}
+        extra = {"driver": run_state.snapshot(self, elapsed), "workers": workers, "config": self.cfg.model_dump()}
         if self.cfg.selfplay.enabled:
             extra["selfplay"] = self.pool.state()
         manifest = {"round": self.stats.rounds, "mean_return": self.window.mean if self.window.returns else None}
@@ -148,31 +148,6 @@ class RunLoop:
     def _flush_checkpoints(self) -> None:
         if self.storage is not None:
             self.storage.flush(self.learner)
-
-    def _restore(self, state: dict[str, Any]) -> None:
-        """Continue from a checkpoint: learner weights/optimizer/RNG, counters, workers."""
-        self.weights_ref = self.learner.load_state.remote(state["learner"])
-        ray.get(self.weights_ref)
-        self.version = int(state["learner"]["version"])
-        d, st = state["driver"], self.stats
-        st.rounds, st.env_steps, self.gate.dropped = d["rounds"], d["env_steps"], d["dropped"]
-        st.worker_failures, st.worker_restarts = d["worker_failures"], d["worker_restarts"]
-        st.best_return, st.time_to_target_s, st.steps_to_target = d["best_return"], d["time_to_target_s"], d["steps_to_target"]
-        st.elapsed_before_resume = d["elapsed_s"]
-        # (checkpoints from before reseeds existed: one attempt so far, its best is the run's;
-        # "restarts" is the key older checkpoints used for reseeds)
-        st.attempt_best_return = d.get("attempt_best_return", st.best_return)
-        st.reseeds = d.get("reseeds", d.get("restarts", []))
-        self.window.extend(d["returns"], d["lengths"], d["episodes"], d.get("outcomes"))
-        if state.get("selfplay") is not None:
-            self.pool.load_state(state["selfplay"])
-            self.pool.refresh(self.workers)
-        workers = state.get("workers")
-        if workers and len(workers) == len(self.workers):
-            ray.get([w.set_state.remote(s) for w, s in zip(self.workers, workers)])
-        else:
-            self.log.line("[yellow]resume: worker/env state not in the checkpoint; episodes start afresh[/yellow]")
-        self.log.line(f"resumed at round {st.rounds}, policy version {self.version}, {st.env_steps:,} env steps")
 
     # -- one round ----------------------------------------------------------------------------
     def _submit(self, pending: dict, w: int) -> None:
@@ -202,7 +177,7 @@ class RunLoop:
                 if job.worker in self._sampled_before:
                     # Ray restarted it while idle (no call failed): count the restart.
                     self.stats.worker_restarts += 1
-                    self.log.line(f"[yellow]worker {job.worker} was restarted[/yellow]")
+                    self.log.warn(f"worker {job.worker} was restarted")
             self._sampled_before.add(job.worker)
             if self.gate.check(meta.version, self.version):
                 accepted.append((job.worker, job.payload_ref, meta))
@@ -231,16 +206,21 @@ class RunLoop:
             self._sampled_before.discard(w)  # its next fresh rollout is this restart, not another
             self.stats.worker_restarts += 1
         what = "died" if died else f"raised {one_line(err)}"
-        self.log.line(f"[yellow]worker {w} {what}; re-requesting its rollout[/yellow]")
+        self.log.warn(f"worker {w} {what}; re-requesting its rollout")
+        self.log.detail(str(err))
         if consecutive[w] > max(3, self.cfg.workers.max_restarts):
             raise TrainingError(f"worker {w} failed {consecutive[w]} times in a row; last error: {one_line(err)}")
 
-    def _update(self, payload_refs: list[ray.ObjectRef]) -> dict[str, Any]:
+    def _update(self, payload_refs: list[ray.ObjectRef]) -> dict[str, Any] | None:
+        """One learner update; None when the learner died and was rebuilt instead (the round's
+        rollouts are then dropped: they belong to policy versions the rebuilt learner never had)."""
         metrics_ref, weights_ref = self.learner.update.options(num_returns=2).remote(*payload_refs)
         try:
             metrics = ray.get(metrics_ref)
         except RayActorError as err:
-            raise TrainingError(f"the learner died: {one_line(err)}") from None
+            run_state.rebuild_learner(self, err)
+            self.gate.dropped += len(payload_refs)
+            return None
         except RayTaskError as err:
             raise TrainingError(f"the learner failed: {one_line(err)}") from None
         self.weights_ref = weights_ref  # one object per policy version, shared by all workers
@@ -252,20 +232,30 @@ class RunLoop:
         t_start = time.perf_counter()
         init_ray(self.cfg, address)
         try:
-            self._start_actors()
+            try:
+                self._start_actors()
+            except StartupError as err:
+                self.log.detail(err.detail or str(err))
+                raise TrainingError(str(err)) from None
             self.telemetry = Telemetry(self.run_dir.name)
             if self.resume_state is not None:
-                self._restore(self.resume_state)
+                run_state.resume(self, self.resume_state)
                 self.resume_state = None
             startup_s = time.perf_counter() - t_start
             self.log.line(f"run dir {self.run_dir} | {len(self.workers)} workers × "
                           f"{self.cfg.workers.num_envs} envs × {self.cfg.workers.rollout_len} steps | "
                           f"actors ready in {startup_s:.1f}s")
             summary = self._loop(startup_s)
-        except BaseException as err:
+        except (TrainingError, ConfigError, KeyboardInterrupt) as err:  # already meant for the user
             self._flush_checkpoints()
             self._write_summary(reporting.summary(self, 0.0, 0.0, state=_status_of(err), error=err))
             raise
+        except Exception as err:  # noqa: BLE001 - anything else: one line, the traceback to console.log
+            self.log.detail(traceback.format_exc())
+            self._flush_checkpoints()
+            self._write_summary(reporting.summary(self, 0.0, 0.0, state="failed", error=err))
+            raise TrainingError(f"{type(err).__name__}: {one_line(err)} (full text in "
+                                f"{self.run_dir / 'console.log'})") from None
         finally:
             self._stop_actors()
             self.log.close()
@@ -277,6 +267,8 @@ class RunLoop:
         t0 = last_log = time.perf_counter() - st.elapsed_before_resume
         while True:
             metrics, metas = self._round(pending)
+            if metrics is None:  # the learner was rebuilt from a checkpoint: this round is void
+                continue
             steps_before = st.env_steps
             self._account(metas)
             elapsed = time.perf_counter() - t0
@@ -296,8 +288,9 @@ class RunLoop:
                 break
         return self._finish(pending, t0, startup_s)
 
-    def _round(self, pending: dict) -> tuple[dict[str, Any], list[RolloutMeta]]:
-        """Sample on every idle worker, gather what passes the gate, update the learner once."""
+    def _round(self, pending: dict) -> tuple[dict[str, Any] | None, list[RolloutMeta]]:
+        """Sample on every idle worker, gather what passes the gate, update the learner once
+        (metrics None: the learner died and was rebuilt; nothing of this round counts)."""
         st = self.stats
         busy = {p.worker for p in pending.values()}
         for w in range(len(self.workers)):
@@ -309,6 +302,8 @@ class RunLoop:
         if self.cfg.archive_every and st.rounds % self.cfg.archive_every == 0:
             self.storage.archive(st.rounds, refs)
         metrics = self._update(refs)
+        if metrics is None:
+            return None, metas
         self._check_finite(metrics, pending)
         st.time_sample += t_gathered - t_round
         st.time_update += time.perf_counter() - t_gathered
@@ -377,10 +372,10 @@ class RunLoop:
         best = st.attempt_best_return if math.isfinite(st.attempt_best_return) else None
         st.reseeds.append({"env_steps": st.env_steps, "round": st.rounds, "best_return": best, "seed": seed})
         shown = "none (no full window)" if best is None else f"{best:.3f}"
-        self.log.line(f"[yellow]reseed on stall: best mean return {shown} < {self.cfg.reseed.below_return} "
+        self.log.warn(f"reseed on stall: best mean return {shown} < {self.cfg.reseed.below_return} "
                       f"at {st.env_steps:,} env steps; starting over from seed {seed} "
                       f"(policy version {self.version}; {in_flight} in-flight rollouts dropped); the step budget "
-                      f"carries on[/yellow]")
+                      f"carries on")
         self.log.scalars(st.env_steps, {"reseeds": len(st.reseeds)}, prefix="system/")
         self.window.clear()
         st.attempt_best_return = float("-inf")
@@ -425,8 +420,8 @@ class RunLoop:
             st.nonfinite_rounds = 0
             return
         st.nonfinite_rounds += 1
-        self.log.line(f"[yellow]round {st.rounds + 1}: {skipped} minibatch steps skipped "
-                      f"(non-finite loss or gradients); weights untouched by them[/yellow]")
+        self.log.warn(f"round {st.rounds + 1}: {skipped} minibatch steps skipped "
+                      f"(non-finite loss or gradients); weights untouched by them")
         if st.nonfinite_rounds >= self.cfg.checkpoint.max_nonfinite_rounds:
             self._checkpoint(0.0, pending)
             raise TrainingError(f"non-finite loss or gradients in {st.nonfinite_rounds} rounds in a row; "

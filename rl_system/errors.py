@@ -7,6 +7,10 @@ error reads the same everywhere.
 
 from __future__ import annotations
 
+class TrainingError(RuntimeError):
+    """A run cannot go on; the message is meant for the user as is (one line)."""
+
+
 # torch's weights_only refusal is a long message whose reason sits on one of these lines.
 _CAUSE_MARKERS = ("Unsupported global", "Unsupported operand", "Trying to")
 

@@ -125,6 +125,18 @@ class Learner:
         restore_rng_state(state["rng"])
         return self.get_weights()
 
+    def restore(self, state: dict[str, Any] | None, min_version: int) -> dict[str, torch.Tensor]:
+        """A rebuilt learner taking over a run: :meth:`load_state` of a checkpoint's learner
+        section (or nothing: fresh weights), then a version of at least ``min_version``, so the
+        weights are newer than any copy a worker holds. Returns the weights."""
+        if state is not None:
+            self.load_state(state)
+        self.version = max(self.version, min_version)
+        return self.get_weights()
+
+    def get_version(self) -> int:
+        return self.version
+
     def save_checkpoint(self, checkpointer: Any, extra: dict[str, Any], manifest: dict[str, Any]) -> None:
         """Hand a snapshot to the checkpointer actor and return at once.
 

@@ -4,6 +4,7 @@ lines, TensorBoard scalars). What is reported each round is :mod:`rl_system.repo
 from __future__ import annotations
 
 import math
+import time
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -55,10 +56,27 @@ class ReturnWindow:
         return sum(self.lengths) / len(self.lengths) if self.lengths else math.nan
 
 
+LEVELS = ("debug", "info", "warning", "error")
+"""Console levels, most verbose first (``rl-system train --log-level``)."""
+
+
 class RunLogger:
-    def __init__(self, run_dir: Path, tensorboard: bool = True, quiet: bool = False):
+    """The run's console and its log file, plus TensorBoard.
+
+    Every line goes to ``<run dir>/console.log`` (appended, so a resumed run continues it), with
+    the full text of anything the console shows as one line (``detail``: tracebacks, forwarded
+    errors); the console shows the lines at or above ``level``: ``debug`` (everything, details
+    too), ``info`` (progress, the default), ``warning`` (only what went wrong or was recovered),
+    ``error``."""
+
+    def __init__(self, run_dir: Path, tensorboard: bool = True, level: str = "info"):
+        if level not in LEVELS:
+            raise ValueError(f"log level must be one of {', '.join(LEVELS)}, got {level!r}")
         self.run_dir = run_dir
-        self.console = Console(stderr=False, quiet=quiet, highlight=False)
+        self.threshold = LEVELS.index(level)
+        self.console = Console(stderr=False, highlight=False)
+        self._file = open(run_dir / "console.log", "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self.file = Console(file=self._file, no_color=True, highlight=False, width=200, soft_wrap=True)
         self.writer = None
         if tensorboard:
             from tensorboardX import SummaryWriter
@@ -73,19 +91,37 @@ class RunLogger:
             if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
                 self.writer.add_scalar(f"{prefix}{key}", value, step)
 
-    def line(self, text: str) -> None:
-        self.console.print(text, soft_wrap=True)  # a log line stays one line in a file
+    def line(self, text: str, level: str = "info") -> None:
+        """One line (rich markup allowed) to the log file, and to the console at ``level``."""
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        self.file.print(f"{stamp} {level.upper():7} {text}")
+        self._file.flush()
+        if LEVELS.index(level) >= self.threshold:
+            self.console.print(text, soft_wrap=True)  # a log line stays one line in a file
+
+    def warn(self, text: str) -> None:
+        self.line(f"[yellow]{text}[/yellow]", "warning")
+
+    def error(self, text: str) -> None:
+        self.line(f"[red]{text}[/red]", "error")
+
+    def detail(self, text: str) -> None:
+        """Full text behind a one-line message (a traceback, an actor's error): the log file,
+        and the console only at ``debug``."""
+        self.file.print(text, markup=False)
+        self._file.flush()
+        if self.threshold == 0:
+            self.console.print(text, markup=False, soft_wrap=True)
 
     def progress(self, rnd: int, steps: int, sps: float, window: ReturnWindow, best: float,
                  version: int, dropped: int) -> None:
-        self.console.print(
+        self.line(
             f"round {rnd:>5} | steps {steps:>11,} | {sps:>10,.0f} steps/s | "
             f"return {window.mean:8.2f} (best {best:8.2f}, {window.episodes:,} eps) | "
             + "".join(f"{k} {v:.2f} | " for k, v in window.rates.items())
-            + f"v{version} | dropped {dropped}",
-            soft_wrap=True,
-        )
+            + f"v{version} | dropped {dropped}")
 
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
+        self._file.close()

@@ -34,6 +34,7 @@ class RunStats:
     env_steps: int = 0
     worker_failures: int = 0
     worker_restarts: int = 0  # Ray actor restarts of rollout workers
+    learner_restarts: int = 0  # learners rebuilt from a checkpoint inside the run
     nonfinite_rounds: int = 0  # consecutive rounds with skipped (non-finite) minibatches
     elapsed_before_resume: float = 0.0
     bytes_shipped: int = 0
@@ -57,6 +58,7 @@ def round_scalars(run: RunLoop, metrics: dict[str, Any], metas: list[RolloutMeta
                **{f"{k}_rate": v for k, v in window.rates.items()}}
     system = {"steps_per_s": st.env_steps / max(elapsed, 1e-9), "dropped_rollouts": run.gate.dropped,
               "worker_failures": st.worker_failures, "worker_restarts": st.worker_restarts,
+              "learner_restarts": st.learner_restarts, **_storage_restarts(run),
               "policy_lag_mean": run.gate.mean_lag, "policy_version": metrics["version"],
               "sample_s": max(m.sample_s for m in metas), "payload_bytes": sum(m.payload_bytes for m in metas),
               **metrics["system"]}
@@ -75,6 +77,7 @@ def status(run: RunLoop, state: str, elapsed: float) -> dict[str, Any]:
         "return_mean": run.window.mean, "policy_lag_mean": run.gate.mean_lag,
         "workers_alive": len(run.workers), "num_workers": run.cfg.workers.num_workers,
         "rollouts_dropped": run.gate.dropped, "worker_restarts": st.worker_restarts,
+        "learner_restarts": st.learner_restarts, **_storage_restarts(run),
         "reseeds": len(st.reseeds), "bytes_shipped": st.bytes_shipped,
         "compression_ratio": st.bytes_raw / st.bytes_shipped if st.bytes_shipped else None,
         "checkpoint_save_s": run.storage.checkpoint_stats.get("last_save_s") if run.storage else None,
@@ -114,6 +117,8 @@ def summary(run: RunLoop, wall: float, startup_s: float, state: str,
         "max_policy_lag_used": run.gate.max_lag_used,
         "worker_failures": st.worker_failures,
         "worker_restarts": st.worker_restarts,
+        "learner_restarts": st.learner_restarts,
+        **_storage_restarts(run),
         "reseeds": st.reseeds,
         "bytes_shipped": st.bytes_shipped,
         "compression_ratio": st.bytes_raw / st.bytes_shipped if st.bytes_shipped else None,
@@ -124,3 +129,10 @@ def summary(run: RunLoop, wall: float, startup_s: float, state: str,
         "archives_skipped": run.storage.archives_skipped if run.storage else 0,
         "time_breakdown_s": {"gather": st.time_sample, "update": st.time_update, "rounds": st.time_round},
     }
+
+
+def _storage_restarts(run: RunLoop) -> dict[str, int]:
+    """Ray restarts of the checkpointer and the rollout archiver, as far as seen so far."""
+    storage = run.storage
+    return {"checkpointer_restarts": storage.checkpointer_restarts if storage else 0,
+            "archiver_restarts": storage.archiver_restarts if storage else 0}

@@ -9,16 +9,18 @@ filesystem URI (``s3://``, ``gs://``, ...).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from rl_system.archive import RolloutArchiver
+from rl_system.checkpoint import CheckpointError, CheckpointStore
 from rl_system.checkpoint.writer import Checkpointer
 from rl_system.config import RunConfig
 from rl_system.errors import one_line
 from rl_system.filesystems import is_remote
+from rl_system.metrics import RunLogger
 
 
 def storage_placement(root: str) -> Any:
@@ -33,23 +35,52 @@ class RunStorage:
     # At most this many archive writes in flight; beyond it a round's archive is skipped (and
     # counted) rather than queueing without bound behind a slow filesystem.
     MAX_ARCHIVE_WRITES = 4
+    _COUNTS = ("saved", "skipped", "failed")
 
-    def __init__(self, cfg: RunConfig, run_dir: Path, say: Callable[[str], None]):
-        self.say = say
-        ckpt_root = cfg.checkpoint.dir or str((run_dir / "checkpoints").resolve())
+    def __init__(self, cfg: RunConfig, run_dir: Path, log: RunLogger):
+        self.log = log
+        self.ckpt_root = cfg.checkpoint.dir or str((run_dir / "checkpoints").resolve())
+        # Ray restarts a dead checkpointer or archiver, and retries the calls it was running on the
+        # new process (max_task_retries=-1): a save whose state is still in the object store is
+        # written after all, and what was written before stays (every write is atomic).
+        restarts = {"max_restarts": cfg.checkpoint.max_restarts, "max_task_retries": -1}
         self.checkpointer = ray.remote(Checkpointer).options(
-            name="checkpointer", num_cpus=0, max_concurrency=4, max_restarts=0,
-            scheduling_strategy=storage_placement(ckpt_root),
-        ).remote(ckpt_root, keep_last=cfg.checkpoint.keep_last)
+            name="checkpointer", num_cpus=0, max_concurrency=4, **restarts,
+            scheduling_strategy=storage_placement(self.ckpt_root),
+        ).remote(self.ckpt_root, keep_last=cfg.checkpoint.keep_last)
         self.archiver = None
         if cfg.archive_every:
             root = cfg.archive_dir or str((run_dir / "rollouts").resolve())
             self.archiver = ray.remote(RolloutArchiver).options(
-                name="rollout-archiver", num_cpus=0, scheduling_strategy=storage_placement(root)).remote(root)
+                name="rollout-archiver", num_cpus=0, scheduling_strategy=storage_placement(root), **restarts,
+            ).remote(root)
         self.checkpoint_stats: dict[str, Any] = {}
         self.checkpoints_requested = 0
         self.archives_written = self.archives_skipped = 0
+        self.checkpointer_restarts = self.archiver_restarts = 0
         self._archive_refs: list[ray.ObjectRef] = []
+        self._pids: dict[str, int] = {}  # actor -> the process it last answered from
+        self._before_restart = dict.fromkeys(self._COUNTS, 0)  # counts of earlier checkpointer processes
+        self._last_raw: dict[str, Any] = {}
+
+    def _restarted(self, actor: str, pid: int | None) -> bool:
+        """True when ``actor`` answers from another process than last time (Ray restarted it)."""
+        before = self._pids.get(actor)
+        if pid is not None:
+            self._pids[actor] = pid
+        return before is not None and pid is not None and pid != before
+
+    def _take_stats(self, raw: dict[str, Any]) -> dict[str, Any]:
+        """The checkpointer's stats made run-wide: a restarted checkpointer counts from zero."""
+        if self._restarted("checkpointer", raw.get("pid")):
+            self.checkpointer_restarts += 1
+            for k in self._COUNTS:
+                self._before_restart[k] += self._last_raw.get(k, 0)
+            self.log.warn(f"the checkpointer was restarted (restart {self.checkpointer_restarts}); "
+                          f"saves go on, the checkpoints it had written are untouched")
+        self._last_raw = raw
+        self.checkpoint_stats = {**raw, **{k: raw[k] + self._before_restart[k] for k in self._COUNTS}}
+        return self.checkpoint_stats
 
     # -- checkpoints -------------------------------------------------------------------------
     def request_checkpoint(self, learner: Any, extra: dict[str, Any], manifest: dict[str, Any]) -> None:
@@ -60,29 +91,40 @@ class RunStorage:
     def poll(self) -> dict[str, Any] | None:
         """Refresh checkpoint stats; says so when saves failed since the last poll."""
         try:
-            stats = ray.get(self.checkpointer.stats.remote(), timeout=5)
+            raw = ray.get(self.checkpointer.stats.remote(), timeout=5)
         except Exception:  # noqa: BLE001 - monitoring only
             return None
         failed_before = self.checkpoint_stats.get("failed", 0)
-        self.checkpoint_stats = stats
+        stats = self._take_stats(raw)
         if stats["failed"] > failed_before:
-            self.say(f"[red]checkpoint save failed ({stats['failed']} so far): {stats['last_error']}; "
-                     f"training goes on, earlier checkpoints are untouched[/red]")
+            self.log.error(f"checkpoint save failed ({stats['failed']} so far): {stats['last_error']}; "
+                           f"training goes on, earlier checkpoints are untouched")
         return stats
 
     def flush(self, learner: Any | None, timeout: float = 120.0) -> None:
-        """Wait until every requested checkpoint is on storage (end of run, Ctrl-C, SIGTERM)."""
+        """Wait until every requested checkpoint is on storage (end of run, Ctrl-C, SIGTERM, a
+        learner about to be rebuilt)."""
         try:
             if learner is not None:
                 err = ray.get(learner.flush_snapshot.remote(), timeout=timeout)
                 if err:
-                    self.say(f"[red]checkpoint snapshot failed: {err}[/red]")
-            self.checkpoint_stats = ray.get(self.checkpointer.flush.remote(timeout), timeout=timeout + 5)
+                    self.log.error(f"checkpoint snapshot failed: {err}")
+            self._take_stats(ray.get(self.checkpointer.flush.remote(timeout), timeout=timeout + 5))
         except Exception as err:  # noqa: BLE001 - the run is ending; say what happened
-            self.say(f"[red]could not flush checkpoints: {one_line(err)}[/red]")
+            self.log.error(f"could not flush checkpoints: {one_line(err)}")
             return
         if self.checkpoint_stats.get("last_error"):
-            self.say(f"[red]checkpoint error: {self.checkpoint_stats['last_error']}[/red]")
+            self.log.error(f"checkpoint error: {self.checkpoint_stats['last_error']}")
+
+    def newest_checkpoint(self) -> dict[str, Any] | None:
+        """The newest checkpoint of this run that loads (read here, on the driver), or None."""
+        try:
+            state, _, path = CheckpointStore(self.ckpt_root, clean=False).load_latest_valid()
+        except CheckpointError as err:
+            self.log.warn(f"no checkpoint to rebuild from: {err}")
+            return None
+        self.log.line(f"loaded {path}")
+        return state
 
     # -- rollout archive -----------------------------------------------------------------------
     def archive(self, round_index: int, payload_refs: list[ray.ObjectRef]) -> None:
@@ -101,10 +143,14 @@ class RunStorage:
                                             timeout=timeout)
         for ref in done:
             try:
-                ray.get(ref)
-                self.archives_written += 1
+                written = ray.get(ref)
             except Exception as err:  # noqa: BLE001 - reported, training goes on
-                self.say(f"[yellow]rollout archive write failed: {one_line(err)}[/yellow]")
+                self.log.warn(f"rollout archive write failed: {one_line(err)}")
+                continue
+            self.archives_written += 1
+            if self._restarted("archiver", written.get("pid")):
+                self.archiver_restarts += 1
+                self.log.warn(f"the rollout archiver was restarted (restart {self.archiver_restarts})")
 
     def stop(self) -> None:
         for actor in (self.archiver, self.checkpointer):

@@ -2,8 +2,8 @@
 
 * Gauges and counters through ``ray.util.metrics`` (exported by every Ray node's metrics agent,
   shown in the dashboard's metrics view and scraped by Prometheus): env steps, steps/s, policy
-  version, rollouts dropped by the gate, worker restarts, payload bytes shipped and compression
-  ratio, checkpoint save latency.
+  version, rollouts dropped by the gate, worker, learner and checkpointer restarts, payload bytes
+  shipped and compression ratio, checkpoint save latency.
 * A small named actor, ``rl-system-status`` in namespace ``rl_system``, holding the latest status
   dict; ``rl-system status --address auto`` reads it from any machine of the cluster.
 """
@@ -54,6 +54,8 @@ class Telemetry:
             ("rollouts_dropped", "rollouts dropped by the policy-version gate"),
             ("worker_restarts", "rollout worker restarts"),
             ("reseeds", "fresh starts of a stalled run (reseed.at_env_steps)"),
+            ("learner_restarts", "learners rebuilt from a checkpoint inside the run"),
+            ("checkpointer_restarts", "Ray restarts of the checkpointer"),
             ("bytes_shipped", "rollout payload bytes sent through the object store"),
         )}
         self._last_counts: dict[str, float] = {}
@@ -112,6 +114,7 @@ def format_status(runs: dict[str, dict[str, Any]]) -> str:
             f"v{s.get('policy_version', 0)} (lag mean {s.get('policy_lag_mean', 0):.2f}) | "
             f"workers {s.get('workers_alive', 0)}/{s.get('num_workers', 0)} | dropped {s.get('rollouts_dropped', 0)} | "
             f"restarts {s.get('worker_restarts', 0)} | "
+            + (f"learner rebuilt {s['learner_restarts']}x | " if s.get("learner_restarts") else "")
             + (f"reseeded on stall {s['reseeds']}x | " if s.get("reseeds") else "")
             + f"updated {age:.0f}s ago")
     return "\n".join(lines)

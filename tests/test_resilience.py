@@ -97,9 +97,10 @@ def test_resume_after_round_k_matches_uninterrupted_run(ray_session, tmp_path):
     assert resumed["driver"]["env_steps"] == full["driver"]["env_steps"]
 
 
-def test_dead_learner_ends_run_clearly_and_resume_latest_continues(ray_session, tmp_path):
+def test_dead_learner_past_its_restarts_ends_run_clearly_and_resume_latest_continues(ray_session, tmp_path):
     cfg = load_config("launch/configs/cartpole_ppo.yaml", FAST + [
-        "target_return=null", "max_env_steps=3000000", "checkpoint.every_rounds=2", "workers.num_envs=64"])
+        "target_return=null", "max_env_steps=3000000", "checkpoint.every_rounds=2", "workers.num_envs=64",
+        "learner.max_restarts=0"])
     stop = threading.Event()
 
     def kill_learner():
@@ -110,7 +111,7 @@ def test_dead_learner_ends_run_clearly_and_resume_latest_continues(ray_session, 
 
     t = threading.Thread(target=kill_learner, daemon=True)
     t.start()
-    with pytest.raises(TrainingError, match="the learner died"):
+    with pytest.raises(TrainingError, match=r"the learner died .*learner.max_restarts \(0\) used up"):
         train(cfg, run_dir=tmp_path, quiet=True)
     stop.set()
     t.join()

@@ -55,7 +55,9 @@ class CheckpointStore:
     best finite ``mean_return``. Single writer per directory (opening deletes stale ``*.tmp``).
     """
 
-    def __init__(self, root: str, keep_last: int = 3, compression: str = "auto"):
+    def __init__(self, root: str, keep_last: int = 3, compression: str = "auto", clean: bool = True):
+        """``clean``: delete ``*.tmp`` files a crashed writer left (the store's single writer does);
+        a reader beside a live writer passes False so it never deletes a write in progress."""
         if keep_last < 1:
             raise ValueError(f"keep_last must be >= 1, got {keep_last}")
         if compression not in COMPRESSIONS:
@@ -73,7 +75,7 @@ class CheckpointStore:
         self._manifests: dict[str, dict[str, Any]] = {}  # name -> manifest, for pruning
         self.skipped: list[tuple[str, str]] = []  # (path, reason) from the last load_latest_valid
         self.last_bytes = 0  # size of the last checkpoint file written
-        self.removed_tmp = self._remove_stale_tmp()
+        self.removed_tmp = self._remove_stale_tmp() if clean else []
 
     # -- paths -------------------------------------------------------------------------------
     def path(self, name: str) -> str:

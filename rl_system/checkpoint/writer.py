@@ -35,6 +35,7 @@ and earlier checkpoints are untouched because every write goes to a temporary na
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -151,7 +152,8 @@ class Checkpointer:
 
     def stats(self) -> dict[str, Any]:
         with self._cv:
-            stats = {**self._stats, "pending": int(self._next is not None), "in_progress": self._in_progress}
+            stats = {**self._stats, "pending": int(self._next is not None), "in_progress": self._in_progress,
+                     "pid": os.getpid()}  # a new pid: Ray restarted this actor
         if stats["last_error"] is None and self._open_error and self.store is None:
             stats["last_error"] = f"cannot open checkpoint storage: {self._open_error}"
         return stats

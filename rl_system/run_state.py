@@ -1,0 +1,101 @@
+"""What a checkpoint keeps of the run loop, and the two ways a run comes back from one:
+``--resume`` of a stopped run (:func:`resume`) and the rebuild of a learner that died inside a
+running one (:func:`rebuild_learner`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import ray
+
+from rl_system.errors import TrainingError, one_line
+from rl_system.metrics import ReturnWindow
+from rl_system.placement import StartupError, wait_for_actors
+
+if TYPE_CHECKING:  # the run loop imports this module
+    from rl_system.driver import RunLoop
+
+
+def snapshot(run: RunLoop, elapsed: float) -> dict[str, Any]:
+    """The run loop's part of a checkpoint (its ``driver`` section): counters, the return window,
+    reseeds, the clock."""
+    st = run.stats
+    return {"rounds": st.rounds, "env_steps": st.env_steps, "dropped": run.gate.dropped,
+            "worker_failures": st.worker_failures, "worker_restarts": st.worker_restarts,
+            "learner_restarts": st.learner_restarts, "best_return": st.best_return,
+            "time_to_target_s": st.time_to_target_s, "steps_to_target": st.steps_to_target, "elapsed_s": elapsed,
+            "attempt_best_return": st.attempt_best_return, "reseeds": st.reseeds,
+            "returns": list(run.window.returns), "lengths": list(run.window.lengths),
+            "episodes": run.window.episodes,
+            "outcomes": {k: list(v) for k, v in run.window.outcomes.items()}}
+
+
+def resume(run: RunLoop, state: dict[str, Any]) -> None:
+    """Continue from a checkpoint (``--resume``): learner weights/optimizer/RNG, counters, workers."""
+    run.weights_ref = run.learner.load_state.remote(state["learner"])
+    ray.get(run.weights_ref)
+    run.version = int(state["learner"]["version"])
+    d, st = state["driver"], run.stats
+    run.gate.dropped = d["dropped"]
+    st.worker_failures, st.worker_restarts = d["worker_failures"], d["worker_restarts"]
+    st.learner_restarts = d.get("learner_restarts", 0)
+    st.elapsed_before_resume = d["elapsed_s"]
+    restore_progress(run, d)
+    if state.get("selfplay") is not None:
+        run.pool.load_state(state["selfplay"])
+        run.pool.refresh(run.workers)
+    workers = state.get("workers")
+    if workers and len(workers) == len(run.workers):
+        ray.get([w.set_state.remote(s) for w, s in zip(run.workers, workers)])
+    else:
+        run.log.warn("resume: worker/env state not in the checkpoint; episodes start afresh")
+    run.log.line(f"resumed at round {st.rounds}, policy version {run.version}, {st.env_steps:,} env steps")
+
+
+def restore_progress(run: RunLoop, d: dict[str, Any] | None) -> None:
+    """The run's progress as a checkpoint's ``driver`` section recorded it (None: a run that
+    has not started): rounds, env steps, best and target figures, reseeds, the return window.
+    Failure counters and the clock are not progress and stay as they are."""
+    st, d = run.stats, d or {}
+    st.rounds, st.env_steps = d.get("rounds", 0), d.get("env_steps", 0)
+    st.best_return = d.get("best_return", float("-inf"))
+    st.time_to_target_s, st.steps_to_target = d.get("time_to_target_s"), d.get("steps_to_target")
+    # (checkpoints from before reseeds existed: one attempt so far, its best is the run's;
+    # "restarts" is the key older checkpoints used for reseeds)
+    st.attempt_best_return = d.get("attempt_best_return", st.best_return)
+    st.reseeds = d.get("reseeds", d.get("restarts", []))
+    run.window = ReturnWindow(run.cfg.return_window)
+    run.window.extend(d.get("returns", []), d.get("lengths", []), d.get("episodes", 0), d.get("outcomes"))
+
+
+def rebuild_learner(run: RunLoop, err: Exception) -> None:
+    """Rebuild a dead learner from the newest valid checkpoint (or from scratch if none was
+    written yet), up to ``learner.max_restarts`` times. The run's counters, return window and
+    policy go back to that checkpoint, so at most ``checkpoint.every_rounds`` rounds of work
+    are lost; the version still goes up, so every worker loads the restored weights."""
+    st, limit = run.stats, run.cfg.learner.max_restarts
+    if st.learner_restarts >= limit:
+        raise TrainingError(f"the learner died ({one_line(err)}); learner.max_restarts ({limit}) used up") from None
+    st.learner_restarts += 1
+    run.log.warn(f"the learner died ({one_line(err)}); rebuilding it from the newest checkpoint "
+                  f"(learner restart {st.learner_restarts} of {limit})")
+    run.log.detail(str(err))
+    ray.kill(run.learner, no_restart=True)
+    run.storage.flush(None)  # what the checkpointer still holds of the dead learner's saves
+    state = run.storage.newest_checkpoint()
+    run.learner = run._new_learner(f"learner-r{st.learner_restarts}")
+    run.weights_ref = run.learner.restore.remote(state["learner"] if state else None, run.version + 1)
+    try:
+        wait_for_actors({run.weights_ref: "learner"}, run.cfg.startup_timeout_s, run.log.line)
+    except StartupError as start_err:
+        run.log.detail(start_err.detail or str(start_err))
+        raise TrainingError(f"the learner could not be rebuilt: {start_err}") from None
+    run.version = ray.get(run.learner.get_version.remote())
+    run._place_learner()
+    if state is not None:
+        restore_progress(run, state["driver"])
+        where = f"its checkpoint of round {st.rounds}"
+    else:
+        restore_progress(run, None)
+        where = "scratch (no checkpoint yet)"
+    run.log.warn(f"learner rebuilt from {where}; policy version {run.version}, {st.env_steps:,} env steps")
