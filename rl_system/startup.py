@@ -56,7 +56,13 @@ def init_ray(cfg: RunConfig, address: str | None) -> None:
     # so advertising at least as many CPUs as the actors request is safe and avoids a deadlock
     # on small machines.
     wanted = cfg.workers.num_workers * cfg.workers.num_cpus + cfg.learner.num_cpus
-    ray.init(num_cpus=max(os.cpu_count() or 1, int(wanted + 0.999)), include_dashboard=None,
+    # Ray records every actor call in the GCS's task-event table, up to 100,000 of them by default:
+    # a long run of small rounds grew the GCS by ~11 MB per 1,000 rounds (bench/soak.py). The last
+    # 10,000 are plenty for the dashboard; a value the user set wins.
+    os.environ.setdefault("RAY_task_events_max_num_task_in_gcs", "10000")
+    # address="local": always a new embedded Ray, never an attempt to join a cluster that another
+    # process on this machine happens to run.
+    ray.init(address="local", num_cpus=max(os.cpu_count() or 1, int(wanted + 0.999)), include_dashboard=None,
              log_to_driver=False, configure_logging=False)
 
 

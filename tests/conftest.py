@@ -15,7 +15,7 @@ def ray_session():
     if not ray.is_initialized():
         # 4 logical CPUs on a 2-core box: rounds are synchronous, so a learner and two workers
         # never compete for long; the same choice the embedded mode of the CLI makes.
-        ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False, configure_logging=False)
     yield
 
 

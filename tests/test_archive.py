@@ -270,7 +270,7 @@ def test_cmd_rollouts_inspect(table, tmp_path, capsys):
 def test_archiver_in_process(payloads, table, tmp_path):
     arch = RolloutArchiver(tmp_path / "arch")
     res = arch.write(7, *payloads)
-    assert set(res) == {"path", "rows", "bytes", "seconds"}
+    assert set(res) == {"path", "rows", "bytes", "seconds", "pid"}
     assert res["path"] == str(tmp_path / "arch" / "rollouts-r000007.arrow")
     assert res["rows"] == 2 * N * T and res["bytes"] == os.path.getsize(res["path"]) and res["seconds"] > 0
     assert read_archive(res["path"]).equals(table, check_metadata=True)
