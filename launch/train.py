@@ -5,8 +5,8 @@
 
 ``ray submit`` copies this file to ``~/train.py`` on the head node and runs it there, inside the
 container, with the arguments after ``--``. Those are ``rl-system train``'s arguments (CONFIG,
-``--set KEY=VALUE``, ``--run-dir``, ``--resume``, ``--quiet``); ``--address auto`` is added unless
-you pass ``--address`` yourself. The exit status is the CLI's (0 done, 1 run failed, 2 bad config
+``--set KEY=VALUE``, ``--run-dir``, ``--resume``, ``--quiet``, ``--log-level``); ``--address auto``
+is added unless you pass ``--address`` yourself. The exit status is the CLI's (0 done, 1 run failed, 2 bad config
 or flags, 130 interrupted).
 
 A relative CONFIG that does not exist in the current directory is looked up in the project
@@ -33,7 +33,7 @@ from pathlib import Path
 
 # `rl-system train` options that take a value (kept in step with rl_system/cli.py by
 # tests/test_cluster_config.py); everything else that starts with "-" is a flag.
-VALUE_OPTIONS = frozenset({"--set", "--address", "--run-dir", "--resume"})
+VALUE_OPTIONS = frozenset({"--set", "--address", "--run-dir", "--resume", "--log-level"})
 PACKAGES = ("rl_system", "envs")
 
 
