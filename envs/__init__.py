@@ -1,10 +1,17 @@
 """Vectorized environments (torch tensors, batched, auto-reset) and adapters.
 
-``make_env(name, num_envs, device, seed, **kwargs)`` builds any of them by name:
+``make_env(name, num_envs, device, seed, **kwargs)`` builds any of them by name. ``name`` is one of
 
-* a name registered here (``"CartPole"`` — our torch CartPole), or
-* ``"gym:<id>"`` for any Gymnasium env id run through :class:`envs.gym_adapter.GymnasiumVecEnv`,
-  e.g. ``"gym:Acrobot-v1"`` or ``"gym:Pendulum-v1"``.
+* a name registered here (``"CartPole"``, ``"Navigation"``, ...; :func:`registered_names`);
+* an **entry point** ``"package.module:Name"``: ``Name`` is a :class:`VecEnv` subclass or a
+  factory ``(num_envs, device, seed, **kwargs) -> VecEnv``, imported wherever the env is built
+  (every worker, on every node);
+* ``"gym:<id>"``: a Gymnasium env run through :class:`envs.gym_adapter.GymnasiumVecEnv`, e.g.
+  ``"gym:Acrobot-v1"``; ``"gym:package.module:EnvId-v0"`` imports ``package.module`` first
+  (Gymnasium's own convention), so an env that module registers can be made on every worker.
+
+A name that cannot be resolved raises :class:`EntryPointError` (a ``ValueError``) with one line
+saying what was expected.
 """
 
 from __future__ import annotations
@@ -14,10 +21,11 @@ from typing import Any, Callable
 
 import torch
 
-from envs.base import AgentDiscrete, Box, Discrete, StepResult, TensorSpec, VecEnv
+from envs.base import (ACTION_MASK, AgentDiscrete, Box, Discrete, MultiDiscrete, StepResult, TensorSpec, VecEnv,
+                       validate_specs)
 
 # name -> "module:Class"; imported lazily so that importing ``envs`` stays cheap.
-_REGISTRY: dict[str, str] = {
+_REGISTRY: dict[str, str | Callable[..., VecEnv]] = {
     "CartPole": "envs.cartpole:CartPoleVecEnv",
     "Chaos": "envs.chaos:ChaosVecEnv",
     "AirCombat": "envs.air_combat:AirCombatVecEnv",
@@ -28,32 +36,99 @@ _REGISTRY: dict[str, str] = {
 GYM_PREFIX = "gym:"
 
 
+class EntryPointError(ValueError):
+    """A name that does not resolve to what it should (an env constructor, a network class): one
+    line saying what was expected."""
+
+
 def register(name: str, target: str | Callable[..., VecEnv]) -> None:
     """Register an env constructor under ``name`` (``"module:Class"`` or a callable)."""
-    _REGISTRY[name] = target  # type: ignore[assignment]
+    _REGISTRY[name] = target
 
 
 def registered_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def _resolve(target: str | Callable[..., VecEnv]) -> Callable[..., VecEnv]:
-    if callable(target):
-        return target
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
+def _known() -> str:
+    return (f"a registered name ({', '.join(registered_names())}), 'package.module:Name' "
+            "or 'gym:<Gymnasium id>'")
+
+
+def import_entry_point(target: str, what: str) -> Any:
+    """The object ``"package.module:Name"`` names (``Name`` may be dotted: ``Outer.Inner``).
+    Raises :class:`EntryPointError` with one line for a malformed target, a module that does not
+    import (with the import's own error) or a missing attribute. ``what`` names the setting."""
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr or ":" in attr:
+        raise EntryPointError(f"{what}: expected 'package.module:Name', got {target!r}")
+    obj: Any = _import_module(module_name, what)
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise EntryPointError(f"{what}: module {module_name!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    return obj
+
+
+def _import_module(module_name: str, what: str) -> Any:
+    try:
+        return importlib.import_module(module_name)
+    except Exception as err:  # noqa: BLE001 - a user's module can fail to import in any way
+        first = str(err).splitlines()[0] if str(err) else ""
+        raise EntryPointError(f"{what}: module {module_name!r} does not import ({type(err).__name__}: {first})") from None
+
+
+def resolve(name: str) -> Callable[..., VecEnv]:
+    """The constructor ``name`` stands for (a registered name or an entry point; not ``gym:``)."""
+    if name in _REGISTRY:
+        target = _REGISTRY[name]
+        return target if callable(target) else import_entry_point(target, f"env {name!r}")
+    if ":" in name:
+        ctor = import_entry_point(name, f"env {name!r}")
+        if not callable(ctor):
+            raise EntryPointError(f"env {name!r}: expected a VecEnv subclass or a factory "
+                               f"(num_envs, device, seed, **kwargs) -> VecEnv, got {type(ctor).__name__}")
+        return ctor
+    raise EntryPointError(f"unknown env {name!r}; expected {_known()}")
+
+
+def _gym_id(name: str) -> str:
+    """The Gymnasium id of ``gym:[module:]Id``, the module imported first (it registers the id)."""
+    rest = name[len(GYM_PREFIX):]
+    module_name, sep, env_id = rest.rpartition(":")
+    if sep:
+        if not module_name or not env_id:
+            raise EntryPointError(f"env {name!r}: expected 'gym:<id>' or 'gym:package.module:<id>'")
+        _import_module(module_name, f"env {name!r}")
+        return env_id
+    return rest
 
 
 def make_env(name: str, num_envs: int, device: str | torch.device = "cpu", seed: int | None = None,
              **kwargs: Any) -> VecEnv:
-    """Build ``num_envs`` copies of env ``name`` on ``device``; unknown names raise ``KeyError``."""
+    """Build ``num_envs`` copies of env ``name`` on ``device`` (see the module docstring).
+
+    Raises :class:`EntryPointError` for a name that does not resolve or a factory that returns
+    something other than a :class:`VecEnv`, and ``TypeError``/``ValueError`` for
+    specs that are malformed or disagree (an ``action_mask`` of the wrong width)."""
     if name.startswith(GYM_PREFIX):
         from envs.gym_adapter import GymnasiumVecEnv
 
-        return GymnasiumVecEnv(name[len(GYM_PREFIX):], num_envs=num_envs, device=device, seed=seed, **kwargs)
-    if name not in _REGISTRY:
-        raise KeyError(f"unknown env {name!r}; known: {', '.join(registered_names())} or 'gym:<Gymnasium id>'")
-    return _resolve(_REGISTRY[name])(num_envs=num_envs, device=device, seed=seed, **kwargs)
+        env: Any = GymnasiumVecEnv(_gym_id(name), num_envs=num_envs, device=device, seed=seed, **kwargs)
+    else:
+        env = resolve(name)(num_envs=num_envs, device=device, seed=seed, **kwargs)
+        if not isinstance(env, VecEnv):
+            got = type(env).__name__
+            if hasattr(env, "close"):
+                env.close()
+            raise EntryPointError(f"env {name!r}: the factory returned {got}, expected an envs.base.VecEnv")
+    try:
+        validate_specs(env.observation_spec, env.action_spec, getattr(env, "num_agents", 1))
+    except (TypeError, ValueError):
+        env.close()
+        raise
+    return env
 
 
-__all__ = ["AgentDiscrete", "Box", "Discrete", "StepResult", "TensorSpec", "VecEnv", "make_env", "register", "registered_names"]
+__all__ = ["ACTION_MASK", "AgentDiscrete", "Box", "Discrete", "EntryPointError", "MultiDiscrete", "StepResult",
+           "TensorSpec", "VecEnv", "import_entry_point", "make_env", "register", "registered_names", "resolve"]

@@ -4,10 +4,12 @@ A ``VecEnv`` steps ``num_envs`` independent environments at once. Everything cro
 is a torch tensor on ``env.device`` with a leading batch dimension ``N = num_envs``:
 
 * observations are a ``dict[str, Tensor]``; key ``"obs"`` is used for single-array observations.
-  Each entry has shape ``[N, *spec.shape]``. An optional ``"action_mask"`` entry (bool,
-  ``[N, n_actions]``) marks the legal discrete actions.
-* ``step(action)`` takes ``[N]`` (discrete, int64) or ``[N, *action_spec.shape]`` (continuous,
-  float32) and **auto-resets** finished envs in the same step (Gymnasium's ``SAME_STEP`` mode):
+  Each entry has shape ``[N, *spec.shape]``. An optional ``"action_mask"`` entry (bool) marks the
+  legal discrete actions: ``[N, n]`` for :class:`Discrete`, ``[N, sum(nvec)]`` for
+  :class:`MultiDiscrete` (each sub-action's flags in turn); every row must leave each
+  (sub-)action at least one legal choice.
+* ``step(action)`` takes ``[N]`` (discrete, int64), ``[N, K]`` (multi-discrete, int64) or
+  ``[N, *action_spec.shape]`` (continuous, float32) and **auto-resets** finished envs in the same step (Gymnasium's ``SAME_STEP`` mode):
   the returned ``obs`` is already the first observation of the next episode where
   ``terminated | truncated``, and ``final_obs`` holds the observation the episode ended on, which
   a learner needs to bootstrap the value of truncated episodes.
@@ -46,6 +48,9 @@ class Discrete:
     shape: tuple[int, ...] = field(default=(), init=False)
     dtype: torch.dtype = field(default=torch.int64, init=False)
 
+    def __str__(self) -> str:
+        return f"Discrete({self.n})"
+
 
 @dataclass(frozen=True)
 class Box:
@@ -55,6 +60,9 @@ class Box:
     low: tuple[float, ...]
     high: tuple[float, ...]
     dtype: torch.dtype = field(default=torch.float32, init=False)
+
+    def __str__(self) -> str:
+        return f"Box(shape={self.shape})"
 
 
 @dataclass(frozen=True)
@@ -69,8 +77,69 @@ class AgentDiscrete:
     def __post_init__(self) -> None:
         object.__setattr__(self, "shape", (self.num_agents,))
 
+    def __str__(self) -> str:
+        return f"AgentDiscrete({self.n}, num_agents={self.num_agents})"
 
-ActionSpec = Discrete | Box | AgentDiscrete
+
+@dataclass(frozen=True)
+class MultiDiscrete:
+    """``K = len(nvec)`` discrete sub-actions taken together, sub-action ``k`` in ``[0, nvec[k])``
+    (Gymnasium's ``MultiDiscrete``): int64 ``[N, K]``. The policy factorises over sub-actions."""
+
+    nvec: tuple[int, ...]
+    shape: tuple[int, ...] = field(default=(), init=False)
+    dtype: torch.dtype = field(default=torch.int64, init=False)
+
+    def __post_init__(self) -> None:
+        nvec = tuple(int(n) for n in self.nvec)
+        if not nvec or any(n < 1 for n in nvec):
+            raise ValueError(f"MultiDiscrete needs a non-empty nvec of positive ints, got {self.nvec!r}")
+        object.__setattr__(self, "nvec", nvec)
+        object.__setattr__(self, "shape", (len(nvec),))
+
+    def __str__(self) -> str:
+        return f"MultiDiscrete({self.nvec})"
+
+
+ActionSpec = Discrete | Box | AgentDiscrete | MultiDiscrete
+ACTION_MASK = "action_mask"
+"""The observation key of the legal-action flags."""
+
+
+def mask_width(spec: ActionSpec) -> int | None:
+    """The width an ``action_mask`` must have for ``spec`` (``None``: masks do not apply)."""
+    if isinstance(spec, Discrete):
+        return spec.n
+    if isinstance(spec, MultiDiscrete):
+        return sum(spec.nvec)
+    if isinstance(spec, AgentDiscrete):
+        return spec.n
+    return None
+
+
+def validate_specs(observation_spec: dict[str, TensorSpec], action_spec: ActionSpec, num_agents: int = 1) -> None:
+    """Check that an env's declared specs are well formed and agree with each other; raises
+    ``TypeError``/``ValueError`` with one line naming what is wrong and what was expected."""
+    if not isinstance(action_spec, (Discrete, Box, AgentDiscrete, MultiDiscrete)):
+        raise TypeError(f"action_spec must be Discrete, MultiDiscrete, Box or AgentDiscrete from envs.base, "
+                        f"got {type(action_spec).__name__}")
+    if not isinstance(observation_spec, dict) or not observation_spec:
+        raise TypeError(f"observation_spec must be a non-empty dict of TensorSpec, got {observation_spec!r}")
+    for key, spec in observation_spec.items():
+        if not isinstance(key, str) or not isinstance(spec, TensorSpec):
+            raise TypeError(f"observation_spec[{key!r}] must be a TensorSpec under a str key, got {spec!r}")
+    mask = observation_spec.get(ACTION_MASK)
+    if mask is None:
+        return
+    width = mask_width(action_spec)
+    if width is None:
+        raise ValueError(f"observation {ACTION_MASK!r} is reserved for legal-action flags; a {type(action_spec).__name__} "
+                         "action has none (rename the observation)")
+    expected = (num_agents, width) if isinstance(action_spec, AgentDiscrete) else (width,)
+    if mask.dtype != torch.bool or tuple(mask.shape) != expected:
+        what = f"sum(nvec) = {width} flags" if isinstance(action_spec, MultiDiscrete) else f"{width} flags"
+        raise ValueError(f"observation {ACTION_MASK!r} must be bool of shape {expected} ({what} for "
+                         f"{action_spec}), got {mask.dtype} {tuple(mask.shape)}")
 
 
 class StepResult(NamedTuple):
@@ -116,7 +185,7 @@ def check_action(action: torch.Tensor, spec: ActionSpec, num_envs: int, device: 
     # small batch steps in tens of them.
     if action.dtype == spec.dtype and action.device == device:
         return action
-    if isinstance(spec, (Discrete, AgentDiscrete)) and (action.is_floating_point() or action.is_complex()):
+    if isinstance(spec, (Discrete, AgentDiscrete, MultiDiscrete)) and (action.is_floating_point() or action.is_complex()):
         raise TypeError(f"actions are discrete: expected an integer tensor (int64), got {action.dtype}")
     return action.to(device=device, dtype=spec.dtype)
 

@@ -9,11 +9,16 @@ Observation spaces
     * ``Box`` -> ``{"obs": float32 [N, *shape]}``
     * ``Discrete`` -> ``{"obs": int64 [N]}`` (values as Gymnasium gives them, ``start`` included)
     * ``MultiBinary`` / ``MultiDiscrete`` -> ``{"obs": int64 [N, *shape]}``
-    * ``Dict`` of the above -> one entry per key (``{"pos": ..., "goal": ...}``)
+    * ``Dict`` of the above -> one entry per key (``{"pos": ..., "goal": ...}``). A key
+      ``"action_mask"`` carries the legal-action flags (:mod:`envs.base`): it must be a
+      ``MultiBinary`` or 0/1 ``Box`` as wide as the action's mask, and becomes a bool entry; any
+      other space under that key collides with the mask and raises ``ValueError``.
     * anything else (``Tuple``, ``Graph``, ``Text``, nested ``Dict``, ...) raises ``TypeError``.
 Action spaces
     * ``Discrete(n, start)`` -> ``Discrete(n)``; actions are ``0..n-1`` (an integer tensor) and
       ``start`` is added before they reach Gymnasium.
+    * 1-D ``MultiDiscrete(nvec, start)`` -> ``MultiDiscrete(nvec)`` (``start`` added likewise);
+      ``MultiBinary(k)`` -> ``MultiDiscrete((2,) * k)``.
     * ``Box`` -> ``Box(shape, low, high)`` with the bounds flattened to tuples; actions are cast
       to float32, clipped to the bounds and then cast to the space's dtype.
     * anything else raises ``TypeError``.
@@ -21,8 +26,12 @@ Action spaces
 ``final_obs`` comes from Gymnasium's ``info["final_obs"]`` / ``info["_final_obs"]``: where an
 env is done it holds the observation its episode ended on. On steps where no env is done the
 returned ``final_obs`` tensors *are* the ``obs`` tensors (no copy; ``final_obs`` is only
-meaningful where done). Rewards are float32 ``[N]``, ``terminated``/``truncated`` bool ``[N]``;
-``info`` is empty (Gymnasium's per-env info is not forwarded).
+meaningful where done). Rewards are float32 ``[N]``, ``terminated``/``truncated`` bool ``[N]``.
+
+``info``: every boolean entry of the info an episode *ended* with (Gymnasium's
+``info["final_info"]``, e.g. ``is_success``) comes back as a bool ``[N]`` tensor, False for envs
+that did not end on this step; the samplers report them as outcome rates at episode end. Other
+info entries are not forwarded.
 
 Seeding: the constructor's ``seed`` is used by the first ``reset()``; Gymnasium seeds copy ``i``
 with ``seed + i``. Later ``reset()`` calls without a seed continue the envs' own RNG streams.
@@ -37,7 +46,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from envs.base import Box, Discrete, Obs, StepResult, TensorSpec, VecEnv, check_action
+from envs.base import ACTION_MASK, Box, Discrete, MultiDiscrete, Obs, StepResult, TensorSpec, VecEnv, check_action
 
 _MODES = ("sync", "async")
 _CPU = torch.device("cpu")  # Gymnasium takes numpy actions
@@ -68,25 +77,38 @@ def _obs_entry_spec(space: spaces.Space, where: str) -> TensorSpec:
         "Box, Discrete, MultiBinary, MultiDiscrete and a Dict of those")
 
 
+def _mask_spec(space: spaces.Space) -> TensorSpec:
+    """The Dict entry ``action_mask``: 0/1 flags, as a bool entry (width checked by make_env)."""
+    binary_box = (isinstance(space, spaces.Box) and np.all(space.low >= 0) and np.all(space.high <= 1))
+    if not (isinstance(space, spaces.MultiBinary) or binary_box) or len(space.shape) != 1:
+        raise ValueError(f"Dict observation key {ACTION_MASK!r} collides with the legal-action flags: it must be "
+                         f"a 1-D MultiBinary (or a 0/1 Box), got {space!r}; rename the key if it is something else")
+    return TensorSpec(tuple(space.shape), torch.bool)
+
+
 def _observation_spec(space: spaces.Space) -> dict[str, TensorSpec]:
     if isinstance(space, spaces.Dict):
         specs = {}
         for key, sub in space.spaces.items():
             if not isinstance(key, str):
                 raise TypeError(f"Dict observation space keys must be str, got {key!r} in {space!r}")
-            specs[key] = _obs_entry_spec(sub, f"entry {key!r} of Dict")
+            specs[key] = _mask_spec(sub) if key == ACTION_MASK else _obs_entry_spec(sub, f"entry {key!r} of Dict")
         return specs
     return {"obs": _obs_entry_spec(space, "")}
 
 
-def _action_spec(space: spaces.Space) -> Discrete | Box:
+def _action_spec(space: spaces.Space) -> Discrete | MultiDiscrete | Box:
     if isinstance(space, spaces.Discrete):
         return Discrete(int(space.n))
+    if isinstance(space, spaces.MultiDiscrete) and len(space.shape) == 1:
+        return MultiDiscrete(tuple(int(n) for n in space.nvec))
+    if isinstance(space, spaces.MultiBinary) and len(space.shape) == 1:
+        return MultiDiscrete((2,) * int(space.shape[0]))
     if isinstance(space, spaces.Box):
         return Box(tuple(space.shape), tuple(float(v) for v in space.low.reshape(-1)),
                    tuple(float(v) for v in space.high.reshape(-1)))
     raise TypeError(f"unsupported Gymnasium action space {space!r} ({type(space).__name__}); "
-                    "supported are Discrete and Box")
+                    "supported are Discrete, 1-D MultiDiscrete, 1-D MultiBinary and Box")
 
 
 class GymnasiumVecEnv(VecEnv):
@@ -129,13 +151,14 @@ class GymnasiumVecEnv(VecEnv):
         self._dict_obs = isinstance(obs_space, spaces.Dict)
         self._obs_dtypes = {k: s.dtype for k, s in self.observation_spec.items()}
         self._act_space = act_space
-        if isinstance(act_space, spaces.Discrete):
-            self._action_start = int(act_space.start)
-        else:
+        if isinstance(act_space, spaces.Box):
             self._act_low = torch.as_tensor(act_space.low, dtype=torch.float32)
             self._act_high = torch.as_tensor(act_space.high, dtype=torch.float32)
-        self._action_to_numpy: Callable[[torch.Tensor], np.ndarray] = (
-            self._discrete_action if isinstance(act_space, spaces.Discrete) else self._box_action)
+            self._action_to_numpy: Callable[[torch.Tensor], np.ndarray] = self._box_action
+        else:
+            start = getattr(act_space, "start", 0)  # MultiBinary has none
+            self._action_start = start if np.any(start) else None
+            self._action_to_numpy = self._discrete_action
 
     # ------------------------------------------------------------------ public API
 
@@ -160,16 +183,35 @@ class GymnasiumVecEnv(VecEnv):
                 final[idx] = np.stack([ended[i][key] if self._dict_obs else ended[i] for i in idx])
                 final_np[key] = final
             final_obs = self._obs_to_torch(final_np, owned=True)
+            outcomes = self._outcomes(info)
         else:
             final_obs = dict(obs)
+            outcomes = {}
         return StepResult(
             obs,
             torch.from_numpy(np.asarray(reward, dtype=np.float32)).to(self.device),
             torch.from_numpy(np.asarray(terminated, dtype=np.bool_)).to(self.device),
             torch.from_numpy(np.asarray(truncated, dtype=np.bool_)).to(self.device),
             final_obs,
-            {},
+            outcomes,
         )
+
+    def _outcomes(self, info: dict[str, Any]) -> dict[str, torch.Tensor]:
+        """The boolean entries of the info the ended episodes finished with, bool ``[N]`` (False
+        where an env did not end, or did not report the key)."""
+        final = info.get("final_info")
+        if not isinstance(final, dict):
+            return {}
+        out = {}
+        for key, value in final.items():
+            if key.startswith("_") or not isinstance(value, np.ndarray) or value.dtype != np.bool_:
+                continue
+            if value.shape != (self.num_envs,):
+                continue
+            present = final.get("_" + key)
+            flags = value & present if isinstance(present, np.ndarray) else value
+            out[key] = torch.from_numpy(np.ascontiguousarray(flags)).to(self.device)
+        return out
 
     def close(self) -> None:
         self.gym_env.close()
@@ -196,7 +238,7 @@ class GymnasiumVecEnv(VecEnv):
 
     def _discrete_action(self, action: torch.Tensor) -> np.ndarray:
         a = check_action(action.detach(), self.action_spec, self.num_envs, _CPU).numpy()
-        return a + self._action_start if self._action_start else a
+        return a + self._action_start if self._action_start is not None else a
 
     def _box_action(self, action: torch.Tensor) -> np.ndarray:
         a = check_action(action.detach(), self.action_spec, self.num_envs, _CPU)

@@ -55,6 +55,15 @@ def _parser() -> argparse.ArgumentParser:
                    help="instead of the statistics, draw one episode (env index 0) to a PNG "
                         "(AirCombat, Navigation; needs matplotlib: pip install 'rl-system[render]')")
 
+    c = sub.add_parser("check-env", help="conformance check of an env: specs, auto-reset, seeding, state, speed")
+    c.add_argument("name", help="a registered env, 'package.module:Name' or 'gym:<id>' (as env.name in a config)")
+    c.add_argument("--env", dest="env_kwargs", action="append", default=[], metavar="KWARG=VALUE",
+                   help="an env constructor kwarg (repeatable), e.g. --env size=small")
+    c.add_argument("--num-envs", type=int, default=8, help="batch size N to check and time (default 8)")
+    c.add_argument("--steps", type=int, default=200, help="random steps per check (default 200)")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--device", default="cpu", help="torch device to build the env on (default cpu)")
+
     st = sub.add_parser("status", help="one-screen summary of the runs reporting on a Ray cluster")
     st.add_argument("--address", default="auto", help="Ray cluster address (default: auto)")
 
@@ -199,13 +208,44 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check_env(args: argparse.Namespace) -> int:
+    from envs import EntryPointError
+    from envs.checker import check_env
+
+    if args.num_envs < 1 or args.steps < 1:
+        return _fail("--num-envs and --steps must be positive", 2)
+    tree: dict = {}
+    for assignment in args.env_kwargs:
+        if "=" not in assignment or assignment.startswith("="):
+            return _fail(f"--env {assignment!r}: expected KWARG=VALUE, e.g. size=small", 2)
+        apply_override(tree, assignment)
+    try:
+        findings = check_env(args.name, args.num_envs, tree, steps=args.steps, seed=args.seed, device=args.device)
+    except EntryPointError as err:
+        return _fail(f"env.name: {err}", 2)
+    except Exception as err:  # noqa: BLE001 - the env could not be built: that is the finding
+        print(f"FAIL build: {type(err).__name__}: {one_line(err)}")
+        return 1
+    for finding in findings:
+        print(finding.line())
+    failed = sum(f.failed for f in findings)
+    print(f"{args.name}: {'conforms' if not failed else f'{failed} violation(s)'}")
+    return 1 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    # Entry points (env.name, model.network) resolve from the current directory too, as under
+    # `python -m`; Ray's local workers start in it as well.
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         if args.command == "train":
             return cmd_train(args)
         if args.command == "status":
             return cmd_status(args)
+        if args.command == "check-env":
+            return cmd_check_env(args)
         if args.command == "eval":
             return cmd_eval(args)
         if args.command == "rollouts":

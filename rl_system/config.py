@@ -70,15 +70,29 @@ class PPOConfig(_Strict):
     norm_adv: bool = True
     target_kl: float | None = Field(None, gt=0)
     """Stop the epoch loop early when the approximate KL exceeds this."""
+    normalize_reward: bool = False
+    """Divide rewards by a running std of the discounted return (SB3's ``VecNormalize``
+    reward scaling), kept by the learner and saved with its checkpoints."""
+    reward_clip: float = Field(10.0, gt=0)
+    """With ``normalize_reward``: scaled rewards are clipped to ``[-reward_clip, reward_clip]``."""
 
 
 class ModelConfig(_Strict):
+    network: str | None = None
+    """A user-defined network ``"package.module:Class"`` (``algo: ppo``) implementing
+    :class:`rl_system.algos.protocols.ActorCriticNetwork`, built as
+    ``Class(obs_spec, action_spec, model_cfg)``; ``None``: the built-in MLP actor-critic."""
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Free-form settings for a user-defined network (it reads ``model_cfg.kwargs``)."""
     hidden_sizes: list[int] = Field(default_factory=lambda: [64, 64])
     activation: Literal["tanh", "relu", "elu"] = "tanh"
     normalize_obs: bool = False
     """Running mean/std normalisation of observations, updated by the learner, shipped with weights."""
     init_log_std: float = 0.0
     """Initial log std of the Gaussian head (continuous actions)."""
+    ortho_init: bool = True
+    """Orthogonal weight init (gain sqrt(2), 0.01 on the actor head, 1 on the critic head); false
+    keeps torch's default init."""
 
     @model_validator(mode="after")
     def _positive_sizes(self) -> "ModelConfig":
@@ -301,6 +315,12 @@ class RunConfig(_Strict):
     startup_timeout_s: float = Field(300.0, gt=0)
     """How long the run waits for its actors to be placed and started (e.g. while an autoscaling
     cluster adds nodes) before it gives up with one line."""
+
+    @model_validator(mode="after")
+    def _network_for_ppo(self) -> "RunConfig":
+        if self.model.network is not None and self.algo != "ppo":
+            raise ValueError(f"model.network is a PPO actor-critic; algo {self.algo!r} builds its own networks")
+        return self
 
     @model_validator(mode="before")
     @classmethod

@@ -13,7 +13,7 @@ from typing import Any
 import gymnasium
 import ray
 
-from envs import GYM_PREFIX, make_env, registered_names
+from envs import EntryPointError, make_env
 from rl_system.algos import get_algorithm
 from rl_system.config import ConfigError, RunConfig
 from rl_system.errors import one_line
@@ -72,13 +72,12 @@ def probe_specs(cfg: RunConfig) -> tuple[Any, Any]:
     the algorithm rejects (an unknown env kwarg, a feature range past the observation) is one
     :class:`ConfigError` line before any actor starts, not a traceback from every actor."""
     name = cfg.env.name
-    if not name.startswith(GYM_PREFIX) and name not in registered_names():
-        raise ConfigError(f"env.name: unknown env {name!r}; known: {', '.join(registered_names())} "
-                          f"or 'gym:<Gymnasium id>'")
     try:
         if cfg.env.eval_kwargs:  # the test env too: a typo there is found now, not after training
             make_env(name, 1, "cpu", seed=0, **cfg.env.test_kwargs()).close()
         probe = make_env(name, 1, "cpu", seed=0, **cfg.env.kwargs)
+    except EntryPointError as err:
+        raise ConfigError(f"env.name: {err}") from None
     except (TypeError, ValueError, ImportError, AttributeError, gymnasium.error.Error) as err:
         raise ConfigError(f"env {name!r}: {one_line(err)}") from None
     obs_spec, action_spec = probe.observation_spec, probe.action_spec
@@ -87,6 +86,8 @@ def probe_specs(cfg: RunConfig) -> tuple[Any, Any]:
         raise ConfigError(f"selfplay.enabled: env {cfg.env.name!r} has no pluggable opponent (set_opponent)")
     try:
         get_algorithm(cfg.algo).make_policy(obs_spec, action_spec, cfg)
+    except ConfigError:
+        raise
     except ValueError as err:
         raise ConfigError(f"{cfg.algo} on env {cfg.env.name!r}: {err}") from None
     return obs_spec, action_spec

@@ -10,7 +10,7 @@ import pytest
 import torch
 from gymnasium import spaces
 
-from envs import make_env
+from envs import EntryPointError, make_env
 from envs.base import Box, Discrete, VecEnv
 from envs.cartpole import THETA_THRESHOLD_RADIANS, X_THRESHOLD, CartPoleVecEnv
 from envs.gym_adapter import GymnasiumVecEnv
@@ -448,7 +448,7 @@ def test_adapter_errors():
         GymnasiumVecEnv("CartPole-v1", 2, vectorization_mode="vector_entry_point")
     with pytest.raises(TypeError, match="Tuple"):
         GymnasiumVecEnv("RLSystemTestTuple-v0", 2)
-    with pytest.raises(KeyError):
+    with pytest.raises(EntryPointError, match="unknown env 'NoSuchEnv'"):
         make_env("NoSuchEnv", 2)
 
 

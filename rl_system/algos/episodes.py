@@ -33,10 +33,15 @@ class EpisodeTracker:
         self.length_at[t].copy_(self.length)
         self.done_at[t].copy_(done)
         for key, value in info.items():
-            if value.dtype == torch.bool and value.shape == (self.N,):
-                if key not in self.info_at:
-                    self.info_at[key] = torch.zeros(self.T, self.N, dtype=torch.bool, device=self.device)
-                self.info_at[key][t].copy_(value)
+            if value.dtype == torch.bool and value.shape == (self.N,) and key not in self.info_at:
+                self.info_at[key] = torch.zeros(self.T, self.N, dtype=torch.bool, device=self.device)
+        for key, record in self.info_at.items():
+            # A key an env reports only on some steps (Gymnasium's final_info) reads False where absent.
+            value = info.get(key)
+            if value is None:
+                record[t].zero_()
+            else:
+                record[t].copy_(value)
         self.ret.masked_fill_(done, 0.0)
         self.length.masked_fill_(done, 0)
 

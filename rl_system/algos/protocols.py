@@ -66,6 +66,38 @@ class Trainer(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
+@runtime_checkable
+class ActorCriticNetwork(Protocol):
+    """PPO's policy network: the built-in :class:`~rl_system.algos.ppo.policy.ActorCritic`
+    implements it, and so does a user's own class named by ``model.network``.
+
+    The class is an ``nn.Module`` built as ``Class(obs_spec, action_spec, model_cfg)`` from the
+    env's specs (:mod:`envs.base`) and the run's ``model:`` section
+    (:class:`~rl_system.config.ModelConfig`; ``model_cfg.kwargs`` is free for the class). Its
+    ``state_dict()`` is what workers receive per policy version, so everything that acting
+    depends on (normaliser statistics included) must be a parameter or a buffer.
+
+    ``obs`` is the env's observation dict, each entry ``[B, *spec.shape]`` (an ``action_mask``
+    entry included where the env has one: a policy must give masked actions probability 0).
+    Actions are ``[B]`` int64 (Discrete), ``[B, K]`` int64 (MultiDiscrete) or ``[B, *shape]``
+    float32 (Box; the env clips to its bounds, ``logp`` is of the unclipped sample).
+
+    Optional: ``observe(obs)``, called by the learner after each update with the round's
+    observations (``[B, ...]``), to update running statistics such as an observation normaliser.
+    """
+
+    def act(self, obs: dict[str, torch.Tensor], deterministic: bool = False
+            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(action, logp[B], value[B])``, sampled (or the mode when ``deterministic``), no grad."""
+
+    def evaluate(self, obs: dict[str, torch.Tensor], action: torch.Tensor
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(logp[B], entropy[B], value[B])`` of ``action``, differentiable."""
+
+    def value(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """``value[B]`` (used with ``final_obs`` to bootstrap truncated episodes)."""
+
+
 class AlgorithmModule(Protocol):
     """What ``algo: <name>`` names: a module with these three factories."""
 

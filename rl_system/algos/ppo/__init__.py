@@ -10,23 +10,60 @@ The three factories below make it an :class:`~rl_system.algos.protocols.Algorith
 
 from __future__ import annotations
 
-import torch
+import inspect
 
+import torch
+from torch import nn
+
+from envs import EntryPointError, import_entry_point
 from rl_system.algos.ppo.policy import ActorCritic
 from rl_system.algos.ppo.sampler import PolicySampler
 from rl_system.algos.ppo.trainer import PPO
-from rl_system.config import RunConfig
+from rl_system.algos.protocols import ActorCriticNetwork
+from rl_system.config import ConfigError, RunConfig
+from rl_system.errors import one_line
 
-__all__ = ["ActorCritic", "PPO", "PolicySampler", "make_policy", "make_sampler", "make_trainer"]
+__all__ = ["ActorCritic", "PPO", "PolicySampler", "make_policy", "make_sampler", "make_trainer", "network_class"]
 
-
-def make_policy(obs_spec, action_spec, cfg: RunConfig) -> ActorCritic:
-    return ActorCritic(obs_spec, action_spec, cfg.model)
-
-
-def make_sampler(env, policy: ActorCritic, cfg: RunConfig, device: torch.device) -> PolicySampler:
-    return PolicySampler(env, policy, cfg.workers.rollout_len, device)
+_METHODS = ("act", "evaluate", "value")
 
 
-def make_trainer(policy: ActorCritic, cfg: RunConfig) -> PPO:
+def network_class(target: str) -> type[nn.Module]:
+    """The class ``model.network`` names, checked against :class:`ActorCriticNetwork`;
+    :class:`ConfigError` (one line) where it does not import or does not fit."""
+    try:
+        cls = import_entry_point(target, "model.network")
+    except EntryPointError as err:
+        raise ConfigError(str(err)) from None
+    if not (inspect.isclass(cls) and issubclass(cls, nn.Module)):
+        raise ConfigError(f"model.network: {target!r} must be a torch.nn.Module subclass implementing "
+                          f"ActorCriticNetwork, got {cls!r}")
+    missing = [m for m in _METHODS if not callable(getattr(cls, m, None))]
+    if missing:
+        raise ConfigError(f"model.network: {target!r} does not implement ActorCriticNetwork: no "
+                          f"{', '.join(missing)} method (needs act, evaluate, value)")
+    return cls
+
+
+def make_policy(obs_spec, action_spec, cfg: RunConfig) -> nn.Module:
+    """The built-in :class:`ActorCritic`, or ``model.network`` built from the specs."""
+    if cfg.model.network is None:
+        return ActorCritic(obs_spec, action_spec, cfg.model)
+    cls = network_class(cfg.model.network)
+    try:
+        policy = cls(obs_spec, action_spec, cfg.model)
+    except Exception as err:  # noqa: BLE001 - a user's constructor can fail in any way
+        raise ConfigError(f"model.network: {cfg.model.network}(obs_spec, action_spec, model_cfg) failed: "
+                          f"{one_line(err, with_type=True)}") from None
+    if not isinstance(policy, ActorCriticNetwork):
+        raise ConfigError(f"model.network: {cfg.model.network} does not implement ActorCriticNetwork")
+    return policy
+
+
+def make_sampler(env, policy: nn.Module, cfg: RunConfig, device: torch.device) -> PolicySampler:
+    return PolicySampler(env, policy, cfg.workers.rollout_len, device,
+                         return_gamma=cfg.ppo.gamma if cfg.ppo.normalize_reward else None)
+
+
+def make_trainer(policy: nn.Module, cfg: RunConfig) -> PPO:
     return PPO(policy, cfg.ppo)

@@ -12,6 +12,7 @@ Columns (``T = rollout_len``, ``N = num_envs``):
 ``terminated``         ``[T, N]``       the step ended the episode in a terminal state
 ``truncated``          ``[T, N]``       the step ended the episode by a time limit
 ``trunc_value``        ``[T, N]``       ``V(final_obs)`` where truncated, else 0 (bootstrap)
+``disc_return``        ``[T, N]``       running discounted return (only with ``normalize_reward``)
 ``last_value``         ``[N]``          ``V(obs_T)``, bootstraps the end of the rollout
 =====================  ===============  ====================================================
 """
@@ -20,13 +21,13 @@ from __future__ import annotations
 
 import torch
 
-from envs.base import Box, Discrete, TensorSpec
+from envs.base import ActionSpec, TensorSpec
 from rl_system.rollout import Columns, obs_column
 
 
 class RolloutBuffer:
     def __init__(self, rollout_len: int, num_envs: int, obs_spec: dict[str, TensorSpec],
-                 action_spec: Discrete | Box, device: torch.device):
+                 action_spec: ActionSpec, device: torch.device, disc_return: bool = False):
         T, N = rollout_len, num_envs
         self.rollout_len, self.num_envs = T, N
 
@@ -42,6 +43,7 @@ class RolloutBuffer:
         self.truncated = alloc(dtype=torch.bool)
         self.trunc_value = alloc()
         self.last_value = torch.zeros(N, device=device)
+        self.disc_return = alloc() if disc_return else None
 
     def columns(self) -> Columns:
         """The columns a learner needs, by name (views, no copies)."""
@@ -49,4 +51,6 @@ class RolloutBuffer:
         cols.update(action=self.action, logp=self.logp, value=self.value, reward=self.reward,
                     terminated=self.terminated, truncated=self.truncated,
                     trunc_value=self.trunc_value, last_value=self.last_value)
+        if self.disc_return is not None:
+            cols["disc_return"] = self.disc_return
         return cols

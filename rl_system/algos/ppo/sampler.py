@@ -8,28 +8,35 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch import nn
 
 from envs.base import VecEnv
 from rl_system.algos.episodes import EpisodeTracker
 from rl_system.algos.ppo.buffer import RolloutBuffer
-from rl_system.algos.ppo.policy import ActorCritic
 from rl_system.rollout import Columns, Episodes
 
 
 class PolicySampler:
-    """Single-agent sampler for :class:`ActorCritic` policies (PPO): fills a
+    """Single-agent sampler for PPO policies (:class:`~rl_system.algos.protocols.ActorCriticNetwork`): fills a
     :class:`RolloutBuffer` and computes the truncation bootstrap ``V(final_obs)`` with the same
     policy version that acted."""
 
-    def __init__(self, env: VecEnv, policy: ActorCritic, rollout_len: int, device: torch.device):
+    def __init__(self, env: VecEnv, policy: nn.Module, rollout_len: int, device: torch.device,
+                 return_gamma: float | None = None):
         self.env, self.policy, self.device = env, policy, device
-        self.buffer = RolloutBuffer(rollout_len, env.num_envs, env.observation_spec, env.action_spec, device)
+        self.buffer = RolloutBuffer(rollout_len, env.num_envs, env.observation_spec, env.action_spec, device,
+                                    disc_return=return_gamma is not None)
         self.episodes = EpisodeTracker(rollout_len, env.num_envs, device)
         self.obs: dict[str, torch.Tensor] = {}
+        # return_gamma: also ship the running discounted return per env (``disc_return``), from
+        # which the learner scales rewards (ppo.normalize_reward).
+        self.return_gamma = return_gamma
+        self.disc_ret = torch.zeros(env.num_envs, device=device)
 
     def reset(self, seed: int | None = None) -> None:
         self.obs = self.env.reset(seed=seed)
         self.episodes.reset()
+        self.disc_ret.zero_()
 
     @torch.no_grad()
     def collect(self, deterministic: bool = False) -> tuple[Columns, Episodes]:
@@ -46,7 +53,12 @@ class PolicySampler:
             buf.reward[t].copy_(step.reward)
             buf.terminated[t].copy_(step.terminated)
             buf.truncated[t].copy_(step.truncated)
-            self.episodes.record(t, step.reward, step.terminated | step.truncated, step.info)
+            done = step.terminated | step.truncated
+            self.episodes.record(t, step.reward, done, step.info)
+            if self.return_gamma is not None:
+                self.disc_ret.mul_(self.return_gamma).add_(step.reward)
+                buf.disc_return[t].copy_(self.disc_ret)
+                self.disc_ret.masked_fill_(done, 0.0)
             # Time-limit truncation: the learner bootstraps with V(final_obs), computed here by the
             # same policy version. Only evaluated on steps where some env was truncated.
             trunc = step.truncated & ~step.terminated
@@ -60,8 +72,10 @@ class PolicySampler:
         return buf.columns(), self.episodes.completed()
 
     def state_dict(self) -> dict[str, Any]:
-        return {"obs": dict(self.obs), **self.episodes.state_dict()}
+        return {"obs": dict(self.obs), "disc_return": self.disc_ret.clone(), **self.episodes.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.obs = {k: v.to(self.device) for k, v in state["obs"].items()}
         self.episodes.load_state_dict(state)
+        if "disc_return" in state:
+            self.disc_ret.copy_(state["disc_return"])

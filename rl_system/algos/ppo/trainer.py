@@ -1,6 +1,8 @@
 """The PPO trainer (learner side): PPO (Schulman et al. 2017) with the implementation details
 of CleanRL's ``ppo.py``: GAE, advantage normalisation per minibatch, clipped surrogate, clipped
-value loss, entropy bonus, global gradient-norm clipping, linear learning-rate annealing.
+value loss, entropy bonus, global gradient-norm clipping, linear learning-rate annealing, and
+optionally SB3 ``VecNormalize``-style reward scaling (``ppo.normalize_reward``: rewards divided
+by the running std of the discounted return, which the sampler ships as ``disc_return``).
 
 Batch layout: the learner joins the rollouts of a round along the env axis
 (:func:`rl_system.rollout.concat`), so every step column is ``[T, N, ...]`` with ``N`` the total
@@ -15,7 +17,7 @@ import torch
 from torch import nn
 
 from rl_system.algos.advantages import compute_gae, explained_variance
-from rl_system.algos.ppo.policy import ActorCritic
+from rl_system.algos.ppo.policy import RunningNorm
 from rl_system.config import PPOConfig
 from rl_system.rollout import OBS, observations
 
@@ -23,23 +25,47 @@ from rl_system.rollout import OBS, observations
 class PPO:
     """A :class:`~rl_system.algos.protocols.Trainer`: owns the optimiser; ``update(batch, progress)`` runs the epochs over one round's batch."""
 
-    def __init__(self, policy: ActorCritic, cfg: PPOConfig):
+    def __init__(self, policy: nn.Module, cfg: PPOConfig):
         self.policy, self.cfg = policy, cfg
         self.optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr, eps=1e-5, fused=True)
         self.skipped_updates = 0
+        device = next(policy.parameters()).device
+        # Running variance of the discounted return; the learner's alone (workers ship raw rewards).
+        self.return_norm = RunningNorm(1).to(device) if cfg.normalize_reward else None
 
     def state_dict(self) -> dict:
-        """The optimiser state (what a checkpoint needs besides the policy weights)."""
-        return self.optimizer.state_dict()
+        """Optimiser state and reward-scaling statistics (what a checkpoint needs besides the
+        policy weights)."""
+        state = {"optimizer": self.optimizer.state_dict()}
+        if self.return_norm is not None:
+            state["return_norm"] = self.return_norm.state_dict()
+        return state
 
     def load_state_dict(self, state: dict) -> None:
-        self.optimizer.load_state_dict(state)
+        if "optimizer" not in state:  # checkpoints that held the optimiser's state alone
+            state = {"optimizer": state}
+        self.optimizer.load_state_dict(state["optimizer"])
+        if self.return_norm is not None and "return_norm" in state:
+            self.return_norm.load_state_dict(state["return_norm"])
+
+    def scaled_reward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """``[T, N]`` rewards, divided by the running std of the discounted return (updated with
+        this batch's ``disc_return`` first, as SB3 does) and clipped, where ``normalize_reward``."""
+        if self.return_norm is None:
+            return batch["reward"]
+        if "disc_return" not in batch:
+            raise ValueError("ppo.normalize_reward needs the samplers' disc_return column")
+        self.return_norm.update(batch["disc_return"].reshape(-1, 1))
+        std = (self.return_norm.var + 1e-8).sqrt().to(batch["reward"].dtype)
+        clip = self.cfg.reward_clip
+        return (batch["reward"] / std).clamp(-clip, clip)
 
     def prepare(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Adds advantages and returns, then flattens ``[T, N, ...]`` to ``[T*N, ...]``."""
         cfg = self.cfg
         done = batch["terminated"] | batch["truncated"]
-        reward = batch["reward"] + cfg.gamma * batch["trunc_value"]
+        # trunc_value is V(final_obs), already in the (scaled) units the critic learns.
+        reward = self.scaled_reward(batch) + cfg.gamma * batch["trunc_value"]
         adv, ret = compute_gae(reward, batch["value"], done, batch["last_value"], cfg.gamma, cfg.gae_lambda)
         flat = {k: v.flatten(0, 1) for k, v in batch.items() if k.startswith(OBS)}
         flat.update(action=batch["action"].flatten(0, 1), logp=batch["logp"].flatten(), value=batch["value"].flatten(),
@@ -75,10 +101,10 @@ class PPO:
             if stop:
                 break
         self.skipped_updates += skipped
-        if policy.obs_norm is not None:
+        observe = getattr(policy, "observe", None)
+        if observe is not None:
             # After the epochs, so the ratio of the first minibatch is exactly 1.
-            obs = {k: v.flatten(0, 1) for k, v in observations(batch).items()}
-            policy.obs_norm.update(policy.flatten(obs))
+            observe({k: v.flatten(0, 1) for k, v in observations(batch).items()})
         metrics = {k: v / max(n, 1) for k, v in stats.items()}
         metrics.update(lr=lr, minibatch_steps=n, skipped_minibatches=skipped,
                        explained_variance=explained_variance(data["value"], data["ret"]))

@@ -1,0 +1,231 @@
+"""Gymnasium MuJoCo beside Stable-Baselines3: rl_system's shipped configs
+(``launch/configs/{halfcheetah,hopper}_ppo.yaml``) and SB3 PPO with the RL Zoo's tuned settings
+(:mod:`bench.peers.sb3_ppo`), run one after the other in the same process tree on the same
+machine, seed by seed, and the env stepping cost on its own.
+
+For every run the curve (env steps, wall seconds since training started, mean return of the last
+100 finished training episodes) is kept. The table gives per env and peer: the final mean return
+at the budget, the wall time and steps/s, and the wall time to reach the *common return* -- the
+lower of the two peers' mean final returns -- which is the "same return" both reach.
+
+    python -m bench.bench_mujoco                                  # both envs, seeds 0 1 2, 1M steps
+    python -m bench.bench_mujoco --envs Hopper-v5 --seeds 0 --steps 300000
+    python -m bench.bench_mujoco --only stepping                  # the env stepping table alone
+
+Writes ``bench/results/mujoco/mujoco.{json,md}`` (``--out``). Needs
+``pip install 'rl-system[bench]'`` (gymnasium[mujoco], stable-baselines3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import struct
+import subprocess
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+CONFIGS = {"HalfCheetah-v5": "launch/configs/halfcheetah_ppo.yaml", "Hopper-v5": "launch/configs/hopper_ppo.yaml"}
+Curve = list[tuple[int, float, float]]
+
+
+# -- runs ----------------------------------------------------------------------------------------
+
+
+def tb_curve(tb_dir: Path) -> Curve:
+    """(env steps, elapsed s, mean return) per round, from a run's TensorBoard events: the return
+    is ``rollout/return_mean``; elapsed is ``env steps / system/steps_per_s`` (the run's own
+    clock, from the start of its first round)."""
+    from tensorboardX.proto import event_pb2
+
+    returns: dict[int, float] = {}
+    rates: dict[int, float] = {}
+    for path in sorted(tb_dir.glob("events.out.tfevents*")):
+        data, i = path.read_bytes(), 0
+        while i + 12 <= len(data):
+            (n,) = struct.unpack_from("<Q", data, i)
+            event = event_pb2.Event.FromString(data[i + 12:i + 12 + n])
+            for v in event.summary.value:
+                if v.tag == "rollout/return_mean":
+                    returns[event.step] = v.simple_value
+                elif v.tag == "system/steps_per_s":
+                    rates[event.step] = v.simple_value
+            i += 12 + n + 4
+    return [(s, s / rates[s], r) for s, r in sorted(returns.items()) if rates.get(s) and r == r]
+
+
+def run_ours(env_id: str, steps: int, seed: int, run_root: Path) -> dict[str, Any]:
+    from rl_system.config import load_config
+    from rl_system.driver import train
+
+    cfg = load_config(CONFIGS[env_id], [f"seed={seed}", f"max_env_steps={steps}", "log_every_s=30",
+                                        "checkpoint.every_rounds=0"])
+    run_dir = run_root / f"{env_id}-s{seed}"
+    summary = train(cfg, run_dir=run_dir, quiet=True)
+    curve = tb_curve(run_dir / "tb")
+    return {"peer": "rl_system", "env": env_id, "seed": seed, "env_steps": summary["env_steps"],
+            "train_wall_s": summary["wall_time_s"], "final_return": summary["final_mean_return"], "curve": curve}
+
+
+def run_sb3(env_id: str, steps: int, seed: int) -> dict[str, Any]:
+    from bench.peers.sb3_ppo import run
+
+    return run(env_id, steps, seed)
+
+
+def time_to(curve: Curve, level: float) -> tuple[int, float] | None:
+    """(env steps, wall s) at which ``curve`` first reaches ``level``."""
+    for steps, wall, ret in curve:
+        if ret >= level:
+            return steps, wall
+    return None
+
+
+# -- env stepping ----------------------------------------------------------------------------------
+
+
+def stepping(env_id: str, num_envs: int, mode: str, steps: int = 2000) -> float:
+    """Env steps/s of ``gymnasium.make_vec(env_id, num_envs, mode)`` with random actions."""
+    import gymnasium
+    import numpy as np
+
+    env = gymnasium.make_vec(env_id, num_envs=num_envs, vectorization_mode=mode,
+                             vector_kwargs={"autoreset_mode": gymnasium.vector.AutoresetMode.SAME_STEP})
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    low, high = env.single_action_space.low, env.single_action_space.high
+    actions = rng.uniform(low, high, size=(64, num_envs, *low.shape)).astype(np.float32)
+    start = time.perf_counter()
+    for t in range(steps):
+        env.step(actions[t % 64])
+    rate = steps * num_envs / (time.perf_counter() - start)
+    env.close()
+    return rate
+
+
+def stepping_table(envs: list[str]) -> list[dict[str, Any]]:
+    rows = []
+    for env_id in envs:
+        for mode in ("sync", "async"):
+            for n in (1, 4, 8):
+                if mode == "async" and n == 1:
+                    continue
+                rows.append({"env": env_id, "mode": mode, "num_envs": n,
+                             "steps_per_s": stepping(env_id, n, mode, steps=max(500, 4000 // n))})
+                print(f"  stepping {env_id} {mode} N={n}: {rows[-1]['steps_per_s']:,.0f} env steps/s", flush=True)
+    try:
+        import envpool  # noqa: F401
+        rows.append({"env": "envpool", "mode": "installed", "num_envs": 0, "steps_per_s": float("nan")})
+    except ImportError:
+        pass
+    return rows
+
+
+# -- report -----------------------------------------------------------------------------------------
+
+
+def machine() -> dict[str, Any]:
+    import gymnasium
+    import mujoco
+    import torch
+
+    import ray
+
+    try:
+        import stable_baselines3
+        sb3 = stable_baselines3.__version__
+    except ImportError:
+        sb3 = None
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                           text=True).stdout.strip()
+    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")), platform.processor())
+    import os
+    return {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit + ("+dirty" if dirty else ""),
+            "cpu": f"{os.cpu_count()} x {cpu}", "python": platform.python_version(), "torch": torch.__version__,
+            "ray": ray.__version__, "gymnasium": gymnasium.__version__, "mujoco": mujoco.__version__, "sb3": sb3}
+
+
+def summarise(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (env, peer) with the common return and the times to it."""
+    rows = []
+    for env_id in sorted({r["env"] for r in runs}):
+        mine = [r for r in runs if r["env"] == env_id]
+        finals = {p: statistics.fmean(r["final_return"] for r in mine if r["peer"] == p)
+                  for p in sorted({r["peer"] for r in mine})}
+        common = min(finals.values())
+        for peer, mean_final in finals.items():
+            its = [r for r in mine if r["peer"] == peer]
+            hits = [time_to(r["curve"], common) for r in its]
+            walls = [h[1] for h in hits if h is not None]
+            rows.append({"env": env_id, "peer": peer, "seeds": [r["seed"] for r in its],
+                         "final_returns": [round(r["final_return"], 1) for r in its], "final_mean": mean_final,
+                         "wall_s": statistics.fmean(r["train_wall_s"] for r in its),
+                         "steps_per_s": statistics.fmean(r["env_steps"] / r["train_wall_s"] for r in its),
+                         "common_return": common, "reached": f"{len(walls)}/{len(its)}",
+                         "time_to_common_s": statistics.median(walls) if walls else None})
+    return rows
+
+
+def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], step_rows: list[dict[str, Any]], argv: str) -> str:
+    lines = [f"# Gymnasium MuJoCo: rl_system beside Stable-Baselines3 ({meta['date']}, commit {meta['commit']})", "",
+             f"`{argv}` on {meta['cpu']}; Python {meta['python']}, torch {meta['torch']}, Ray {meta['ray']}, "
+             f"Gymnasium {meta['gymnasium']}, MuJoCo {meta['mujoco']}, SB3 {meta['sb3']}.", ""]
+    if rows:
+        lines += ["| env | peer | seeds | final mean return (per seed) | wall s | env steps/s | common return | "
+                  "reached | median time to it |", "|---|---|---|---|---:|---:|---:|---|---:|"]
+        for r in rows:
+            ttc = f"{r['time_to_common_s']:.0f} s" if r["time_to_common_s"] is not None else "—"
+            lines.append(f"| {r['env']} | {r['peer']} | {' '.join(map(str, r['seeds']))} | {r['final_mean']:.0f} "
+                         f"({', '.join(f'{x:.0f}' for x in r['final_returns'])}) | {r['wall_s']:.0f} | "
+                         f"{r['steps_per_s']:,.0f} | {r['common_return']:.0f} | {r['reached']} | {ttc} |")
+        lines.append("")
+    if step_rows:
+        lines += ["Env stepping alone (random actions, `gymnasium.make_vec`):", "",
+                  "| env | vectorization | N | env steps/s |", "|---|---|---:|---:|"]
+        lines += [f"| {r['env']} | {r['mode']} | {r['num_envs']} | {r['steps_per_s']:,.0f} |" for r in step_rows]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    import sys
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--envs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    ap.add_argument("--steps", type=int, default=1_000_000)
+    ap.add_argument("--peers", nargs="+", default=["rl_system", "sb3_zoo"], choices=["rl_system", "sb3_zoo"])
+    ap.add_argument("--only", choices=["training", "stepping"], default=None)
+    ap.add_argument("--out", type=Path, default=Path("bench/results/mujoco"))
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    meta = machine()
+    runs: list[dict[str, Any]] = []
+    if args.only != "stepping":
+        run_root = args.out / "runs"
+        for env_id in args.envs:
+            for seed in args.seeds:
+                for peer in args.peers:
+                    print(f"{env_id} seed {seed}: {peer} ...", flush=True)
+                    r = run_ours(env_id, args.steps, seed, run_root) if peer == "rl_system" else \
+                        run_sb3(env_id, args.steps, seed)
+                    runs.append(r)
+                    print(f"  {peer}: final {r['final_return']:.0f} in {r['train_wall_s']:.0f}s", flush=True)
+                    (args.out / "mujoco.json").write_text(json.dumps({"meta": meta, "runs": runs}))
+    step_rows = stepping_table(args.envs) if args.only != "training" else []
+    rows = summarise(runs) if runs else []
+    (args.out / "mujoco.json").write_text(json.dumps({"meta": meta, "runs": runs, "summary": rows,
+                                                      "stepping": step_rows}))
+    text = markdown(meta, rows, step_rows, "python -m bench.bench_mujoco " + " ".join(sys.argv[1:]))
+    (args.out / "mujoco.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
