@@ -103,7 +103,10 @@ class RunStorage:
 
     def flush(self, learner: Any | None, timeout: float = 120.0) -> None:
         """Wait until every requested checkpoint is on storage (end of run, Ctrl-C, SIGTERM, a
-        learner about to be rebuilt)."""
+        learner about to be rebuilt). Nothing to wait for before the first request: then the
+        learner may never have started (a run that gave up waiting for its actors)."""
+        if self.checkpoints_requested == 0:
+            return
         try:
             if learner is not None:
                 err = ray.get(learner.flush_snapshot.remote(), timeout=timeout)
