@@ -22,7 +22,6 @@ import argparse
 import json
 import platform
 import statistics
-import struct
 import subprocess
 import time
 from datetime import datetime, timezone
@@ -37,25 +36,14 @@ Curve = list[tuple[int, float, float]]
 
 
 def tb_curve(tb_dir: Path) -> Curve:
-    """(env steps, elapsed s, mean return) per round, from a run's TensorBoard events: the return
+    """(env steps, elapsed s, mean return) per round, from a run's TensorBoard files: the return
     is ``rollout/return_mean``; elapsed is ``env steps / system/steps_per_s`` (the run's own
     clock, from the start of its first round)."""
-    from tensorboardX.proto import event_pb2
+    from rl_system.metrics import read_scalars
 
-    returns: dict[int, float] = {}
-    rates: dict[int, float] = {}
-    for path in sorted(tb_dir.glob("events.out.tfevents*")):
-        data, i = path.read_bytes(), 0
-        while i + 12 <= len(data):
-            (n,) = struct.unpack_from("<Q", data, i)
-            event = event_pb2.Event.FromString(data[i + 12:i + 12 + n])
-            for v in event.summary.value:
-                if v.tag == "rollout/return_mean":
-                    returns[event.step] = v.simple_value
-                elif v.tag == "system/steps_per_s":
-                    rates[event.step] = v.simple_value
-            i += 12 + n + 4
-    return [(s, s / rates[s], r) for s, r in sorted(returns.items()) if rates.get(s) and r == r]
+    scalars = read_scalars(tb_dir)
+    rates = dict(scalars.get("system/steps_per_s", []))
+    return [(s, s / rates[s], r) for s, r in scalars.get("rollout/return_mean", []) if rates.get(s) and r == r]
 
 
 def run_ours(env_id: str, steps: int, seed: int, run_root: Path) -> dict[str, Any]:
@@ -65,10 +53,19 @@ def run_ours(env_id: str, steps: int, seed: int, run_root: Path) -> dict[str, An
     cfg = load_config(CONFIGS[env_id], [f"seed={seed}", f"max_env_steps={steps}", "log_every_s=30",
                                         "checkpoint.every_rounds=0"])
     run_dir = run_root / f"{env_id}-s{seed}"
-    summary = train(cfg, run_dir=run_dir, quiet=True)
-    curve = tb_curve(run_dir / "tb")
-    return {"peer": "rl_system", "env": env_id, "seed": seed, "env_steps": summary["env_steps"],
-            "train_wall_s": summary["wall_time_s"], "final_return": summary["final_mean_return"], "curve": curve}
+    train(cfg, run_dir=run_dir, quiet=True)
+    return read_ours(run_dir)
+
+
+def read_ours(run_dir: Path) -> dict[str, Any]:
+    """A finished rl_system run as a bench row: its config, summary.json and curve."""
+    import yaml
+
+    cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
+    summary = json.loads((run_dir / "summary.json").read_text())
+    return {"peer": "rl_system", "env": cfg["env"]["name"].removeprefix("gym:"), "seed": cfg["seed"],
+            "env_steps": summary["env_steps"], "train_wall_s": summary["wall_time_s"],
+            "final_return": summary["final_mean_return"], "curve": tb_curve(run_dir / "tb"), "run_dir": str(run_dir)}
 
 
 def run_sb3(env_id: str, steps: int, seed: int) -> dict[str, Any]:
@@ -77,9 +74,10 @@ def run_sb3(env_id: str, steps: int, seed: int) -> dict[str, Any]:
     return run(env_id, steps, seed)
 
 
-def time_to(curve: Curve, level: float) -> tuple[int, float] | None:
-    """(env steps, wall s) at which ``curve`` first reaches ``level``."""
-    for steps, wall, ret in curve:
+def time_to(curve: list, level: float) -> tuple[int, float] | None:
+    """(env steps, wall s) at which ``curve`` (rows ``(steps, wall, return, ...)``) first
+    reaches ``level``."""
+    for steps, wall, ret, *_ in curve:
         if ret >= level:
             return steps, wall
     return None
@@ -107,21 +105,41 @@ def stepping(env_id: str, num_envs: int, mode: str, steps: int = 2000) -> float:
     return rate
 
 
+def stepping_envpool(env_id: str, num_envs: int, threads: int, steps: int = 2000) -> float:
+    """Env steps/s of an EnvPool batch of ``env_id`` (synchronous: ``batch_size = num_envs``)."""
+    import envpool
+    import numpy as np
+
+    env = envpool.make(env_id, env_type="gymnasium", num_envs=num_envs, batch_size=num_envs, num_threads=threads,
+                       seed=0)
+    env.reset()
+    rng = np.random.default_rng(0)
+    low, high = env.action_space.low, env.action_space.high
+    actions = rng.uniform(low, high, size=(64, num_envs, *low.shape)).astype(np.float32)
+    start = time.perf_counter()
+    for t in range(steps):
+        env.step(actions[t % 64])
+    rate = steps * num_envs / (time.perf_counter() - start)
+    env.close()
+    return rate
+
+
 def stepping_table(envs: list[str]) -> list[dict[str, Any]]:
-    rows = []
-    for env_id in envs:
-        for mode in ("sync", "async"):
-            for n in (1, 4, 8):
-                if mode == "async" and n == 1:
-                    continue
-                rows.append({"env": env_id, "mode": mode, "num_envs": n,
-                             "steps_per_s": stepping(env_id, n, mode, steps=max(500, 4000 // n))})
-                print(f"  stepping {env_id} {mode} N={n}: {rows[-1]['steps_per_s']:,.0f} env steps/s", flush=True)
+    """Gymnasium's sync and async vector envs at N = 1, 4, 8, and EnvPool where installed."""
     try:
         import envpool  # noqa: F401
-        rows.append({"env": "envpool", "mode": "installed", "num_envs": 0, "steps_per_s": float("nan")})
     except ImportError:
-        pass
+        envpool = None
+    rows = []
+    for env_id in envs:
+        cases = [("sync", n) for n in (1, 4, 8)] + [("async", n) for n in (4, 8)]
+        cases += [(f"envpool {t} thread{'s' if t > 1 else ''}", n) for t in (1, 2) for n in (4, 8)] if envpool else []
+        for mode, n in cases:
+            steps = max(500, 4000 // n)
+            rate = (stepping_envpool(env_id, n, int(mode.split()[1]), steps) if mode.startswith("envpool")
+                    else stepping(env_id, n, mode, steps))
+            rows.append({"env": env_id, "mode": mode, "num_envs": n, "steps_per_s": rate})
+            print(f"  stepping {env_id} {mode} N={n}: {rate:,.0f} env steps/s", flush=True)
     return rows
 
 
@@ -166,6 +184,8 @@ def summarise(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             rows.append({"env": env_id, "peer": peer, "seeds": [r["seed"] for r in its],
                          "final_returns": [round(r["final_return"], 1) for r in its], "final_mean": mean_final,
                          "wall_s": statistics.fmean(r["train_wall_s"] for r in its),
+                         "cpu_s": statistics.fmean(r["train_cpu_s"] for r in its) if all("train_cpu_s" in r for r in its)
+                         else None,
                          "steps_per_s": statistics.fmean(r["env_steps"] / r["train_wall_s"] for r in its),
                          "common_return": common, "reached": f"{len(walls)}/{len(its)}",
                          "time_to_common_s": statistics.median(walls) if walls else None})
@@ -177,12 +197,13 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], step_rows: list[d
              f"`{argv}` on {meta['cpu']}; Python {meta['python']}, torch {meta['torch']}, Ray {meta['ray']}, "
              f"Gymnasium {meta['gymnasium']}, MuJoCo {meta['mujoco']}, SB3 {meta['sb3']}.", ""]
     if rows:
-        lines += ["| env | peer | seeds | final mean return (per seed) | wall s | env steps/s | common return | "
+        lines += ["| env | peer | seeds | final mean return (per seed) | wall s (CPU s) | env steps/s | common return | "
                   "reached | median time to it |", "|---|---|---|---|---:|---:|---:|---|---:|"]
         for r in rows:
             ttc = f"{r['time_to_common_s']:.0f} s" if r["time_to_common_s"] is not None else "—"
+            cpu = f" ({r['cpu_s']:.0f})" if r.get("cpu_s") is not None else ""
             lines.append(f"| {r['env']} | {r['peer']} | {' '.join(map(str, r['seeds']))} | {r['final_mean']:.0f} "
-                         f"({', '.join(f'{x:.0f}' for x in r['final_returns'])}) | {r['wall_s']:.0f} | "
+                         f"({', '.join(f'{x:.0f}' for x in r['final_returns'])}) | {r['wall_s']:.0f}{cpu} | "
                          f"{r['steps_per_s']:,.0f} | {r['common_return']:.0f} | {r['reached']} | {ttc} |")
         lines.append("")
     if step_rows:
@@ -202,12 +223,17 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=1_000_000)
     ap.add_argument("--peers", nargs="+", default=["rl_system", "sb3_zoo"], choices=["rl_system", "sb3_zoo"])
     ap.add_argument("--only", choices=["training", "stepping"], default=None)
+    ap.add_argument("--from-runs", nargs="+", type=Path, default=None, metavar="PATH",
+                    help="build the table from finished runs instead of training: rl_system run dirs and "
+                         "bench.peers.sb3_ppo --json files")
     ap.add_argument("--out", type=Path, default=Path("bench/results/mujoco"))
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     meta = machine()
     runs: list[dict[str, Any]] = []
-    if args.only != "stepping":
+    if args.from_runs:
+        runs = [read_ours(p) if p.is_dir() else json.loads(p.read_text()) for p in args.from_runs]
+    elif args.only != "stepping":
         run_root = args.out / "runs"
         for env_id in args.envs:
             for seed in args.seeds:

@@ -1,9 +1,11 @@
 """Where progress goes: the return window read off finished episodes, and the sinks (console
-lines, TensorBoard scalars). What is reported each round is :mod:`rl_system.reporting`."""
+lines, TensorBoard scalars, and :func:`read_scalars` to read them back). What is reported each
+round is :mod:`rl_system.reporting`."""
 
 from __future__ import annotations
 
 import math
+import struct
 import time
 from collections import deque
 from pathlib import Path
@@ -125,3 +127,22 @@ class RunLogger:
         if self.writer is not None:
             self.writer.close()
         self._file.close()
+
+
+def read_scalars(tb_dir: str | Path, prefix: str = "") -> dict[str, list[tuple[int, float]]]:
+    """Every scalar whose tag starts with ``prefix`` in a run's TensorBoard directory, as
+    ``{tag: [(step, value), ...]}`` in the order written: a run's curves without TensorBoard.
+    Reads the TFRecord framing directly (u64 length, u32 CRC, the Event protobuf, u32 CRC)."""
+    from tensorboardX.proto import event_pb2
+
+    out: dict[str, list[tuple[int, float]]] = {}
+    for path in sorted(Path(tb_dir).glob("events.out.tfevents*")):
+        data, i = path.read_bytes(), 0
+        while i + 12 <= len(data):
+            (n,) = struct.unpack_from("<Q", data, i)
+            event = event_pb2.Event.FromString(data[i + 12:i + 12 + n])
+            for v in event.summary.value:
+                if v.tag.startswith(prefix):
+                    out.setdefault(v.tag, []).append((event.step, v.simple_value))
+            i += 12 + n + 4
+    return out

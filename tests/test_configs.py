@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import math
-import struct
 from pathlib import Path
 
 import pytest
 
 from rl_system.config import load_config
 from rl_system.driver import train
+from rl_system.metrics import read_scalars
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "launch" / "configs"
 CONFIGS = sorted(CONFIG_DIR.glob("*.yaml"))
@@ -67,18 +67,5 @@ def test_shipped_config_trains_briefly(ray_session, tmp_path, path):
 
 
 def _scalars(tb_dir: Path, prefix: str) -> dict[str, list[float]]:
-    """Every scalar under ``prefix`` in a directory of TensorBoard event files (TFRecord framing:
-    u64 length, u32 CRC, the Event protobuf, u32 CRC), in the order written."""
-    from tensorboardX.proto import event_pb2
-
-    out: dict[str, list[float]] = {}
-    for path in sorted(tb_dir.glob("events.out.tfevents*")):
-        data, i = path.read_bytes(), 0
-        while i + 12 <= len(data):
-            (n,) = struct.unpack_from("<Q", data, i)
-            event = event_pb2.Event.FromString(data[i + 12:i + 12 + n])
-            for v in event.summary.value:
-                if v.tag.startswith(prefix):
-                    out.setdefault(v.tag, []).append(v.simple_value)
-            i += 12 + n + 4
-    return out
+    """Every scalar under ``prefix`` in the run's TensorBoard files, in the order written."""
+    return {tag: [v for _, v in points] for tag, points in read_scalars(tb_dir, prefix).items()}

@@ -1,11 +1,11 @@
 """End to end on real local Ray: workers, object store, gate, learner, logs and summary."""
 
 import json
-import struct
 from pathlib import Path
 
 from rl_system.config import load_config
 from rl_system.driver import in_worker_order, train
+from rl_system.metrics import read_scalars
 from rl_system.rollout import RolloutMeta
 
 
@@ -26,19 +26,8 @@ def test_cartpole_learns_with_two_workers(ray_session, tmp_path):
 
 
 def scalar_tags(tb_dir: Path) -> set[str]:
-    """Every scalar tag in a directory of TensorBoard event files (TFRecord framing: u64 length,
-    u32 CRC, the Event protobuf, u32 CRC)."""
-    from tensorboardX.proto import event_pb2
-
-    tags = set()
-    for path in tb_dir.glob("events.out.tfevents*"):
-        data, i = path.read_bytes(), 0
-        while i + 12 <= len(data):
-            (n,) = struct.unpack_from("<Q", data, i)
-            event = event_pb2.Event.FromString(data[i + 12:i + 12 + n])
-            tags.update(v.tag for v in event.summary.value)
-            i += 12 + n + 4
-    return tags
+    """Every scalar tag in a directory of TensorBoard event files."""
+    return set(read_scalars(tb_dir))
 
 
 def test_policy_lag_one_overlaps_and_reports_lag(ray_session, tmp_path):

@@ -7,9 +7,11 @@ of observations and rewards, separate 256-256 ReLU actor and critic, ``log_std_i
 (``benchmark.md``, PPO, ``-v3`` envs, one run, deterministic test episodes) are
 HalfCheetah 5819 ± 664 and Hopper 2410 ± 10.
 
-The curve records, after every rollout, the env steps, the wall time since training started and
-the mean return of the last 100 finished training episodes (raw rewards, as the Monitor wrapper
-sees them, before ``VecNormalize``).
+The curve records, after every rollout, the env steps, the wall time since training started, the
+mean return of the last 100 finished training episodes (raw rewards, as the Monitor wrapper sees
+them, before ``VecNormalize``) and the process's CPU seconds since training started (SB3 runs in
+one process on one torch thread, so alone on a machine its CPU time is its wall time; under
+other load the CPU time is the steadier measure).
 
 Run: ``python -m bench.peers.sb3_ppo --env HalfCheetah-v5 --steps 1000000 --seed 0``
 """
@@ -39,8 +41,9 @@ def zoo_settings(env_id: str) -> dict[str, Any]:
     return ZOO[family]
 
 
-def run(env_id: str, total_steps: int, seed: int, threads: int = 1) -> dict[str, Any]:
-    """Train SB3 PPO with the Zoo's settings; returns the curve and the totals."""
+def run(env_id: str, total_steps: int, seed: int, threads: int = 1, partial: str | None = None) -> dict[str, Any]:
+    """Train SB3 PPO with the Zoo's settings; returns the curve and the totals. ``partial``: a
+    JSON path the curve so far is written to every 50 rollouts (a long run can be read early)."""
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
@@ -56,11 +59,11 @@ def run(env_id: str, total_steps: int, seed: int, threads: int = 1) -> dict[str,
                                    net_arch=dict(pi=[256, 256], vf=[256, 256])))
     build_s = time.perf_counter() - t_build
     returns: collections.deque = collections.deque(maxlen=100)
-    curve: list[tuple[int, float, float]] = []
+    curve: list[tuple[int, float, float, float]] = []
 
     class Curve(BaseCallback):
         def _on_training_start(self) -> None:
-            self.t0 = time.perf_counter()
+            self.t0, self.c0 = time.perf_counter(), time.process_time()
 
         def _on_step(self) -> bool:
             for info in self.locals["infos"]:
@@ -70,14 +73,18 @@ def run(env_id: str, total_steps: int, seed: int, threads: int = 1) -> dict[str,
 
         def _on_rollout_end(self) -> None:
             if returns:
-                curve.append((self.num_timesteps, time.perf_counter() - self.t0, sum(returns) / len(returns)))
+                curve.append((self.num_timesteps, time.perf_counter() - self.t0, sum(returns) / len(returns),
+                              time.process_time() - self.c0))
+            if partial and len(curve) % 50 == 0:
+                with open(partial, "w") as f:
+                    json.dump({"peer": "sb3_zoo", "env": env_id, "seed": seed, "partial": True, "curve": curve}, f)
 
     callback = Curve()
     model.learn(total_timesteps=total_steps, callback=callback)
-    wall = time.perf_counter() - callback.t0
+    wall, cpu = time.perf_counter() - callback.t0, time.process_time() - callback.c0
     env.close()
     return {"peer": "sb3_zoo", "env": env_id, "seed": seed, "env_steps": total_steps, "train_wall_s": wall,
-            "build_s": build_s, "final_return": curve[-1][2] if curve else float("nan"), "curve": curve}
+            "train_cpu_s": cpu, "threads": threads, "build_s": build_s, "final_return": curve[-1][2] if curve else float("nan"), "curve": curve}
 
 
 def main() -> None:
@@ -85,11 +92,13 @@ def main() -> None:
     ap.add_argument("--env", default="HalfCheetah-v5")
     ap.add_argument("--steps", type=int, default=1_000_000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (1 was faster than 2 on 2 cores)")
     ap.add_argument("--json", default=None, help="write the result here")
     args = ap.parse_args()
-    result = run(args.env, args.steps, args.seed)
-    print(f"{args.env} seed {args.seed}: {result['env_steps']:,} steps in {result['train_wall_s']:.0f}s, "
-          f"final mean return {result['final_return']:.0f}")
+    result = run(args.env, args.steps, args.seed, args.threads,
+                 partial=args.json.replace(".json", ".partial.json") if args.json else None)
+    print(f"{args.env} seed {args.seed}: {result['env_steps']:,} steps in {result['train_wall_s']:.0f}s "
+          f"({result['train_cpu_s']:.0f} CPU s), final mean return {result['final_return']:.0f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f)

@@ -1,0 +1,37 @@
+"""bench/bench_mujoco.py's bookkeeping: the common return, time to it, the curve read back from
+a run's TensorBoard files (the training runs themselves are benchmarks, not tests)."""
+
+from __future__ import annotations
+
+from bench.bench_mujoco import markdown, summarise, tb_curve, time_to
+
+
+def _run(peer, seed, final, curve, **extra):
+    return {"peer": peer, "env": "Hopper-v5", "seed": seed, "env_steps": 1000, "train_wall_s": 10.0,
+            "final_return": final, "curve": curve, **extra}
+
+
+def test_common_return_is_the_lower_mean_final_and_times_are_to_it():
+    runs = [
+        _run("rl_system", 0, 2000.0, [(100, 1.0, 500.0), (200, 2.0, 1600.0), (1000, 10.0, 2000.0)]),
+        _run("rl_system", 1, 1800.0, [(100, 1.0, 900.0), (300, 3.0, 1700.0)]),
+        _run("sb3_zoo", 0, 1700.0, [(100, 5.0, 300.0, 4.0), (900, 40.0, 1700.0, 38.0)], train_cpu_s=45.0),
+    ]
+    rows = {r["peer"]: r for r in summarise(runs)}
+    assert rows["rl_system"]["common_return"] == rows["sb3_zoo"]["common_return"] == 1700.0
+    assert rows["rl_system"]["reached"] == "2/2" and rows["rl_system"]["time_to_common_s"] == 6.5  # median of 10 and 3
+    assert rows["sb3_zoo"]["time_to_common_s"] == 40.0 and rows["sb3_zoo"]["cpu_s"] == 45.0
+    assert time_to([(1, 1.0, 5.0)], 6.0) is None
+    text = markdown({"date": "d", "commit": "c", "cpu": "2 x cpu", "python": "3", "torch": "t", "ray": "r",
+                     "gymnasium": "g", "mujoco": "m", "sb3": "s"}, list(rows.values()), [], "python -m bench.bench_mujoco")
+    assert "| Hopper-v5 | sb3_zoo | 0 | 1700 (1700) | 10 (45) |" in text
+
+
+def test_the_curve_of_a_run_is_read_back_from_its_tensorboard_files(tmp_path):
+    from tensorboardX import SummaryWriter
+
+    with SummaryWriter(str(tmp_path)) as w:
+        for step, ret in ((512, 10.0), (1024, 20.0)):
+            w.add_scalar("rollout/return_mean", ret, step)
+            w.add_scalar("system/steps_per_s", 256.0, step)
+    assert tb_curve(tmp_path) == [(512, 2.0, 10.0), (1024, 4.0, 20.0)]
