@@ -123,9 +123,15 @@ def cmd_train(args: argparse.Namespace) -> int:
     at = ", ".join(f"{r['env_steps']:,}" for r in reseeds)
     reseeded = f", reseeded on stall at {at} steps" if reseeds else ""
     print(f"done: {summary['env_steps']:,} env steps in {summary['wall_time_s']:.2f}s "
-          f"({summary['steps_per_s']:,.0f} steps/s), final mean return {summary['final_mean_return']}{reached}"
+          f"({summary['steps_per_s']:,.0f} steps/s), final mean return {_fmt(summary['final_mean_return'])}{reached}"
           f"{reseeded}")
     return 0
+
+
+def _fmt(value: float | None) -> str:
+    """A return for a person, without float noise: two decimals (1.5000000453 -> 1.50), whole
+    numbers from 10,000 up."""
+    return "none" if value is None else f"{value:.2f}" if abs(value) < 1e4 else f"{value:,.0f}"
 
 
 def cmd_status(args: argparse.Namespace) -> int:
