@@ -181,6 +181,9 @@ def summarise(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             its = [r for r in mine if r["peer"] == peer]
             hits = [time_to(r["curve"], common) for r in its]
             walls = [h[1] for h in hits if h is not None]
+            # SB3's curve rows carry CPU seconds too: its time alone on a machine, under any load.
+            cpus = [next(row[3] for row in r["curve"] if row[2] >= common) for r, h in zip(its, hits)
+                    if h is not None and len(r["curve"][0]) > 3]
             rows.append({"env": env_id, "peer": peer, "seeds": [r["seed"] for r in its],
                          "final_returns": [round(r["final_return"], 1) for r in its], "final_mean": mean_final,
                          "wall_s": statistics.fmean(r["train_wall_s"] for r in its),
@@ -188,7 +191,8 @@ def summarise(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                          else None,
                          "steps_per_s": statistics.fmean(r["env_steps"] / r["train_wall_s"] for r in its),
                          "common_return": common, "reached": f"{len(walls)}/{len(its)}",
-                         "time_to_common_s": statistics.median(walls) if walls else None})
+                         "time_to_common_s": statistics.median(walls) if walls else None,
+                         "cpu_to_common_s": statistics.median(cpus) if cpus else None})
     return rows
 
 
@@ -201,6 +205,8 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], step_rows: list[d
                   "reached | median time to it |", "|---|---|---|---|---:|---:|---:|---|---:|"]
         for r in rows:
             ttc = f"{r['time_to_common_s']:.0f} s" if r["time_to_common_s"] is not None else "—"
+            if r.get("cpu_to_common_s") is not None:
+                ttc += f" ({r['cpu_to_common_s']:.0f} CPU s)"
             cpu = f" ({r['cpu_s']:.0f})" if r.get("cpu_s") is not None else ""
             lines.append(f"| {r['env']} | {r['peer']} | {' '.join(map(str, r['seeds']))} | {r['final_mean']:.0f} "
                          f"({', '.join(f'{x:.0f}' for x in r['final_returns'])}) | {r['wall_s']:.0f}{cpu} | "
