@@ -20,11 +20,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
-import subprocess
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -144,26 +141,12 @@ def stepping_table(envs: list[str]) -> list[dict[str, Any]]:
 
 
 def machine() -> dict[str, Any]:
-    import gymnasium
-    import mujoco
-    import torch
+    """The report's stamp (date, commit, CPU, versions) plus the MuJoCo and SB3 versions."""
+    from bench.report import _version, stamp
 
-    import ray
-
-    try:
-        import stable_baselines3
-        sb3 = stable_baselines3.__version__
-    except ImportError:
-        sb3 = None
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                           text=True).stdout.strip()
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")), platform.processor())
-    import os
-    return {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit + ("+dirty" if dirty else ""),
-            "cpu": f"{os.cpu_count()} x {cpu}", "python": platform.python_version(), "torch": torch.__version__,
-            "ray": ray.__version__, "gymnasium": gymnasium.__version__, "mujoco": mujoco.__version__, "sb3": sb3}
+    meta = stamp()
+    return {**meta, "date": meta["date_utc"], "cpu": f"{meta['cores']} x {meta['cpu']}",
+            "mujoco": _version("mujoco"), "sb3": _version("stable_baselines3")}
 
 
 def summarise(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:

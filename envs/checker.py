@@ -31,7 +31,7 @@ from typing import Any, Callable
 import torch
 
 from envs import make_env
-from envs.base import ACTION_MASK, AgentDiscrete, Box, Discrete, MultiDiscrete, StepResult, TensorSpec, VecEnv
+from envs.base import ACTION_MASK, AgentDiscrete, Box, MultiDiscrete, StepResult, VecEnv
 
 Obs = dict[str, torch.Tensor]
 
@@ -168,15 +168,15 @@ def _mask_problem(where: str, obs: Obs, env: VecEnv) -> str | None:
 # -- the checks -------------------------------------------------------------------------------
 
 
-def _rollout(env: VecEnv, steps: int, seed: int, on_step: Callable[[int, Obs, StepResult], None] | None = None,
-             actions: list[torch.Tensor] | None = None) -> list[StepResult]:
-    """Reset with ``seed``, then step ``steps`` times with random legal actions (or ``actions``)."""
+def _rollout(env: VecEnv, steps: int, seed: int,
+             on_step: Callable[[int, Obs, StepResult], None] | None = None) -> list[StepResult]:
+    """Reset with ``seed``, then step ``steps`` times with random legal actions; ``on_step(t,
+    obs, result)`` sees the observation each action was taken on and what the step returned."""
     generator = torch.Generator().manual_seed(seed)
     obs = env.reset(seed=seed)
     results = []
     for t in range(steps):
-        action = actions[t] if actions is not None else random_actions(env, obs, generator)
-        result = env.step(action)
+        result = env.step(random_actions(env, obs, generator))
         if on_step is not None:
             on_step(t, obs, result)
         results.append(_snapshot(result))
@@ -186,12 +186,11 @@ def _rollout(env: VecEnv, steps: int, seed: int, on_step: Callable[[int, Obs, St
 
 def _snapshot(result: StepResult) -> StepResult:
     """A copy of ``result`` (an env may reuse its tensors after the next step)."""
-    clone = lambda d: {k: v.clone() for k, v in d.items()}  # noqa: E731
-    return StepResult(clone(result.obs), result.reward.clone(), result.terminated.clone(),
-                      result.truncated.clone(), clone(result.final_obs), clone(result.info))
+    return StepResult(*(_clone(part) for part in result))
 
 
 def _clone(tree: Any) -> Any:
+    """A deep copy of the tensors in ``tree`` (dicts, lists and tuples of them)."""
     if isinstance(tree, torch.Tensor):
         return tree.clone()
     if isinstance(tree, dict):
@@ -258,7 +257,10 @@ class _Checker:
 
         def on_step(t: int, obs: Obs, result: StepResult) -> None:
             _check_step(result, env)
-            problem = None if self.mask_problems else _mask_problem(f"step {t} obs", result.obs, env)
+            # The observation acted on: reset()'s at t = 0, then each step's (the last one's
+            # goes unchecked, as it is never acted on).
+            where = "reset() obs" if t == 0 else f"step {t - 1} obs"
+            problem = None if self.mask_problems else _mask_problem(where, obs, env)
             if problem:
                 self.mask_problems.append(problem)
             done = result.terminated | result.truncated
@@ -271,9 +273,6 @@ class _Checker:
                     same &= (result.obs[key] == result.final_obs[key]).reshape(env.num_envs, -1).all(dim=1)
                 stats["same"] += int((same & done).sum())
 
-        problem = _mask_problem("reset() obs", env.reset(seed=self.seed), env)
-        if problem:
-            self.mask_problems.append(problem)
         _rollout(env, self.steps, self.seed, on_step)
         self.stats = stats
         return f"{stats['steps']} steps of {env.num_envs} envs: shapes, dtypes, device and values as declared"

@@ -145,6 +145,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def env_kwarg(assignment: str) -> str:
+    """``assignment`` if it reads ``KWARG=VALUE`` (an ``--env`` flag), else ConfigError."""
+    if "=" not in assignment or assignment.startswith("="):
+        raise ConfigError(f"--env {assignment!r}: expected KWARG=VALUE, e.g. random_start=false")
+    return assignment
+
+
 def with_env_kwargs(state: dict, assignments: list[str]) -> dict:
     """``state`` with ``KWARG=VALUE`` assignments applied to the env kwargs its policy is tested
     under (``env.eval_kwargs``, which win over ``env.kwargs``; a copy: the checkpoint's own dict is
@@ -153,9 +160,7 @@ def with_env_kwargs(state: dict, assignments: list[str]) -> dict:
 
     tree = copy.deepcopy(state["config"])
     for assignment in assignments:
-        if "=" not in assignment or assignment.startswith("="):
-            raise ConfigError(f"--env {assignment!r}: expected KWARG=VALUE, e.g. random_start=false")
-        apply_override(tree, f"env.eval_kwargs.{assignment}")
+        apply_override(tree, f"env.eval_kwargs.{env_kwarg(assignment)}")
     build_config(tree)
     return {**state, "config": tree}
 
@@ -222,9 +227,7 @@ def cmd_check_env(args: argparse.Namespace) -> int:
         return _fail("--num-envs and --steps must be positive", 2)
     tree: dict = {}
     for assignment in args.env_kwargs:
-        if "=" not in assignment or assignment.startswith("="):
-            return _fail(f"--env {assignment!r}: expected KWARG=VALUE, e.g. size=small", 2)
-        apply_override(tree, assignment)
+        apply_override(tree, env_kwarg(assignment))
     try:
         findings = check_env(args.name, args.num_envs, tree, steps=args.steps, seed=args.seed, device=args.device)
     except EntryPointError as err:
