@@ -9,6 +9,9 @@ Observation
     ``{"obs": float32 [N, 4]}``: cart position, cart velocity, pole angle (rad), pole angular
     velocity. Gymnasium's nominal bounds are ``±4.8``, ``±inf``, ``±0.418`` (24°), ``±inf``;
     they differ per dimension, so the scalar ``TensorSpec.low/high`` are left ``None``.
+    ``velocities=False``: ``float32 [N, 2]``, cart position and pole angle only -- the
+    partially observable CartPole of the memory benchmarks (RL Zoo's ``CartPoleNoVel``, POPGym's
+    ``StatelessCartPole``): a policy must infer the velocities from what it remembers.
 Action
     ``Discrete(2)``, int64 ``[N]``: ``0`` pushes the cart left, ``1`` right, with a force of
     10 N.
@@ -62,7 +65,8 @@ class CartPoleVecEnv(VecEnv):
     """``num_envs`` CartPole-v1 environments as tensors on ``device``; see the module docstring."""
 
     def __init__(self, num_envs: int, device: str | torch.device = "cpu", seed: int | None = None,
-                 dtype: torch.dtype = torch.float32, max_episode_steps: int | None = 500) -> None:
+                 dtype: torch.dtype = torch.float32, max_episode_steps: int | None = 500,
+                 velocities: bool = True) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         if not dtype.is_floating_point:
@@ -73,7 +77,8 @@ class CartPoleVecEnv(VecEnv):
         self.device = torch.device(device)
         self.dtype = dtype
         self.max_episode_steps = max_episode_steps
-        self.observation_spec = {"obs": TensorSpec(shape=(4,), dtype=torch.float32)}
+        self.velocities = bool(velocities)
+        self.observation_spec = {"obs": TensorSpec(shape=(4 if self.velocities else 2,), dtype=torch.float32)}
         self.action_spec = Discrete(2)
 
         n, dev = self.num_envs, self.device
@@ -215,7 +220,9 @@ class CartPoleVecEnv(VecEnv):
     # ------------------------------------------------------------------ internals
 
     def _observe(self) -> torch.Tensor:
-        """A fresh float32 ``[N, 4]`` observation of the current state."""
+        """A fresh float32 ``[N, 4]`` observation of the current state (``[N, 2]``: x, theta)."""
+        if not self.velocities:
+            return self._state[:, ::2].to(torch.float32, copy=True)
         return self._state.to(torch.float32, copy=True)
 
     def _auto_reset(self, done: torch.Tensor) -> None:

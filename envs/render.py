@@ -147,8 +147,13 @@ def record_episode(state: dict[str, Any], renderer: Renderer, deterministic: boo
     env = make_env(cfg.env.name, 1, device, seed=seed, **cfg.env.test_kwargs())
     try:
         policy = load_policy(state, env, device)
+        # A recurrent policy carries its state through the one episode recorded.
+        memory = [policy.initial_state(1)] if callable(getattr(policy, "initial_state", None)) else None
 
         def act(obs: Obs) -> torch.Tensor:
+            if memory is not None:
+                action, *_, memory[0] = policy.act(obs, memory[0], deterministic=deterministic)
+                return action
             acted = policy.act(obs, deterministic=deterministic)
             return acted[0] if isinstance(acted, tuple) else acted
 

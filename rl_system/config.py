@@ -75,6 +75,29 @@ class PPOConfig(_Strict):
     reward scaling), kept by the learner and saved with its checkpoints."""
     reward_clip: float = Field(10.0, gt=0)
     """With ``normalize_reward``: scaled rewards are clipped to ``[-reward_clip, reward_clip]``."""
+    burn_in: int = Field(0, ge=0)
+    """Recurrent models: the first ``burn_in`` steps of every rollout only warm the recurrent
+    state (no loss on them); must be below ``workers.rollout_len``."""
+
+
+class EncoderConfig(_Strict):
+    """How one observation key is encoded (:mod:`rl_system.algos.ppo.encoders`)."""
+
+    type: Literal["auto", "flat", "onehot", "nature", "impala", "conv", "scan"] = "auto"
+    layout: Literal["auto", "chw", "hwc"] = "auto"
+    """Axis order of an image/scan entry; ``auto`` guesses channels-last when the last axis is the
+    shortest."""
+    channels: list[int] | None = Field(None, min_length=1)
+    """Conv channels per layer (per IMPALA stage); default per type."""
+    kernels: list[int | list[int]] | None = Field(None, min_length=1)
+    strides: list[int | list[int]] | None = Field(None, min_length=1)
+    features: int | None = Field(None, gt=0)
+    """Width of the encoder's output (its last linear layer)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        return {"type": data} if isinstance(data, str) else data
 
 
 class ModelConfig(_Strict):
@@ -85,6 +108,8 @@ class ModelConfig(_Strict):
     kwargs: dict[str, Any] = Field(default_factory=dict)
     """Free-form settings for a user-defined network (it reads ``model_cfg.kwargs``)."""
     hidden_sizes: list[int] = Field(default_factory=lambda: [64, 64])
+    """The actor's and the critic's MLP layers after the encoders (and the recurrent core); ``[]``
+    gives linear heads (CleanRL's Atari agent on the Nature CNN)."""
     activation: Literal["tanh", "relu", "elu"] = "tanh"
     normalize_obs: bool = False
     """Running mean/std normalisation of observations, updated by the learner, shipped with weights."""
@@ -93,11 +118,21 @@ class ModelConfig(_Strict):
     ortho_init: bool = True
     """Orthogonal weight init (gain sqrt(2), 0.01 on the actor head, 1 on the critic head); false
     keeps torch's default init."""
+    encoders: dict[str, EncoderConfig] = Field(default_factory=dict)
+    """Per observation key: ``{lidar: scan}``, ``{pixels: {type: impala, layout: hwc}}``. Keys not
+    named get the default for their spec (a CNN for uint8/bool images, else flattened)."""
+    share_encoder: bool = True
+    """Actor and critic share the conv encoders (and the recurrent core); false gives the critic
+    its own."""
+    recurrent: Literal["none", "gru", "lstm"] = "none"
+    """A recurrent core between the encoders and the heads (single-agent PPO): the worker carries
+    each env's state across rollouts, the learner replays whole rollouts (BPTT)."""
+    recurrent_size: int = Field(128, gt=0)
 
     @model_validator(mode="after")
     def _positive_sizes(self) -> "ModelConfig":
-        if not self.hidden_sizes or any(h <= 0 for h in self.hidden_sizes):
-            raise ValueError("hidden_sizes must be a non-empty list of positive ints")
+        if any(h <= 0 for h in self.hidden_sizes):
+            raise ValueError("hidden_sizes must be a list of positive ints ([] for linear heads)")
         return self
 
 
@@ -320,6 +355,13 @@ class RunConfig(_Strict):
     def _network_for_ppo(self) -> "RunConfig":
         if self.model.network is not None and self.algo != "ppo":
             raise ValueError(f"model.network is a PPO actor-critic; algo {self.algo!r} builds its own networks")
+        if self.model.recurrent != "none" and self.algo != "ppo":
+            raise ValueError(f"model.recurrent is PPO's recurrent core; algo {self.algo!r} has its own (hmasd.hidden)")
+        if self.ppo.burn_in >= self.workers.rollout_len:
+            raise ValueError(f"ppo.burn_in ({self.ppo.burn_in}) must be below workers.rollout_len "
+                             f"({self.workers.rollout_len}): burn-in steps carry no loss")
+        if self.model.recurrent != "none" and self.selfplay.enabled:
+            raise ValueError("model.recurrent with selfplay: a recurrent opponent snapshot is not supported")
         return self
 
     @model_validator(mode="before")
@@ -361,6 +403,9 @@ def _format_error(err: ValidationError) -> str:
     msg = first["msg"]
     if first["type"] == "extra_forbidden":
         msg = "unknown key"
+    if first["type"] == "value_error" and not first["loc"]:
+        # A whole-config check: its message names the keys itself.
+        return str(first["ctx"]["error"])
     got = first.get("input")
     shown = "" if first["type"] == "extra_forbidden" or isinstance(got, dict) else f" (got {got!r})"
     more = f" [+{err.error_count() - 1} more]" if err.error_count() > 1 else ""

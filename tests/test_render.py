@@ -47,7 +47,10 @@ NAV = ["env.name=Navigation", "env.kwargs={num_static: 10, num_dynamic: 3, max_s
 AIR = ["env.name=AirCombat", "env.kwargs={time_scale: 8.0, max_time_s: 40.0}"]
 
 
-@pytest.mark.parametrize("overrides", [NAV, AIR], ids=["navigation", "air_combat"])
+NAV_MEMORY = NAV + ["model.recurrent=gru", "model.encoders={lidar: scan}"]
+
+
+@pytest.mark.parametrize("overrides", [NAV, AIR, NAV_MEMORY], ids=["navigation", "air_combat", "navigation_gru_scan"])
 def test_eval_render_writes_a_png(tmp_path, capsys, overrides):
     _checkpoint(tmp_path / "run", overrides)
     out = tmp_path / "pics" / "episode.png"

@@ -98,6 +98,41 @@ class ActorCriticNetwork(Protocol):
         """``value[B]`` (used with ``final_obs`` to bootstrap truncated episodes)."""
 
 
+@runtime_checkable
+class RecurrentActorCriticNetwork(Protocol):
+    """PPO's recurrent policy network (``model.recurrent``): the built-in
+    :class:`~rl_system.algos.ppo.policy.RecurrentActorCritic` implements it; a user's class named
+    by ``model.network`` does too where it has an ``initial_state`` method.
+
+    An env's recurrent state is one tensor row ``[S]`` (``state_size``). The worker keeps a
+    ``[N, S]`` state for its N envs, zeroes an env's row when its episode ends, ships the state
+    it began the rollout with (column ``init_state``) and saves it in checkpoints; the learner
+    replays the rollout from it with :meth:`evaluate_sequence`.
+    """
+
+    state_size: int
+
+    def initial_state(self, batch: int) -> torch.Tensor:
+        """Zeros ``[batch, S]`` on the policy's device."""
+
+    def act(self, obs: dict[str, torch.Tensor], state: torch.Tensor, deterministic: bool = False
+            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(action, logp[B], value[B], new_state[B, S])``, no grad."""
+
+    def value(self, obs: dict[str, torch.Tensor], state: torch.Tensor) -> torch.Tensor:
+        """``value[B]`` of ``obs`` seen with ``state`` (bootstraps, state not advanced)."""
+
+    def evaluate_sequence(self, obs: dict[str, torch.Tensor], action: torch.Tensor, state0: torch.Tensor,
+                          reset: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(logp, entropy, value)`` ``[T, B]`` each of a replay of ``obs[T, B, ...]`` from
+        ``state0[B, S]``, the state zeroed before step ``t`` where ``reset[t]``; differentiable."""
+
+
+def is_recurrent(policy: nn.Module) -> bool:
+    """Whether ``policy`` carries a recurrent state (:class:`RecurrentActorCriticNetwork`)."""
+    return callable(getattr(policy, "initial_state", None))
+
+
 class AlgorithmModule(Protocol):
     """What ``algo: <name>`` names: a module with these three factories."""
 

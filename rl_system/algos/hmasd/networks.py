@@ -27,6 +27,7 @@ from torch import nn
 
 from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.novelty import RandomNetworkDistillation
+from rl_system.algos.recurrent import unroll
 
 
 class ValueNorm(nn.Module):
@@ -213,29 +214,20 @@ class _RecurrentNet(nn.Module):
         h = self.gru(self.features(x, ids), h)
         return self.out(h), h
 
+    def _gru_step(self, x: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.gru(x, h)
+        return h, h
+
     @torch.no_grad()
     def hiddens(self, x, ids, h0, reset):
         """Hidden entering each step (before its reset) ``[T, B, H]``: x ``[T, B, in]``, h0 ``[B, H]``,
         reset ``[T, B]`` (hidden zeroed before step t)."""
-        feats = self.features(x, ids)
-        keep = (~reset).unsqueeze(-1).to(feats.dtype)
-        out = torch.empty(feats.shape[0], *h0.shape, dtype=h0.dtype, device=h0.device)
-        h = h0
-        for t in range(feats.shape[0]):
-            out[t] = h
-            h = self.gru(feats[t], h * keep[t])
-        return out
+        return unroll(self._gru_step, self.features(x, ids), h0, reset, entering=True)
 
     def sequence(self, x, ids, h0, reset):
         """Recurrent pass with gradients: x ``[L, B, in]``, h0 ``[B, H]`` (hidden entering step 0),
         reset ``[L, B]`` -> outputs ``[L, B, out]``."""
-        feats = self.features(x, ids)
-        keep = (~reset).unsqueeze(-1).to(feats.dtype)
-        h, outs = h0, []
-        for t in range(feats.shape[0]):
-            h = self.gru(feats[t], h * keep[t])
-            outs.append(h)
-        return self.out(torch.stack(outs))
+        return self.out(unroll(self._gru_step, self.features(x, ids), h0, reset))
 
 
 class SkillDiscoverer(nn.Module):

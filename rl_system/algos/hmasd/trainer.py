@@ -29,6 +29,7 @@ from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.networks import HMASDPolicy
 from rl_system.algos.hmasd.novelty import novelty_bonus, success_share
 from rl_system.algos.advantages import compute_gae, explained_variance
+from rl_system.algos.recurrent import episode_starts
 
 
 @torch.no_grad()
@@ -176,7 +177,7 @@ class HMASDTrainer:
         stats: dict[str, float] = {}
         data = {k: batch[k] for k in ("obs.state", "obs.obs", "action", "logp")}
         # Hidden zeroed before step t where an episode began at t (t=0: the shipped init hidden).
-        data["reset"] = torch.cat([torch.zeros_like(done[:1]), done[:-1]], dim=0)
+        data["reset"] = episode_starts(done)
         Zs, zs = (batch["skill_team"], batch["skill_agent"]) if policy.hierarchy else (None, None)
         # Hidden entering every step, with the weights that sampled (the chunks' initial states).
         data["hid_actor"], data["hid_critic"] = policy.low.hiddens(batch["obs.state"], batch["obs.obs"], Zs, zs,

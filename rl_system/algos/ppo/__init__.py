@@ -16,15 +16,17 @@ import torch
 from torch import nn
 
 from envs import EntryPointError, import_entry_point
-from rl_system.algos.ppo.policy import ActorCritic
+from envs.base import AgentDiscrete
+from rl_system.algos.ppo.policy import ActorCritic, RecurrentActorCritic
 from rl_system.algos.ppo.sampler import PolicySampler
 from rl_system.algos.ppo.trainer import PPO
 from rl_system.config import ConfigError, RunConfig
 from rl_system.errors import one_line
 
-__all__ = ["ActorCritic", "PPO", "PolicySampler", "make_policy", "make_sampler", "make_trainer", "network_class"]
+__all__ = ["ActorCritic", "RecurrentActorCritic", "PPO", "PolicySampler", "make_policy", "make_sampler", "make_trainer", "network_class"]
 
 _METHODS = ("act", "evaluate", "value")
+_RECURRENT_METHODS = ("act", "evaluate_sequence", "value", "initial_state")
 
 
 def network_class(target: str) -> type[nn.Module]:
@@ -38,17 +40,24 @@ def network_class(target: str) -> type[nn.Module]:
     if not (inspect.isclass(cls) and issubclass(cls, nn.Module)):
         raise ConfigError(f"model.network: {target!r} must be a torch.nn.Module subclass implementing "
                           f"ActorCriticNetwork, got {cls!r}")
-    missing = [m for m in _METHODS if not callable(getattr(cls, m, None))]
+    recurrent = callable(getattr(cls, "initial_state", None))
+    methods, protocol = (_RECURRENT_METHODS, "RecurrentActorCriticNetwork") if recurrent else (_METHODS, "ActorCriticNetwork")
+    missing = [m for m in methods if not callable(getattr(cls, m, None))]
     if missing:
-        raise ConfigError(f"model.network: {target!r} does not implement ActorCriticNetwork: no "
-                          f"{', '.join(missing)} method (needs act, evaluate, value)")
+        raise ConfigError(f"model.network: {target!r} does not implement {protocol}: no "
+                          f"{', '.join(missing)} method (needs {', '.join(methods)})")
     return cls
 
 
 def make_policy(obs_spec, action_spec, cfg: RunConfig) -> nn.Module:
-    """The built-in :class:`ActorCritic`, or ``model.network`` built from the specs."""
+    """The built-in :class:`ActorCritic` (:class:`RecurrentActorCritic` with ``model.recurrent``),
+    or ``model.network`` built from the specs."""
+    if isinstance(action_spec, AgentDiscrete):
+        raise ConfigError(f"algo ppo trains single-agent envs; this env has {action_spec} actions (multi-agent): "
+                          f"use algo: hmasd (hmasd.hierarchy: false is recurrent MAPPO)")
     if cfg.model.network is None:
-        return ActorCritic(obs_spec, action_spec, cfg.model)
+        cls = RecurrentActorCritic if cfg.model.recurrent != "none" else ActorCritic
+        return cls(obs_spec, action_spec, cfg.model)
     cls = network_class(cfg.model.network)
     try:
         policy = cls(obs_spec, action_spec, cfg.model)

@@ -14,6 +14,7 @@ Columns (``T = rollout_len``, ``N = num_envs``):
 ``trunc_value``        ``[T, N]``       ``V(final_obs)`` where truncated, else 0 (bootstrap)
 ``disc_return``        ``[T, N]``       running discounted return (only with ``normalize_reward``)
 ``last_value``         ``[N]``          ``V(obs_T)``, bootstraps the end of the rollout
+``init_state``         ``[N, S]``       recurrent state before the first step (recurrent only)
 =====================  ===============  ====================================================
 """
 
@@ -27,7 +28,8 @@ from rl_system.rollout import Columns, obs_column
 
 class RolloutBuffer:
     def __init__(self, rollout_len: int, num_envs: int, obs_spec: dict[str, TensorSpec],
-                 action_spec: ActionSpec, device: torch.device, disc_return: bool = False):
+                 action_spec: ActionSpec, device: torch.device, disc_return: bool = False,
+                 state_size: int = 0):
         T, N = rollout_len, num_envs
         self.rollout_len, self.num_envs = T, N
 
@@ -44,6 +46,7 @@ class RolloutBuffer:
         self.trunc_value = alloc()
         self.last_value = torch.zeros(N, device=device)
         self.disc_return = alloc() if disc_return else None
+        self.init_state = torch.zeros(N, state_size, device=device) if state_size else None
 
     def columns(self) -> Columns:
         """The columns a learner needs, by name (views, no copies)."""
@@ -53,4 +56,6 @@ class RolloutBuffer:
                     trunc_value=self.trunc_value, last_value=self.last_value)
         if self.disc_return is not None:
             cols["disc_return"] = self.disc_return
+        if self.init_state is not None:
+            cols["init_state"] = self.init_state
         return cols

@@ -13,19 +13,27 @@ from torch import nn
 from envs.base import VecEnv
 from rl_system.algos.episodes import EpisodeTracker
 from rl_system.algos.ppo.buffer import RolloutBuffer
+from rl_system.algos.protocols import is_recurrent
 from rl_system.rollout import Columns, Episodes
 
 
 class PolicySampler:
     """Single-agent sampler for PPO policies (:class:`~rl_system.algos.protocols.ActorCriticNetwork`): fills a
     :class:`RolloutBuffer` and computes the truncation bootstrap ``V(final_obs)`` with the same
-    policy version that acted."""
+    policy version that acted.
+
+    A recurrent policy (:class:`~rl_system.algos.protocols.RecurrentActorCriticNetwork`) gets each
+    env's state ``[N, S]``, carried across rollouts and zeroed where an episode ends; the state a
+    rollout began with ships as its ``init_state`` column."""
 
     def __init__(self, env: VecEnv, policy: nn.Module, rollout_len: int, device: torch.device,
                  return_gamma: float | None = None):
         self.env, self.policy, self.device = env, policy, device
+        self.recurrent = is_recurrent(policy)
         self.buffer = RolloutBuffer(rollout_len, env.num_envs, env.observation_spec, env.action_spec, device,
-                                    disc_return=return_gamma is not None)
+                                    disc_return=return_gamma is not None,
+                                    state_size=policy.state_size if self.recurrent else 0)
+        self.state = policy.initial_state(env.num_envs).to(device) if self.recurrent else None
         self.episodes = EpisodeTracker(rollout_len, env.num_envs, device)
         self.obs: dict[str, torch.Tensor] = {}
         # return_gamma: also ship the running discounted return per env (``disc_return``), from
@@ -37,15 +45,22 @@ class PolicySampler:
         self.obs = self.env.reset(seed=seed)
         self.episodes.reset()
         self.disc_ret.zero_()
+        if self.state is not None:
+            self.state.zero_()
 
     @torch.no_grad()
     def collect(self, deterministic: bool = False) -> tuple[Columns, Episodes]:
         buf, env, policy = self.buffer, self.env, self.policy
-        obs = self.obs
+        obs, state = self.obs, self.state
+        if state is not None:
+            buf.init_state.copy_(state)
         for t in range(buf.rollout_len):
             for k, v in obs.items():
                 buf.obs[k][t].copy_(v)
-            action, logp, value = policy.act(obs, deterministic=deterministic)
+            if state is None:
+                action, logp, value = policy.act(obs, deterministic=deterministic)
+            else:
+                action, logp, value, state = policy.act(obs, state, deterministic=deterministic)
             buf.action[t].copy_(action)
             buf.logp[t].copy_(logp)
             buf.value[t].copy_(value)
@@ -60,22 +75,33 @@ class PolicySampler:
                 buf.disc_return[t].copy_(self.disc_ret)
                 self.disc_ret.masked_fill_(done, 0.0)
             # Time-limit truncation: the learner bootstraps with V(final_obs), computed here by the
-            # same policy version. Only evaluated on steps where some env was truncated.
+            # same policy version (a recurrent one with the state that saw the episode). Only
+            # evaluated on steps where some env was truncated.
             trunc = step.truncated & ~step.terminated
             if bool(trunc.any()):
-                buf.trunc_value[t] = torch.where(trunc, policy.value(step.final_obs), 0.0)
+                final_value = policy.value(step.final_obs) if state is None else policy.value(step.final_obs, state)
+                buf.trunc_value[t] = torch.where(trunc, final_value, 0.0)
             else:
                 buf.trunc_value[t].zero_()
+            if state is not None:
+                state = state.masked_fill(done.unsqueeze(1), 0.0)  # the next episode starts afresh
             obs = step.obs
-        buf.last_value.copy_(policy.value(obs))
-        self.obs = obs
+        buf.last_value.copy_(policy.value(obs) if state is None else policy.value(obs, state))
+        self.obs, self.state = obs, state
         return buf.columns(), self.episodes.completed()
 
     def state_dict(self) -> dict[str, Any]:
-        return {"obs": dict(self.obs), "disc_return": self.disc_ret.clone(), **self.episodes.state_dict()}
+        state = {"obs": dict(self.obs), "disc_return": self.disc_ret.clone(), **self.episodes.state_dict()}
+        if self.state is not None:
+            state["recurrent_state"] = self.state.clone()
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.obs = {k: v.to(self.device) for k, v in state["obs"].items()}
         self.episodes.load_state_dict(state)
         if "disc_return" in state:
             self.disc_ret.copy_(state["disc_return"])
+        if self.state is not None:
+            if "recurrent_state" not in state:
+                raise ValueError("the sampler state has no recurrent_state: it was saved by a feedforward policy")
+            self.state = state["recurrent_state"].to(self.device).clone()

@@ -7,6 +7,11 @@ by the running std of the discounted return, which the sampler ships as ``disc_r
 Batch layout: the learner joins the rollouts of a round along the env axis
 (:func:`rl_system.rollout.concat`), so every step column is ``[T, N, ...]`` with ``N`` the total
 number of envs of the round; the columns are those of :class:`~.buffer.RolloutBuffer`.
+
+Recurrent policies (:class:`~rl_system.algos.protocols.RecurrentActorCriticNetwork`): a minibatch
+is a random set of whole env sequences ``[T, B]``, replayed from the shipped ``init_state`` with
+the state zeroed where an episode began (BPTT over the rollout, as CleanRL's LSTM PPO and
+sb3-contrib's RecurrentPPO do); the first ``ppo.burn_in`` steps only warm the state.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from torch import nn
 
 from rl_system.algos.advantages import compute_gae, explained_variance
 from rl_system.algos.ppo.policy import RunningNorm
+from rl_system.algos.protocols import is_recurrent
+from rl_system.algos.recurrent import episode_starts
 from rl_system.config import PPOConfig
 from rl_system.rollout import OBS, observations
 
@@ -32,6 +39,7 @@ class PPO:
         device = next(policy.parameters()).device
         # Running variance of the discounted return; the learner's alone (workers ship raw rewards).
         self.return_norm = RunningNorm(1).to(device) if cfg.normalize_reward else None
+        self.recurrent = is_recurrent(policy)
 
     def state_dict(self) -> dict:
         """Optimiser state and reward-scaling statistics (what a checkpoint needs besides the
@@ -61,16 +69,19 @@ class PPO:
         return (batch["reward"] / std).clamp(-clip, clip)
 
     def prepare(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Adds advantages and returns, then flattens ``[T, N, ...]`` to ``[T*N, ...]``."""
+        """Adds advantages and returns, then flattens ``[T, N, ...]`` to ``[T*N, ...]``
+        (recurrent policies: keeps ``[T, N, ...]`` and adds ``reset`` and ``init_state``)."""
         cfg = self.cfg
         done = batch["terminated"] | batch["truncated"]
         # trunc_value is V(final_obs), already in the (scaled) units the critic learns.
         reward = self.scaled_reward(batch) + cfg.gamma * batch["trunc_value"]
         adv, ret = compute_gae(reward, batch["value"], done, batch["last_value"], cfg.gamma, cfg.gae_lambda)
-        flat = {k: v.flatten(0, 1) for k, v in batch.items() if k.startswith(OBS)}
-        flat.update(action=batch["action"].flatten(0, 1), logp=batch["logp"].flatten(), value=batch["value"].flatten(),
-                    advantage=adv.flatten(), ret=ret.flatten())
-        return flat
+        data = {k: v for k, v in batch.items() if k.startswith(OBS)}
+        data.update(action=batch["action"], logp=batch["logp"], value=batch["value"], advantage=adv, ret=ret)
+        if self.recurrent:
+            data.update(reset=episode_starts(done), init_state=batch["init_state"])
+            return data
+        return {k: v.flatten(0, 1) for k, v in data.items()}
 
     def update(self, batch: dict[str, torch.Tensor], progress: float) -> dict[str, float]:
         """One PPO update on a round's batch. ``progress`` in [0, 1] drives LR annealing."""
@@ -79,15 +90,16 @@ class PPO:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         data = self.prepare(batch)
-        B = data["logp"].shape[0]
-        mb_size = math.ceil(B / cfg.num_minibatches)
+        # Feedforward: minibatches of steps; recurrent: of whole env sequences (dim 1).
+        B = data["logp"].shape[1 if self.recurrent else 0]
+        mb_size = math.ceil(B / min(cfg.num_minibatches, B))
         stats = {"pg_loss": 0.0, "v_loss": 0.0, "entropy": 0.0, "approx_kl": 0.0, "clip_frac": 0.0}
         n, skipped, stop = 0, 0, False
         for _ in range(cfg.num_epochs):
             perm = torch.randperm(B, device=data["logp"].device)
-            shuffled = {k: v[perm] for k, v in data.items()}  # one gather; minibatches are slices
+            shuffled = {k: _rows(k, v, perm, self.recurrent) for k, v in data.items()}  # one gather
             for start in range(0, B, mb_size):
-                mb = {k: v[start:start + mb_size] for k, v in shuffled.items()}
+                mb = {k: _rows(k, v, slice(start, start + mb_size), self.recurrent) for k, v in shuffled.items()}
                 out = self._minibatch_step(mb)
                 if out is None:
                     skipped += 1
@@ -107,13 +119,20 @@ class PPO:
             observe({k: v.flatten(0, 1) for k, v in observations(batch).items()})
         metrics = {k: v / max(n, 1) for k, v in stats.items()}
         metrics.update(lr=lr, minibatch_steps=n, skipped_minibatches=skipped,
-                       explained_variance=explained_variance(data["value"], data["ret"]))
+                       explained_variance=explained_variance(data["value"].flatten(), data["ret"].flatten()))
         return metrics
 
     def _minibatch_step(self, mb: dict[str, torch.Tensor]) -> dict[str, float] | None:
         """One gradient step; returns None (weights untouched) if the loss or grads are not finite."""
         cfg = self.cfg
-        new_logp, entropy, new_value = self.policy.evaluate(observations(mb), mb["action"])
+        if self.recurrent:
+            new_logp, entropy, new_value = self.policy.evaluate_sequence(observations(mb), mb["action"],
+                                                                         mb["init_state"], mb["reset"])
+            # Burn-in steps only warm the state: the losses see steps burn_in.. of each sequence.
+            mb = {k: v[cfg.burn_in:].flatten(0, 1) for k, v in mb.items() if k not in ("init_state", "reset")}
+            new_logp, entropy, new_value = (x[cfg.burn_in:].flatten() for x in (new_logp, entropy, new_value))
+        else:
+            new_logp, entropy, new_value = self.policy.evaluate(observations(mb), mb["action"])
         log_ratio = new_logp - mb["logp"]
         ratio = log_ratio.exp()
         adv = mb["advantage"]
@@ -141,3 +160,9 @@ class PPO:
             clip_frac = ((ratio - 1).abs() > cfg.clip_coef).float().mean()
         return {"pg_loss": pg_loss.item(), "v_loss": v_loss.item(), "entropy": ent.item(),
                 "approx_kl": approx_kl.item(), "clip_frac": clip_frac.item()}
+
+
+def _rows(name: str, x: torch.Tensor, idx: torch.Tensor | slice, recurrent: bool) -> torch.Tensor:
+    """Rows ``idx`` of a prepared column: dim 0 of flat columns; for recurrent batches dim 1 of
+    ``[T, N, ...]`` step columns and dim 0 of ``init_state [N, S]``."""
+    return x[:, idx] if recurrent and name != "init_state" else x[idx]

@@ -1,0 +1,153 @@
+"""Memory benchmarks: recurrent PPO on partially observable tasks, beside sb3-contrib.
+
+* **CartPole with the velocities hidden** (observation ``[x, theta]``): rl_system's
+  ``launch/configs/cartpole_memory_ppo.yaml`` (GRU) and the same config with ``model.recurrent:
+  none`` (an MLP, which cannot infer the velocities), against sb3-contrib's RecurrentPPO with the RL
+  Zoo's ``CartPoleNoVel-v1`` settings (:mod:`bench.peers.sb3_recurrent_ppo`), seed by seed in one
+  run: env steps and time until the 100-episode training mean first reaches 475 (budget 1M).
+* **POPGym** (``popgym`` package, Easy level): the same recurrent config on
+  ``PositionOnlyCartPoleEasy`` (the paper's StatelessCartPole) and ``RepeatPreviousEasy``: the
+  final 100-episode mean return (POPGym's rewards are scaled so that a return lies in [-1, 1]).
+
+    python -m bench.bench_memory                        # seeds 0 1 2, all parts
+    python -m bench.bench_memory --parts cartpole --seeds 0
+    python -m bench.bench_memory --from-runs bench/results/memory/*.json
+
+Writes ``bench/results/memory/memory.{json,md}`` and one JSON per run. Needs
+``pip install 'rl-system[bench]'`` (sb3-contrib, popgym).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+from bench.bench_mujoco import read_ours, time_to
+from bench.report import stamp
+
+CONFIG = "launch/configs/cartpole_memory_ppo.yaml"
+TARGET = 475.0
+POPGYM = {"PositionOnlyCartPoleEasy": "gym:popgym:popgym-PositionOnlyCartPoleEasy-v0",
+          "RepeatPreviousEasy": "gym:popgym:popgym-RepeatPreviousEasy-v0"}
+POPGYM_STEPS = 2_000_000
+
+
+def run_ours(label: str, overrides: list[str], seed: int, steps: int, out: Path) -> dict[str, Any]:
+    from rl_system.config import load_config
+    from rl_system.driver import train
+
+    cfg = load_config(CONFIG, [f"seed={seed}", f"max_env_steps={steps}", "log_every_s=30",
+                               "checkpoint.every_rounds=0", *overrides])
+    run_dir = out / "runs" / f"{label}-s{seed}"
+    summary = train(cfg, run_dir=run_dir, quiet=True)
+    row = read_ours(run_dir)
+    row.update(peer=label, env=label.split(":")[-1], steps_to_target=summary.get("steps_to_target"),
+               time_to_target_s=summary.get("time_to_target_s"), best_return=summary["best_mean_return"])
+    return row
+
+
+def run_sb3(seed: int, steps: int) -> dict[str, Any]:
+    from bench.peers.sb3_recurrent_ppo import run
+
+    r = run(steps, seed, TARGET)
+    hit = next((row for row in r["curve"] if row[2] >= TARGET), None)
+    r.update(env="CartPoleNoVel", steps_to_target=hit[0] if hit else None, time_to_target_s=hit[1] if hit else None,
+             cpu_to_target_s=hit[3] if hit else None, best_return=max((row[2] for row in r["curve"]), default=None))
+    return r
+
+
+def _median(xs: list) -> float | None:
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def summarise(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    for peer in sorted({r["peer"] for r in runs}):
+        its = sorted((r for r in runs if r["peer"] == peer), key=lambda r: r["seed"])
+        rows.append({"peer": peer, "env": its[0]["env"], "seeds": [r["seed"] for r in its],
+                     "reached": f"{sum(r['steps_to_target'] is not None for r in its)}/{len(its)}",
+                     "steps_to_target": _median([r["steps_to_target"] for r in its]),
+                     "time_to_target_s": _median([r["time_to_target_s"] for r in its]),
+                     "cpu_to_target_s": _median([r.get("cpu_to_target_s") for r in its]),
+                     "final_returns": [round(r["final_return"], 3) for r in its],
+                     "best_returns": [round(r["best_return"], 3) for r in its if r.get("best_return") is not None],
+                     "env_steps": [r["env_steps"] for r in its]})
+    return rows
+
+
+def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], argv: str) -> str:
+    st = meta["stamp"]
+    lines = [f"# Memory: recurrent PPO beside sb3-contrib ({st['date_utc']}, commit {st['commit']})", "",
+             f"`{argv}` on {st['cpu']} ({st['cores']} cores), Python {st['python']}, torch {st['torch']}, "
+             f"Ray {st['ray']}, Gymnasium {st['gymnasium']}.", "",
+             "| peer | env | seeds | reached 475 | median env steps to 475 | median time to 475 | "
+             "final 100-episode mean (per seed) | best |", "|---|---|---|---|---:|---:|---|---|"]
+    for r in rows:
+        steps = f"{r['steps_to_target']:,.0f}" if r["steps_to_target"] is not None else "—"
+        wall = f"{r['time_to_target_s']:.0f} s" if r["time_to_target_s"] is not None else "—"
+        if r.get("cpu_to_target_s") is not None:
+            wall += f" ({r['cpu_to_target_s']:.0f} CPU s)"
+        lines.append(f"| {r['peer']} | {r['env']} | {' '.join(map(str, r['seeds']))} | {r['reached']} | {steps} | "
+                     f"{wall} | {', '.join(f'{x:g}' for x in r['final_returns'])} | "
+                     f"{', '.join(f'{x:g}' for x in r['best_returns'])} |")
+    ours = next((r for r in rows if r["peer"] == "rl_system_gru"), None)
+    peer = next((r for r in rows if r["peer"] == "sb3_contrib_recurrent_ppo"), None)
+    if ours and peer and ours["time_to_target_s"] and peer["time_to_target_s"]:
+        peer_s = peer["cpu_to_target_s"] or peer["time_to_target_s"]
+        lines += ["", f"Time to 475, sb3-contrib (CPU s) / rl_system (wall s), medians: "
+                      f"**{peer_s / ours['time_to_target_s']:.1f}×**."]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    import sys
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    ap.add_argument("--steps", type=int, default=1_000_000)
+    ap.add_argument("--parts", nargs="+", default=["cartpole", "mlp", "sb3", "popgym"],
+                    choices=["cartpole", "mlp", "sb3", "popgym"])
+    ap.add_argument("--from-runs", nargs="+", type=Path, default=None, metavar="JSON")
+    ap.add_argument("--out", type=Path, default=Path("bench/results/memory"))
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    runs: list[dict[str, Any]] = []
+    if args.from_runs:
+        runs = [json.loads(p.read_text()) for p in args.from_runs if p.name != "memory.json"]
+    else:
+        for seed in args.seeds:
+            jobs = []
+            if "cartpole" in args.parts:
+                jobs.append(("rl_system_gru", lambda s=seed: run_ours("rl_system_gru:CartPole-positions", [], s,
+                                                                         args.steps, args.out)))
+            if "mlp" in args.parts:
+                jobs.append(("rl_system_mlp", lambda s=seed: run_ours(
+                    "rl_system_mlp:CartPole-positions", ["model.recurrent=none", "target_return=null"], s,
+                    args.steps, args.out)))
+            if "sb3" in args.parts:
+                jobs.append(("sb3_contrib_recurrent_ppo", lambda s=seed: run_sb3(s, args.steps)))
+            if "popgym" in args.parts:
+                for name, env in POPGYM.items():
+                    jobs.append((f"rl_system_gru_{name}", lambda s=seed, n=name, e=env: run_ours(
+                        f"rl_system_gru:{n}", [f"env.name={e}", "env.kwargs={}", "target_return=null"], s,
+                        POPGYM_STEPS, args.out)))
+            for label, job in jobs:
+                print(f"seed {seed}: {label} ...", flush=True)
+                r = job()
+                r["peer"] = label
+                (args.out / f"{label}_s{seed}.json").write_text(json.dumps(r))
+                runs.append(r)
+    rows = summarise(runs)
+    meta = {"stamp": stamp()}
+    (args.out / "memory.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    text = markdown(meta, rows, "python -m bench.bench_memory " + " ".join(sys.argv[1:]))
+    (args.out / "memory.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
