@@ -54,6 +54,9 @@ ENVS = {
     "AirCombat": (None, ["workers.num_envs=1024", "workers.rollout_len=32"], 10),
     "AliceBob": ("launch/configs/alice_bob_hmasd.yaml",
                  ["workers.num_envs=64", "workers.rollout_len=100"], 3),
+    # Images: MinAtar's bool [10, 10, 4] planes travel as one byte per cell (needs minatar).
+    "gym:envs.minatar_gym:MinAtar/Breakout-v1": ("launch/configs/minatar_breakout_ppo.yaml",
+                                                 ["workers.num_envs=32", "workers.rollout_len=128"], 3),
 }
 LEVELS = [("L0", 0), ("HC1", 1), ("HC4", 4), ("HC9", 9)]
 STUDY = [("none", "none"), ("shuffle", ("shuffle",)), ("xor", ("xor",)),

@@ -25,8 +25,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from bench.bench_mujoco import read_ours, time_to
 from bench.report import stamp
+from bench.trained import train_row
 
 CONFIG = "launch/configs/cartpole_memory_ppo.yaml"
 TARGET = 475.0
@@ -36,16 +36,9 @@ POPGYM_STEPS = 2_000_000
 
 
 def run_ours(label: str, overrides: list[str], seed: int, steps: int, out: Path) -> dict[str, Any]:
-    from rl_system.config import load_config
-    from rl_system.driver import train
-
-    cfg = load_config(CONFIG, [f"seed={seed}", f"max_env_steps={steps}", "log_every_s=30",
-                               "checkpoint.every_rounds=0", *overrides])
-    run_dir = out / "runs" / f"{label}-s{seed}"
-    summary = train(cfg, run_dir=run_dir, quiet=True)
-    row = read_ours(run_dir)
-    row.update(peer=label, env=label.split(":")[-1], steps_to_target=summary.get("steps_to_target"),
-               time_to_target_s=summary.get("time_to_target_s"), best_return=summary["best_mean_return"])
+    row = train_row(CONFIG, [f"max_env_steps={steps}", "checkpoint.every_rounds=0", *overrides], seed,
+                    out / "runs" / f"{label.replace(':', '-')}-s{seed}")
+    row.update(peer=label, env=label.split(":")[-1])
     return row
 
 

@@ -73,6 +73,8 @@ def test_bad_env_or_network_is_one_config_error_line_and_exit_2(capsys, tmp_path
 @pytest.mark.parametrize("name,kwargs", [
     ("CartPole", {}), ("Chaos", {}), ("Navigation", {}), ("AirCombat", {}), ("AliceBob", {"size": "small"}),
     ("gym:CartPole-v1", {}), ("gym:byo_fixtures:ByoDictMultiDiscrete-v0", {}), (GRID, {}),
+    ("CartPole", {"velocities": False}), ("gym:envs.minatar_gym:MinAtar/Breakout-v1", {}),
+    ("gym:popgym:popgym-RepeatPreviousEasy-v0", {}),
 ])
 def test_every_built_in_and_example_env_conforms(name, kwargs):
     findings = check_env(name, num_envs=4, kwargs=kwargs, steps=120)

@@ -163,3 +163,17 @@ def test_bad_recurrent_or_encoder_config_is_one_line_and_exit_2(capsys, tmp_path
     assert code == 2 and len(lines) == 1 and lines[0].startswith("rl-system: config error: "), err
     assert re.search(expected, lines[0]), lines[0]
     assert not (tmp_path / "run").exists()
+
+
+def test_eval_runs_a_cnn_and_lstm_checkpoint(tmp_path):
+    """A scan-conv + LSTM Navigation checkpoint through rl-system eval's path (sampler, states)."""
+    from rl_system.evaluate import evaluate
+
+    cfg = load_config(None, ["env.name=Navigation", "env.kwargs={num_static: 6, num_dynamic: 2, max_steps: 40}",
+                             "model.recurrent=lstm", "model.encoders={lidar: scan}", "model.share_encoder=false"])
+    env = make_env(cfg.env.name, 1, "cpu", seed=0, **cfg.env.kwargs)
+    policy = make_policy(env.observation_spec, env.action_spec, cfg)
+    state = {"config": cfg.model_dump(), "learner": {"model": policy.state_dict(), "version": 1}}
+    result = evaluate(state, episodes=6, deterministic=True, num_envs=3)
+    assert result["episodes"] == 6 and 1 <= result["length_mean"] <= 40
+    assert set(result) >= {"success_rate", "collision_rate"}

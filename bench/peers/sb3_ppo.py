@@ -41,12 +41,45 @@ def zoo_settings(env_id: str) -> dict[str, Any]:
     return ZOO[family]
 
 
+def curve_callback(partial: str | None = None, partial_meta: dict | None = None, target: float | None = None):
+    """An SB3 callback keeping the learning curve: after every rollout ``(env steps, wall s, mean
+    return of the last 100 finished episodes, CPU s)`` in ``.curve``, both clocks from the start
+    of training (``.t0``, ``.c0``). ``partial``: a JSON path the curve so far is written to every
+    50 rollouts. ``target``: stop training at the first rollout whose mean reaches it."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class Curve(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.returns: collections.deque = collections.deque(maxlen=100)
+            self.curve: list[tuple[int, float, float, float]] = []
+
+        def _on_training_start(self) -> None:
+            self.t0, self.c0 = time.perf_counter(), time.process_time()
+
+        def _on_step(self) -> bool:
+            for info in self.locals["infos"]:
+                if "episode" in info:
+                    self.returns.append(float(info["episode"]["r"]))
+            return not (target is not None and len(self.returns) == 100 and self.curve
+                        and self.curve[-1][2] >= target)
+
+        def _on_rollout_end(self) -> None:
+            if self.returns:
+                self.curve.append((self.num_timesteps, time.perf_counter() - self.t0,
+                                   sum(self.returns) / len(self.returns), time.process_time() - self.c0))
+            if partial and len(self.curve) % 50 == 0:
+                with open(partial, "w") as f:
+                    json.dump({**(partial_meta or {}), "partial": True, "curve": self.curve}, f)
+
+    return Curve()
+
+
 def run(env_id: str, total_steps: int, seed: int, threads: int = 1, partial: str | None = None) -> dict[str, Any]:
     """Train SB3 PPO with the Zoo's settings; returns the curve and the totals. ``partial``: a
     JSON path the curve so far is written to every 50 rollouts (a long run can be read early)."""
     import torch
     from stable_baselines3 import PPO
-    from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
 
@@ -58,30 +91,10 @@ def run(env_id: str, total_steps: int, seed: int, threads: int = 1, partial: str
                 policy_kwargs=dict(log_std_init=-2, ortho_init=False, activation_fn=torch.nn.ReLU,
                                    net_arch=dict(pi=[256, 256], vf=[256, 256])))
     build_s = time.perf_counter() - t_build
-    returns: collections.deque = collections.deque(maxlen=100)
-    curve: list[tuple[int, float, float, float]] = []
-
-    class Curve(BaseCallback):
-        def _on_training_start(self) -> None:
-            self.t0, self.c0 = time.perf_counter(), time.process_time()
-
-        def _on_step(self) -> bool:
-            for info in self.locals["infos"]:
-                if "episode" in info:
-                    returns.append(float(info["episode"]["r"]))
-            return True
-
-        def _on_rollout_end(self) -> None:
-            if returns:
-                curve.append((self.num_timesteps, time.perf_counter() - self.t0, sum(returns) / len(returns),
-                              time.process_time() - self.c0))
-            if partial and len(curve) % 50 == 0:
-                with open(partial, "w") as f:
-                    json.dump({"peer": "sb3_zoo", "env": env_id, "seed": seed, "partial": True, "curve": curve}, f)
-
-    callback = Curve()
+    callback = curve_callback(partial=partial, partial_meta={"peer": "sb3_zoo", "env": env_id, "seed": seed})
     model.learn(total_timesteps=total_steps, callback=callback)
     wall, cpu = time.perf_counter() - callback.t0, time.process_time() - callback.c0
+    curve = callback.curve
     env.close()
     return {"peer": "sb3_zoo", "env": env_id, "seed": seed, "env_steps": total_steps, "train_wall_s": wall,
             "train_cpu_s": cpu, "threads": threads, "build_s": build_s, "final_return": curve[-1][2] if curve else float("nan"), "curve": curve}

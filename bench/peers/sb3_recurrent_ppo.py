@@ -19,17 +19,18 @@ Run: ``python -m bench.peers.sb3_recurrent_ppo --steps 1000000 --seed 0``
 from __future__ import annotations
 
 import argparse
-import collections
 import json
 import time
 from typing import Any
+
+from bench.peers.sb3_ppo import curve_callback
 
 ZOO = dict(n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0)
 PUBLISHED = (500.0, 0.0)
 """rl-baselines3-zoo benchmark.md, ppo_lstm on CartPoleNoVel-v1 after 100k steps: (mean, std)."""
 
 
-def make_env_fn(seed: int):
+def make_env_fn():
     import gymnasium as gym
     import numpy as np
 
@@ -51,13 +52,12 @@ def run(total_steps: int, seed: int, target: float = 475.0, threads: int = 1) ->
     """Train until the 100-episode mean reaches ``target`` or ``total_steps``; returns the curve."""
     import torch
     from sb3_contrib import RecurrentPPO
-    from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
 
     torch.set_num_threads(threads)
     t_build = time.perf_counter()
-    env = VecNormalize(make_vec_env(make_env_fn(seed), n_envs=8, seed=seed), gamma=ZOO["gamma"])
+    env = VecNormalize(make_vec_env(make_env_fn(), n_envs=8, seed=seed), gamma=ZOO["gamma"])
 
     def linear(start: float):
         return lambda remaining: remaining * start
@@ -67,31 +67,10 @@ def run(total_steps: int, seed: int, target: float = 475.0, threads: int = 1) ->
                          policy_kwargs=dict(ortho_init=False, activation_fn=torch.nn.ReLU, lstm_hidden_size=64,
                                             enable_critic_lstm=True, net_arch=dict(pi=[64], vf=[64])))
     build_s = time.perf_counter() - t_build
-    returns: collections.deque = collections.deque(maxlen=100)
-    curve: list[tuple[int, float, float, float]] = []
-
-    class Curve(BaseCallback):
-        def _on_training_start(self) -> None:
-            self.t0, self.c0 = time.perf_counter(), time.process_time()
-
-        def _on_step(self) -> bool:
-            for info in self.locals["infos"]:
-                if "episode" in info:
-                    returns.append(float(info["episode"]["r"]))
-            return True
-
-        def _on_rollout_end(self) -> None:
-            if returns:
-                curve.append((self.num_timesteps, time.perf_counter() - self.t0, sum(returns) / len(returns),
-                              time.process_time() - self.c0))
-
-    class StopAtTarget(BaseCallback):
-        def _on_step(self) -> bool:
-            return not (len(returns) == 100 and curve and curve[-1][2] >= target)
-
-    callback = Curve()
-    model.learn(total_timesteps=total_steps, callback=[callback, StopAtTarget()])
+    callback = curve_callback(target=target)
+    model.learn(total_timesteps=total_steps, callback=callback)
     wall, cpu = time.perf_counter() - callback.t0, time.process_time() - callback.c0
+    curve = callback.curve
     env.close()
     return {"peer": "sb3_contrib_recurrent_ppo", "env": "CartPoleNoVel", "seed": seed,
             "env_steps": int(model.num_timesteps), "train_wall_s": wall, "train_cpu_s": cpu, "threads": threads,

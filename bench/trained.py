@@ -1,0 +1,34 @@
+"""One rl_system training run as a bench row: train a shipped config (with overrides) to the end
+of its budget, read its summary and curve, and optionally test the final policy with
+deterministic episodes. Shared by the benches that compare configs or peers on learning
+(:mod:`bench.bench_memory`, :mod:`bench.bench_minatar`, :mod:`bench.bench_nav_scan`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bench.bench_mujoco import read_ours
+
+
+def train_row(config: str, overrides: list[str], seed: int, run_dir: Path, test_episodes: int = 0,
+              test_envs: int = 100) -> dict[str, Any]:
+    """Train ``config`` with ``overrides`` and ``seed`` into ``run_dir``; returns
+    :func:`bench.bench_mujoco.read_ours`'s row plus the summary's target, best-return and
+    outcome rates and, with ``test_episodes``, a ``test`` dict (``rl-system eval
+    --deterministic`` of the newest checkpoint)."""
+    from rl_system.checkpoint.store import CheckpointStore
+    from rl_system.config import load_config
+    from rl_system.driver import train
+    from rl_system.evaluate import evaluate
+
+    cfg = load_config(config, [f"seed={seed}", "log_every_s=30", *overrides])
+    summary = train(cfg, run_dir=run_dir, quiet=True)
+    row = read_ours(run_dir)
+    row.update(config=config, overrides=overrides, steps_to_target=summary.get("steps_to_target"),
+               time_to_target_s=summary.get("time_to_target_s"), best_return=summary.get("best_mean_return"),
+               outcome_rates={k: v for k, v in summary.items() if k.startswith("final_") and k.endswith("_rate")})
+    if test_episodes:
+        state, _, _ = CheckpointStore(str(run_dir / "checkpoints")).load_latest_valid()
+        row["test"] = evaluate(state, episodes=test_episodes, deterministic=True, num_envs=test_envs)
+    return row
