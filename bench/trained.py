@@ -25,7 +25,8 @@ def train_row(config: str, overrides: list[str], seed: int, run_dir: Path, test_
     cfg = load_config(config, [f"seed={seed}", "log_every_s=30", *overrides])
     summary = train(cfg, run_dir=run_dir, quiet=True)
     row = read_ours(run_dir)
-    row.update(config=config, overrides=overrides, steps_to_target=summary.get("steps_to_target"),
+    row.update(config=config, overrides=overrides, train_cpu_s=summary["cpu_s"]["total"],
+               steps_to_target=summary.get("steps_to_target"),
                time_to_target_s=summary.get("time_to_target_s"), best_return=summary.get("best_mean_return"),
                outcome_rates={k: v for k, v in summary.items() if k.startswith("final_") and k.endswith("_rate")})
     if test_episodes:

@@ -308,6 +308,7 @@ class RunLoop:
         st.time_sample += t_gathered - t_round
         st.time_update += time.perf_counter() - t_gathered
         st.time_round += time.perf_counter() - t_round
+        st.cpu_learner += metrics["system"].get("cpu_s", 0.0)
         st.rounds += 1
         if self.pool.due(st.rounds):
             self.pool.add(self.version, self.weights_ref)
@@ -321,6 +322,7 @@ class RunLoop:
             st.env_steps += meta.env_steps
             st.bytes_shipped += meta.payload_bytes
             st.bytes_raw += meta.raw_bytes
+            st.cpu_workers += meta.cpu_s
             self.window.extend(meta.episode_returns, meta.episode_lengths, meta.num_episodes,
                                meta.episode_outcomes)
 

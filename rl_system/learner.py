@@ -75,7 +75,7 @@ class Learner:
         entropy, KL, ...), "system": the learner's own (decode and update seconds, env steps
         trained on, rollouts it dropped, skipped minibatch steps so far, checkpoint wait)}``."""
         self._join_snapshot()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         rollouts, dropped = [], 0
         for payload in payloads:
             cols, header = codec.decode(payload)
@@ -97,7 +97,7 @@ class Learner:
         self.version += 1
         system = {"learner_env_steps": self.env_steps, "learner_dropped": dropped, "decode_s": t_decode,
                   "update_s": time.perf_counter() - t0 - t_decode, "skipped_updates_total": self.algo.skipped_updates,
-                  "checkpoint_blocked_s": self.ckpt_blocked_s}
+                  "checkpoint_blocked_s": self.ckpt_blocked_s, "cpu_s": time.process_time() - c0}
         return {"version": self.version, "train": train, "system": system}, self.get_weights()
 
     # -- checkpointing -------------------------------------------------------------------------

@@ -48,6 +48,10 @@ class RunStats:
     time_sample: float = 0.0
     time_update: float = 0.0
     time_round: float = 0.0
+    # CPU seconds of the work itself (workers' sample + encode, the learner's decode + update):
+    # on a shared machine the steadier measure of what a run costs.
+    cpu_workers: float = 0.0
+    cpu_learner: float = 0.0
 
 
 def round_scalars(run: RunLoop, metrics: dict[str, Any], metas: list[RolloutMeta],
@@ -128,6 +132,7 @@ def summary(run: RunLoop, wall: float, startup_s: float, state: str,
         "archives_written": run.storage.archives_written if run.storage else 0,
         "archives_skipped": run.storage.archives_skipped if run.storage else 0,
         "time_breakdown_s": {"gather": st.time_sample, "update": st.time_update, "rounds": st.time_round},
+        "cpu_s": {"workers": st.cpu_workers, "learner": st.cpu_learner, "total": st.cpu_workers + st.cpu_learner},
     }
 
 

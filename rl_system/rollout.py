@@ -110,6 +110,7 @@ class RolloutMeta:
     raw_bytes: int = 0      # the columns' bytes before encoding
     payload_bytes: int = 0  # the encoded payload's bytes
     encode_s: float = 0.0
+    cpu_s: float = 0.0      # CPU seconds of the worker's process for sample + encode (all its threads)
 
     HEADER = ("version", "worker_id", "env_steps", "num_episodes", "sample_s", "fresh_process",
               "opponent_version")

@@ -79,7 +79,7 @@ class RolloutWorker:
     def sample(self, weights: dict[str, torch.Tensor], version: int) -> tuple[RolloutMeta, bytes]:
         """Collect one rollout with policy ``version``; returns ``(meta, payload)`` (see
         :mod:`rl_system.rollout`)."""
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         self.set_weights(weights, version)
         try:
             columns, episodes = self.sampler.collect()
@@ -97,6 +97,7 @@ class RolloutWorker:
         meta.raw_bytes = sum(t.numel() * t.element_size() for t in columns.values())
         meta.encode_s = time.perf_counter() - t0 - sample_s
         meta.payload_bytes = len(payload)
+        meta.cpu_s = time.process_time() - c0
         return meta, payload
 
     def set_learner_node(self, learner_node_id: str) -> dict[str, str]:

@@ -54,6 +54,7 @@ def test_shipped_config_trains_briefly(ray_session, tmp_path, path):
     assert summary["env_steps"] >= budget and summary["rounds"] >= ROUNDS, summary
     assert summary["policy_version"] == summary["rounds"]
     assert summary["worker_failures"] == 0 and summary["dropped_rollouts"] == 0
+    assert summary["cpu_s"]["workers"] > 0 and summary["cpu_s"]["learner"] > 0
     on_disk = json.loads((tmp_path / "summary.json").read_text())
     assert on_disk["status"] == "completed" and on_disk["env_steps"] == summary["env_steps"]
 
