@@ -77,7 +77,7 @@ def test_sampler_state_round_trips_and_a_feedforward_state_is_refused():
     state = sampler.state_dict()
     _, _, other = _sampler(["model.recurrent=gru"])
     other.load_state_dict(state)
-    assert torch.equal(other.state, sampler.state)
+    assert torch.equal(other.hidden, sampler.hidden)
     _, _, feedforward = _sampler(["model.recurrent=none"])
     with pytest.raises(ValueError, match="no recurrent_state"):
         other.load_state_dict(feedforward.state_dict())

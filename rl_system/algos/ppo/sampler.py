@@ -23,8 +23,8 @@ class PolicySampler:
     policy version that acted.
 
     A recurrent policy (:class:`~rl_system.algos.protocols.RecurrentActorCriticNetwork`) gets each
-    env's state ``[N, S]``, carried across rollouts and zeroed where an episode ends; the state a
-    rollout began with ships as its ``init_state`` column."""
+    env's recurrent state (``hidden``, ``[N, S]``), carried across rollouts and zeroed where an
+    episode ends; the state a rollout began with ships as its ``init_state`` column."""
 
     def __init__(self, env: VecEnv, policy: nn.Module, rollout_len: int, device: torch.device,
                  return_gamma: float | None = None):
@@ -33,7 +33,7 @@ class PolicySampler:
         self.buffer = RolloutBuffer(rollout_len, env.num_envs, env.observation_spec, env.action_spec, device,
                                     disc_return=return_gamma is not None,
                                     state_size=policy.state_size if self.recurrent else 0)
-        self.state = policy.initial_state(env.num_envs).to(device) if self.recurrent else None
+        self.hidden = policy.initial_state(env.num_envs).to(device) if self.recurrent else None
         self.episodes = EpisodeTracker(rollout_len, env.num_envs, device)
         self.obs: dict[str, torch.Tensor] = {}
         # return_gamma: also ship the running discounted return per env (``disc_return``), from
@@ -45,13 +45,13 @@ class PolicySampler:
         self.obs = self.env.reset(seed=seed)
         self.episodes.reset()
         self.disc_ret.zero_()
-        if self.state is not None:
-            self.state.zero_()
+        if self.hidden is not None:
+            self.hidden.zero_()
 
     @torch.no_grad()
     def collect(self, deterministic: bool = False) -> tuple[Columns, Episodes]:
         buf, env, policy = self.buffer, self.env, self.policy
-        obs, state = self.obs, self.state
+        obs, state = self.obs, self.hidden
         if state is not None:
             buf.init_state.copy_(state)
         for t in range(buf.rollout_len):
@@ -87,13 +87,13 @@ class PolicySampler:
                 state = state.masked_fill(done.unsqueeze(1), 0.0)  # the next episode starts afresh
             obs = step.obs
         buf.last_value.copy_(policy.value(obs) if state is None else policy.value(obs, state))
-        self.obs, self.state = obs, state
+        self.obs, self.hidden = obs, state
         return buf.columns(), self.episodes.completed()
 
     def state_dict(self) -> dict[str, Any]:
         state = {"obs": dict(self.obs), "disc_return": self.disc_ret.clone(), **self.episodes.state_dict()}
-        if self.state is not None:
-            state["recurrent_state"] = self.state.clone()
+        if self.hidden is not None:
+            state["recurrent_state"] = self.hidden.clone()
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -101,7 +101,7 @@ class PolicySampler:
         self.episodes.load_state_dict(state)
         if "disc_return" in state:
             self.disc_ret.copy_(state["disc_return"])
-        if self.state is not None:
+        if self.hidden is not None:
             if "recurrent_state" not in state:
                 raise ValueError("the sampler state has no recurrent_state: it was saved by a feedforward policy")
-            self.state = state["recurrent_state"].to(self.device).clone()
+            self.hidden = state["recurrent_state"].to(self.device).clone()
