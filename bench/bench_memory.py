@@ -111,6 +111,8 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=1_000_000)
     ap.add_argument("--parts", nargs="+", default=["cartpole", "mlp", "sb3", "popgym"],
                     choices=["cartpole", "mlp", "sb3", "popgym"])
+    ap.add_argument("--popgym-steps", type=int, default=POPGYM_STEPS)
+    ap.add_argument("--popgym-envs", nargs="+", default=list(POPGYM), choices=list(POPGYM))
     ap.add_argument("--from-runs", nargs="+", type=Path, default=None, metavar="JSON")
     ap.add_argument("--out", type=Path, default=Path("bench/results/memory"))
     args = ap.parse_args()
@@ -131,10 +133,10 @@ def main() -> None:
             if "sb3" in args.parts:
                 jobs.append(("sb3_contrib_recurrent_ppo", lambda s=seed: run_sb3(s, args.steps)))
             if "popgym" in args.parts:
-                for name, env in POPGYM.items():
-                    jobs.append((f"rl_system_gru_{name}", lambda s=seed, n=name, e=env: run_ours(
-                        f"rl_system_gru:{n}", [f"env.name={e}", "env.kwargs={}", "target_return=null"], s,
-                        POPGYM_STEPS, args.out)))
+                for name in args.popgym_envs:
+                    jobs.append((f"rl_system_gru_{name}", lambda s=seed, n=name: run_ours(
+                        f"rl_system_gru:{n}", [f"env.name={POPGYM[n]}", "env.kwargs={}", "target_return=null"], s,
+                        args.popgym_steps, args.out)))
             for label, job in jobs:
                 print(f"seed {seed}: {label} ...", flush=True)
                 r = job()

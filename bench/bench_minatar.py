@@ -28,12 +28,10 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 from pathlib import Path
 from typing import Any
 
-from bench.report import stamp
-from bench.trained import train_row
+from bench.trained import train_row, write_tables
 
 CONFIG = "launch/configs/minatar_breakout_ppo.yaml"
 GAMES = {"Breakout": "gym:envs.minatar_gym:MinAtar/Breakout-v1",
@@ -85,13 +83,7 @@ def main() -> None:
                 r.update(peer="rl_system", env=game)
                 (args.out / f"{game}_s{seed}.json").write_text(json.dumps(r))
                 runs.append(r)
-    st = stamp()
-    (args.out / "minatar.json").write_text(json.dumps({"meta": st, "runs": [
-        {k: v for k, v in r.items() if k != "curve"} for r in runs]}, indent=1))
-    text = markdown(st, runs, "python -m bench.bench_minatar " + " ".join(sys.argv[1:]))
-    (args.out / "minatar.md").write_text(text)
-    print(text)
-
+    write_tables(args.out, "minatar", runs, markdown, "python -m bench.bench_minatar")
 
 if __name__ == "__main__":
     main()

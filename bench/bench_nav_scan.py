@@ -14,12 +14,10 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 from pathlib import Path
 from typing import Any
 
-from bench.report import stamp
-from bench.trained import train_row
+from bench.trained import train_row, write_tables
 
 CONFIGS = {"mlp": "launch/configs/navigation_ppo.yaml", "scan_conv": "launch/configs/navigation_scan_ppo.yaml"}
 TEST_EPISODES = 500
@@ -64,13 +62,7 @@ def main() -> None:
                 r["peer"] = label
                 (args.out / f"{label}_s{seed}.json").write_text(json.dumps(r))
                 runs.append(r)
-    st = stamp()
-    (args.out / "nav_scan.json").write_text(json.dumps({"meta": st, "runs": [
-        {k: v for k, v in r.items() if k != "curve"} for r in runs]}, indent=1))
-    text = markdown(st, runs, "python -m bench.bench_nav_scan " + " ".join(sys.argv[1:]))
-    (args.out / "nav_scan.md").write_text(text)
-    print(text)
-
+    write_tables(args.out, "nav_scan", runs, markdown, "python -m bench.bench_nav_scan")
 
 if __name__ == "__main__":
     main()

@@ -5,8 +5,10 @@ deterministic episodes. Shared by the benches that compare configs or peers on l
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from bench.bench_mujoco import read_ours
 
@@ -33,3 +35,17 @@ def train_row(config: str, overrides: list[str], seed: int, run_dir: Path, test_
         state, _, _ = CheckpointStore(str(run_dir / "checkpoints")).load_latest_valid()
         row["test"] = evaluate(state, episodes=test_episodes, deterministic=True, num_envs=test_envs)
     return row
+
+
+def write_tables(out: Path, name: str, runs: list[dict[str, Any]],
+                 markdown: Callable[[dict[str, Any], list[dict[str, Any]], str], str], command: str) -> None:
+    """Write ``out/<name>.json`` (the stamp and the runs without their curves) and
+    ``out/<name>.md`` (``markdown(stamp, runs, the command line)``), and print the table."""
+    from bench.report import stamp
+
+    st = stamp()
+    (out / f"{name}.json").write_text(json.dumps({"meta": st, "runs": [
+        {k: v for k, v in r.items() if k != "curve"} for r in runs]}, indent=1))
+    text = markdown(st, runs, " ".join([command, *sys.argv[1:]]))
+    (out / f"{name}.md").write_text(text)
+    print(text)

@@ -76,6 +76,15 @@ class NoEvaluate(nn.Module):
         raise NotImplementedError
 
 
+class RecurrentNoSequence(NoEvaluate):
+    """A recurrent network (it has initial_state) without evaluate_sequence()."""
+
+    state_size = 4
+
+    def initial_state(self, batch):
+        raise NotImplementedError
+
+
 class MaskCollision(gymnasium.Env):
     """A Gymnasium env whose Dict observation uses the key 'action_mask' for something else."""
 

@@ -49,6 +49,8 @@ BAD_INPUT = [
     ([f"env.name={GRID}", "model.network=byo_fixtures:NoEvaluate"],
      r"model\.network: .*no evaluate method"),
     ([f"env.name={GRID}", "model.network=nowhere:Net"], r"model\.network: module 'nowhere' does not import"),
+    ([f"env.name={GRID}", "model.network=byo_fixtures:RecurrentNoSequence"],
+     r"does not implement RecurrentActorCriticNetwork: no evaluate_sequence method"),
     (["env.name=byo_fixtures:WideMask"],
      r"'action_mask' must be bool of shape \(6,\) \(sum\(nvec\) = 6 flags for MultiDiscrete\(\(3, 3\)\)\), got .*\(9,\)"),
     (["env.kwargs={}", "env.name=gym:byo_fixtures:ByoMaskCollision-v0"], r"Dict observation key 'action_mask' collides"),
