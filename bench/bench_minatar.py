@@ -85,5 +85,6 @@ def main() -> None:
                 runs.append(r)
     write_tables(args.out, "minatar", runs, markdown, "python -m bench.bench_minatar")
 
+
 if __name__ == "__main__":
     main()

@@ -140,6 +140,7 @@ def record_episode(state: dict[str, Any], renderer: Renderer, deterministic: boo
     """Run one episode of env index 0 with the checkpoint's policy, feeding ``renderer``.
     Returns the ``meta`` dict :meth:`Renderer.draw` gets."""
     from rl_system.algos import load_policy
+    from rl_system.algos.protocols import is_recurrent
     from rl_system.config import RunConfig
 
     cfg = RunConfig.model_validate(state["config"])
@@ -148,7 +149,7 @@ def record_episode(state: dict[str, Any], renderer: Renderer, deterministic: boo
     try:
         policy = load_policy(state, env, device)
         # A recurrent policy carries its state through the one episode recorded.
-        memory = [policy.initial_state(1)] if callable(getattr(policy, "initial_state", None)) else None
+        memory = [policy.initial_state(1)] if is_recurrent(policy) else None
 
         def act(obs: Obs) -> torch.Tensor:
             if memory is not None:

@@ -128,8 +128,9 @@ class RecurrentActorCriticNetwork(Protocol):
         ``state0[B, S]``, the state zeroed before step ``t`` where ``reset[t]``; differentiable."""
 
 
-def is_recurrent(policy: nn.Module) -> bool:
-    """Whether ``policy`` carries a recurrent state (:class:`RecurrentActorCriticNetwork`)."""
+def is_recurrent(policy: nn.Module | type) -> bool:
+    """Whether ``policy`` (an instance or its class) carries a recurrent state
+    (:class:`RecurrentActorCriticNetwork`)."""
     return callable(getattr(policy, "initial_state", None))
 
 

@@ -20,6 +20,7 @@ from envs.base import AgentDiscrete
 from rl_system.algos.ppo.policy import ActorCritic, RecurrentActorCritic
 from rl_system.algos.ppo.sampler import PolicySampler
 from rl_system.algos.ppo.trainer import PPO
+from rl_system.algos.protocols import is_recurrent
 from rl_system.config import ConfigError, RunConfig
 from rl_system.errors import one_line
 
@@ -40,8 +41,8 @@ def network_class(target: str) -> type[nn.Module]:
     if not (inspect.isclass(cls) and issubclass(cls, nn.Module)):
         raise ConfigError(f"model.network: {target!r} must be a torch.nn.Module subclass implementing "
                           f"ActorCriticNetwork, got {cls!r}")
-    recurrent = callable(getattr(cls, "initial_state", None))
-    methods, protocol = (_RECURRENT_METHODS, "RecurrentActorCriticNetwork") if recurrent else (_METHODS, "ActorCriticNetwork")
+    methods, protocol = ((_RECURRENT_METHODS, "RecurrentActorCriticNetwork") if is_recurrent(cls)
+                         else (_METHODS, "ActorCriticNetwork"))
     missing = [m for m in methods if not callable(getattr(cls, m, None))]
     if missing:
         raise ConfigError(f"model.network: {target!r} does not implement {protocol}: no "

@@ -135,17 +135,6 @@ def _impala_stage(c_in: int, c_out: int) -> nn.Sequential:
                          _Residual(c_out), _Residual(c_out))
 
 
-class _SameConv(nn.Module):
-    """A conv with "same"-style padding (``k // 2``)."""
-
-    def __init__(self, c_in: int, c_out: int, kernel: tuple[int, int], stride: tuple[int, int]):
-        super().__init__()
-        self.conv = nn.Conv2d(c_in, c_out, kernel, stride, padding=(kernel[0] // 2, kernel[1] // 2))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.conv(x)
-
-
 class _CircularConv1d(nn.Module):
     """A 1-D conv along a circular axis (``[B, C, L]``): the ends wrap around."""
 
@@ -222,7 +211,8 @@ def _conv_stack(kind: str, c_in: int, channels: list[int], kernels: list, stride
         elif kind == "nature":
             layers.append(nn.Conv2d(c_in, ch, _pair(k), _pair(st)))
         else:
-            layers.append(_SameConv(c_in, ch, _pair(k), _pair(st)))
+            kh, kw = _pair(k)
+            layers.append(nn.Conv2d(c_in, ch, (kh, kw), _pair(st), padding=(kh // 2, kw // 2)))  # "same"
         layers.append(nn.ReLU())
         c_in = ch
     return nn.Sequential(*layers)
