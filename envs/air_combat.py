@@ -441,6 +441,7 @@ class AirCombatVecEnv(VecEnv):
         self._last_obs: Obs | None = None
         self._blue_obs: Obs | None = None
         self._needs_reset = True
+        self.launch_log: Any = None  # an envs.air_combat_launches.LaunchLog while one records
 
     # ------------------------------------------------------------------ public API
 
@@ -512,6 +513,54 @@ class AirCombatVecEnv(VecEnv):
             red, blue = _ObsPlan(self._A[:, :, rows], self._M[..., rows], side != RED).build(
                 self._obs_head_scale, self._eye, self.discrete)
         return red if side == RED else blue
+
+    # ------------------------------------------------------------------ analysis tools
+
+    _VIEW_ROWS = {"x": _AX, "y": _AY, "vx": _AVX, "vy": _AVY, "alive": _AALIVE, "speed": _ASPEED,
+                  "heading": _AHEAD, "heading_cos": _ACOS, "heading_sin": _ASIN}
+    _MISSILE_VIEW_ROWS = {"m_x": _MX, "m_y": _MY, "m_active": _MACT, "m_speed": _MV, "m_cos": _MC,
+                          "m_sin": _MS, "m_tof": _MTOF}
+
+    def views(self) -> dict[str, torch.Tensor]:
+        """Live views of the whole batch's state for analysis tools (the launch envelope, the
+        launch log), no copies: aircraft ``x``, ``y`` (m), ``vx``, ``vy``, ``speed`` (m/s),
+        ``heading`` (rad), ``heading_cos``, ``heading_sin``, ``alive`` (0/1) float32 ``[2, N]``
+        (side); missiles ``m_x``, ``m_y``, ``m_speed``, ``m_cos``, ``m_sin``, ``m_tof`` (s),
+        ``m_active`` (0/1) float32 ``[2, 6, N]`` (launching side, slot). Read only: the env
+        updates them in place, and writing to them corrupts it."""
+        out = {name: self._a[row] for name, row in self._VIEW_ROWS.items()}
+        out.update({name: self._m[row] for name, row in self._MISSILE_VIEW_ROWS.items()})
+        return out
+
+    def advance(self, rudder: torch.Tensor, throttle: torch.Tensor, fire: torch.Tensor | None = None,
+                scripted: torch.Tensor | None = None, on_substep: Callable[[Any], None] | None = None) -> None:
+        """One step of the training physics (``dt`` of sim time in ``substeps`` sub-steps, the
+        same integrator as :meth:`step`) under given controls, with no opponent policy, rewards,
+        step count, truncation or auto-reset: what analysis tools fly (a destroyed aircraft
+        stays destroyed). ``rudder`` ``[-1, 1]`` and ``throttle`` ``[0, 1]``: float ``[2, N]``
+        (side); ``fire``: ``[2, N]`` launch commands (0/1), subject to the fire rule;
+        ``scripted``: bool ``[N]``, envs whose blue flies the scripted opponent's manoeuvre
+        (pursuit, turning tail on a close red missile) instead of the given controls; it never
+        fires here. ``on_substep(env)`` is called after every sub-step."""
+        a = self._a
+        can = self._can_fire()
+        if scripted is not None:
+            can[BLUE].zero_()
+            self._scripted_action(can)
+            rudder, throttle = rudder.clone(), throttle.clone()
+            rudder[BLUE] = torch.where(scripted, a[_ARUD][BLUE], rudder[BLUE])
+            throttle[BLUE] = torch.where(scripted, a[_ATHR][BLUE], throttle[BLUE])
+        a[_ARUD].copy_(rudder).clamp_(-1.0, 1.0)
+        a[_ATHR].copy_(throttle).clamp_(0.0, 1.0)
+        if fire is not None:
+            self._fire.copy_(fire).mul_(can)
+            self._launch(self._fire)
+        for _ in range(self.substeps):
+            self._substep(self.sub_dt)
+            if on_substep is not None:
+                on_substep(self)
+        a[_ACOOL].sub_(self.dt).clamp_min_(0.0)
+        self._script_cooldown.sub_(self.dt).clamp_min_(0.0)
 
     def step(self, action: torch.Tensor) -> StepResult:
         action = self._step_action(action)
@@ -680,6 +729,8 @@ class AirCombatVecEnv(VecEnv):
             return
         src = self._A.view(_A_FIELDS, -1).index_select(1, flat)           # [fields, k]
         slot = torch.sub(self._slot_base.index_select(0, flat), src[_ALEFT].long(), alpha=n)
+        if self.launch_log is not None:
+            self.launch_log.on_launch(self, flat, slot)
         M = self._M.view(_M_FIELDS, -1)
         M[:_MTOF].index_copy_(1, slot, src.index_select(0, self._launch_rows))  # x, y, 1, v, cos, sin
         M[_MTOF].index_fill_(0, slot, 0.0)
@@ -757,8 +808,12 @@ class AirCombatVecEnv(VecEnv):
         # Hit targets are destroyed: side s's hits land on side 1 - s (it was alive: 1 - 1 = 0).
         torch.amax(hit, dim=1, out=self._hit_any)
         a[_AALIVE].sub_(self._hit_any.index_select(0, self._swap))
+        if self.launch_log is not None:
+            self.launch_log.on_substep(self, hit)
 
     def _reset_envs(self, idx: torch.Tensor) -> None:
+        if self.launch_log is not None:
+            self.launch_log.on_reset(idx)
         k = idx.numel()
         u = torch.rand(k, 6, generator=self._generator, device=self.device)
         rng, theta, off, speed = torch.addcmul(self._reset_offset, u, self._reset_scale).t().split((1, 1, 2, 2))

@@ -9,6 +9,8 @@ import signal
 import sys
 from pathlib import Path
 
+from rl_system.cli_air_combat import add_eval_flags
+from rl_system.cli_air_combat import add_parser as add_air_combat_parser
 from rl_system.config import ConfigError, apply_override, build_config, load_config
 from rl_system.errors import one_line
 
@@ -55,6 +57,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="instead of the statistics, draw one episode (env index 0) to a PNG "
                         "(AirCombat, Navigation; needs matplotlib: pip install 'rl-system[render]')")
 
+    add_eval_flags(e)
+
     c = sub.add_parser("check-env", help="conformance check of an env: specs, auto-reset, seeding, state, speed")
     c.add_argument("name", help="a registered env, 'package.module:Name' or 'gym:<id>' (as env.name in a config)")
     c.add_argument("--env", dest="env_kwargs", action="append", default=[], metavar="KWARG=VALUE",
@@ -66,6 +70,8 @@ def _parser() -> argparse.ArgumentParser:
 
     st = sub.add_parser("status", help="one-screen summary of the runs reporting on a Ray cluster")
     st.add_argument("--address", default="auto", help="Ray cluster address (default: auto)")
+
+    add_air_combat_parser(sub)
 
     r = sub.add_parser("rollouts", help="work with rollout archives")
     rsub = r.add_subparsers(dest="rollouts_command", required=True)
@@ -182,6 +188,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return _fail("--opponent does not apply to --render (the rendered episode is against the scripted opponent)", 2)
     if args.render is not None and args.greedy_level is not None:
         return _fail("--greedy-level does not apply to --render", 2)
+    if args.launch_map is not None and (args.render is not None or args.opponent is not None
+                                        or args.greedy_level is not None):
+        return _fail("--launch-map does not combine with --render, --opponent or --greedy-level", 2)
+    if args.launch_map is not None:
+        from rl_system.cli_air_combat import cmd_launch_map
+
+        return cmd_launch_map(args, found.state, found.run_dir)
     opponent = None
     if args.opponent is not None:
         try:
@@ -257,6 +270,10 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_check_env(args)
         if args.command == "eval":
             return cmd_eval(args)
+        if args.command == "air-combat":
+            from rl_system.cli_air_combat import cmd_range_map
+
+            return cmd_range_map(args)
         if args.command == "rollouts":
             from rl_system.archive_inspect import cmd_rollouts_inspect
 

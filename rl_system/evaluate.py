@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -24,11 +24,13 @@ from rl_system.config import RunConfig
 @torch.no_grad()
 def evaluate(state: dict[str, Any], episodes: int = 100, deterministic: bool | str = False, num_envs: int | None = None,
              seed: int = 12345, device: str = "cpu", max_steps: int = 1_000_000,
-             opponent: dict[str, Any] | None = None) -> dict[str, Any]:
+             opponent: dict[str, Any] | None = None,
+             instrument: Callable[[Any], None] | None = None) -> dict[str, Any]:
     """``deterministic``: argmax actions; for HMASD with its hierarchy also ``"high"`` or ``"low"``,
     the argmax at that level only (the other samples). ``opponent``: another checkpoint's state
     whose policy flies the other side (two-player envs with ``set_opponent``, e.g. AirCombat),
-    instead of the env's scripted opponent."""
+    instead of the env's scripted opponent. ``instrument(env)`` is called once the env is built
+    and reset, before the first step (e.g. to attach an AirCombat launch log)."""
     cfg = RunConfig.model_validate(state["config"])
     if isinstance(deterministic, str) and not (cfg.algo == "hmasd" and cfg.hmasd.hierarchy):
         raise ValueError(f"a greedy level ({deterministic!r}) needs an HMASD policy with hmasd.hierarchy: true, "
@@ -37,6 +39,8 @@ def evaluate(state: dict[str, Any], episodes: int = 100, deterministic: bool | s
     per_env = math.ceil(episodes / n)
     env, sampler = policy_sampler(state, n, seed, device, opponent)
     try:
+        if instrument is not None:
+            instrument(env)
         counts = torch.zeros(n, dtype=torch.int64)
         taken: dict[str, list[torch.Tensor]] = {}  # "return", "length", then each outcome key
         finished, steps, t0 = 0, 0, time.perf_counter()

@@ -1,0 +1,168 @@
+"""``rl-system air-combat range-map`` and ``rl-system eval RUN --launch-map``: the AirCombat
+missile envelope (:mod:`envs.air_combat_envelope`) and a policy's launches on it
+(:mod:`envs.air_combat_launches`). Bad arguments end in one line and exit 2, as everywhere in
+the CLI."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from rl_system.config import ConfigError, apply_override
+
+PHYSICS_KWARGS = ("time_scale", "scripted_evade_range_m")
+
+
+def add_parser(sub: Any) -> None:
+    a = sub.add_parser("air-combat", help="AirCombat tools: the missile's launch envelope")
+    asub = a.add_subparsers(dest="air_combat_command", required=True)
+    r = asub.add_parser("range-map", help="sweep shots over launch range x target aspect x manoeuvre in one env "
+                                          "batch; draw the envelope and the space-time diagram")
+    r.add_argument("--out", type=Path, default=Path("range_map.png"), help="the envelope picture (PNG)")
+    r.add_argument("--space-time", type=Path, default=None, metavar="OUT.png",
+                   help="the space-time diagram (default: <out>_space_time.png)")
+    r.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the table of every cell")
+    r.add_argument("--env", dest="env_kwargs", action="append", default=[], metavar="KWARG=VALUE",
+                   help="an AirCombat kwarg (repeatable); the physics reads time_scale (default 16, as "
+                        "launch/configs/air_combat_ppo.yaml) and scripted_evade_range_m")
+    r.add_argument("--ranges", default="2:60:2", metavar="FIRST:LAST:STEP", help="launch ranges in km (default 2:60:2)")
+    r.add_argument("--aspects", default="0:180:15", metavar="FIRST:LAST:STEP",
+                   help="target aspects in degrees, 0 hot .. 180 cold (default 0:180:15)")
+    r.add_argument("--manoeuvres", nargs="+", default=None, metavar="NAME",
+                   help="target manoeuvres after launch: straight beam cold scripted (default: all)")
+    r.add_argument("--samples", type=int, default=6, help="shots per cell, speeds drawn at random (default 6)")
+    r.add_argument("--shooter-speed", default="200:300", metavar="LOW[:HIGH]", help="m/s (default 200:300)")
+    r.add_argument("--target-speed", default="200:300", metavar="LOW[:HIGH]", help="m/s (default 200:300)")
+    r.add_argument("--trace-aspects", nargs="+", type=float, default=[0.0, 90.0, 180.0], metavar="DEG",
+                   help="aspects drawn in the space-time diagram (on the aspect grid; default 0 90 180)")
+    r.add_argument("--seed", type=int, default=0)
+
+
+def add_eval_flags(e: argparse.ArgumentParser) -> None:
+    e.add_argument("--launch-map", type=Path, default=None, metavar="OUT.png",
+                   help="AirCombat: draw where the policy's launches fall on the missile envelope over --episodes "
+                        "episodes (range and aspect at launch; hit, miss or cut short) and report the fractions "
+                        "fired inside the no-escape and maximum ranges")
+
+
+def _fail(msg: str, code: int = 2) -> int:
+    print(f"rl-system: {msg}", file=sys.stderr)
+    return code
+
+
+def grid(text: str, flag: str) -> tuple[float, ...]:
+    """``FIRST:LAST:STEP`` -> the values from FIRST to LAST (inclusive) in STEPs."""
+    try:
+        first, last, step = (float(x) for x in text.split(":"))
+    except ValueError:
+        raise ConfigError(f"{flag} {text!r}: expected FIRST:LAST:STEP, e.g. 2:60:2") from None
+    if step <= 0 or last < first:
+        raise ConfigError(f"{flag} {text!r}: STEP must be > 0 and LAST >= FIRST")
+    count = math.floor((last - first) / step + 1e-9) + 1
+    return tuple(round(first + i * step, 9) for i in range(count))
+
+
+def speed_range(text: str, flag: str) -> tuple[float, float]:
+    """``LOW[:HIGH]`` in m/s."""
+    try:
+        parts = [float(x) for x in text.split(":")]
+    except ValueError:
+        parts = []
+    if len(parts) not in (1, 2):
+        raise ConfigError(f"{flag} {text!r}: expected LOW or LOW:HIGH in m/s, e.g. 200:300")
+    return (parts[0], parts[-1])
+
+
+def env_kwargs(assignments: list[str]) -> dict[str, Any]:
+    """``--env`` assignments as AirCombat kwargs, ``time_scale`` 16 unless given; ConfigError for
+    a name the env does not take."""
+    from envs.air_combat import AirCombatVecEnv
+    from rl_system.cli import env_kwarg
+
+    tree: dict[str, Any] = {}
+    for assignment in assignments:
+        apply_override(tree, env_kwarg(assignment))
+    known = set(inspect.signature(AirCombatVecEnv).parameters) - {"num_envs", "device", "seed"}
+    for name in tree:
+        if name not in known:
+            raise ConfigError(f"--env {name}: AirCombat takes no such kwarg (it takes {', '.join(sorted(known))})")
+    return {"time_scale": 16.0, **tree}
+
+
+def cmd_range_map(args: argparse.Namespace) -> int:
+    from envs.air_combat_envelope import MANOEUVRES, EnvelopeError, SweepSpec, sweep
+    from envs.air_combat_envelope_plot import PlotError, draw_envelope, draw_space_time
+    from rl_system.filesystems import write_json
+
+    spec = SweepSpec(ranges_km=grid(args.ranges, "--ranges"), aspects_deg=grid(args.aspects, "--aspects"),
+                     manoeuvres=tuple(args.manoeuvres or MANOEUVRES), samples=args.samples,
+                     shooter_speed=speed_range(args.shooter_speed, "--shooter-speed"),
+                     target_speed=speed_range(args.target_speed, "--target-speed"), seed=args.seed,
+                     env_kwargs=env_kwargs(args.env_kwargs), trace_aspects_deg=tuple(args.trace_aspects))
+    try:
+        envelope = sweep(spec)
+    except (EnvelopeError, ValueError, TypeError) as err:  # the grid, or an env kwarg the env refuses
+        return _fail(f"range-map: {err}")
+    print(f"swept {spec.shots:,} shots ({len(spec.manoeuvres)} manoeuvres x {len(spec.aspects_deg)} aspects x "
+          f"{len(spec.ranges_km)} ranges x {spec.samples}) in one batch: {envelope.sim_steps} steps of "
+          f"{envelope.dt:.3f} s in {envelope.wall_s:.2f} s")
+    print(_edge_table(envelope))
+    space_time = args.space_time or args.out.with_name(f"{args.out.stem}_space_time{args.out.suffix or '.png'}")
+    try:
+        wrote = [draw_envelope(envelope, args.out)]
+        if envelope.traces:
+            wrote.append(draw_space_time(envelope, space_time))
+    except PlotError as err:
+        return _fail(str(err))
+    if args.json_out is not None:
+        write_json(args.json_out, envelope.to_json())
+        wrote.append(args.json_out)
+    print("wrote " + ", ".join(str(p) for p in wrote))
+    return 0
+
+
+def _edge_table(envelope: Any) -> str:
+    """Per aspect, the far edge of the hit region against each manoeuvre (km)."""
+    s = envelope.spec
+    names = {"straight": "R_max", "cold": "R_ne"}
+    head = "aspect  " + "".join(f"{names.get(m, m):>10}" for m in s.manoeuvres)
+    rows = [head]
+    for j, a in enumerate(s.aspects_deg):
+        cells = "".join(f"{'-' if math.isnan(float(envelope.edge_km[i, j])) else f'{float(envelope.edge_km[i, j]):.1f}':>10}"
+                        for i in range(len(s.manoeuvres)))
+        rows.append(f"{a:5.0f}°  {cells}")
+    return "\n".join(rows) + "\n(km where the hit probability falls below 0.5; R_max: target straight, " \
+                             "R_ne: target turning cold at launch)"
+
+
+def cmd_launch_map(args: argparse.Namespace, state: dict[str, Any], run_dir: Path | None) -> int:
+    from envs.air_combat_envelope_plot import PlotError
+    from envs.air_combat_launches import launch_map
+    from rl_system.filesystems import write_json
+
+    try:
+        result = launch_map(state, args.launch_map, episodes=args.episodes, deterministic=args.deterministic,
+                            seed=args.seed, num_envs=args.num_envs)
+    except PlotError as err:
+        return _fail(str(err))
+    except ValueError as err:
+        return _fail(f"cannot draw the launch map: {err}")
+    lc = result["launches"]
+
+    def pct(x: float | None) -> str:
+        return "-" if x is None else f"{100 * x:.0f}%"
+
+    print(f"{result['env']} v{result['policy_version']}: {lc['launches']} launches in {result['episodes']} episodes "
+          f"(win rate {result.get('win_rate', float('nan')):.3f}); hit {pct(lc['hit_rate'])} of those decided; "
+          f"inside R_ne {pct(lc['inside_no_escape']['fraction'])} (hit {pct(lc['inside_no_escape']['hit_rate'])}), "
+          f"between R_ne and R_max {pct(lc['between']['fraction'])} (hit {pct(lc['between']['hit_rate'])}), "
+          f"beyond R_max {pct(lc['beyond_max']['fraction'])}; more than 30° off the nose "
+          f"{pct(lc['off_nose_fraction'])}; envelope swept in {result['envelope_s']:.1f} s")
+    out = args.json_out or ((run_dir or Path(".")) / "launch_map.json")
+    write_json(out, result)
+    print(f"wrote {args.launch_map}, {out}")
+    return 0
