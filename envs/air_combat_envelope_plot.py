@@ -199,13 +199,18 @@ def draw_launch_map(env: Envelope, launches: dict[str, Any], path: Path, title: 
     _half_disc(ax, r_lim)
     mesh = _heat(ax, env, backdrop)
     _edge_curves(ax, env)
-    for outcomes, style in OUTCOME_STYLE.values():
-        pick = [i for i, o in enumerate(launches["outcome"]) if o in outcomes]
-        if pick:
+    shots = launches.get("shot", [1] * len(launches["outcome"]))
+    for first in (False, True):                                   # the first launch of an episode on top, larger
+        for outcomes, style in OUTCOME_STYLE.values():
+            pick = [i for i, o in enumerate(launches["outcome"]) if o in outcomes and (shots[i] == 1) == first]
+            if not pick:
+                continue
+            which = "first launch" if first else "later launch"
             ax.scatter([math.radians(launches["aspect_deg"][i]) for i in pick],
-                       [launches["range_km"][i] for i in pick], s=26, marker=style["marker"], c=style["color"],
-                       edgecolors="black" if style["marker"] != "x" else None, linewidths=0.4,
-                       label=f"{style['label']} ({len(pick)})", zorder=3)
+                       [launches["range_km"][i] for i in pick], s=48 if first else 12, marker=style["marker"],
+                       c=style["color"], edgecolors="black" if style["marker"] != "x" else None,
+                       linewidths=0.6 if first else 0.2, label=f"{which}: {style['label']} ({len(pick)})",
+                       zorder=4 if first else 3)
     fig.legend(loc="upper left", bbox_to_anchor=(0.01, 0.9), fontsize=9, framealpha=0.8)
     width = fig.get_figwidth()
     fig.colorbar(mesh, cax=fig.add_axes([1.0 - 0.9 / width, 0.15, 0.18 / width, 0.6]),

@@ -26,7 +26,8 @@ from envs.air_combat_envelope import Envelope, SweepSpec, aspect_deg, sweep
 from envs.air_combat_spec import RED
 
 OUTCOMES = ("hit", "miss", "cut", "pending")
-COLUMNS = ("side", "env", "range_km", "aspect_deg", "off_boresight_deg", "shooter_speed", "target_speed", "t_s")
+COLUMNS = ("side", "env", "shot", "range_km", "aspect_deg", "off_boresight_deg", "shooter_speed", "target_speed",
+           "t_s")
 
 
 class LaunchLog:
@@ -37,6 +38,7 @@ class LaunchLog:
         self._slot_record = torch.full((2, 6, env.num_envs), -1, dtype=torch.int64, device=env.device)
         self._columns: dict[str, list[torch.Tensor]] = {c: [] for c in COLUMNS}
         self._outcome: list[str] = []
+        self.episodes_ended = 0                   # episodes that ended (reset) since the log was attached
 
     def on_launch(self, env: Any, flat: torch.Tensor, slot: torch.Tensor) -> None:
         """``flat`` int64 ``[k]``: ``side * N + env`` of each launch; ``slot``: its flat index into
@@ -53,7 +55,8 @@ class LaunchLog:
         d = foe_xy - own_xy
         bearing = torch.atan2(d[1], d[0]) - pick("heading", side)
         off = torch.rad2deg(torch.remainder(bearing + math.pi, 2 * math.pi).sub(math.pi).abs())
-        values = {"side": side, "env": e, "range_km": torch.hypot(d[0], d[1]) / 1000.0,
+        shot = slot.div(n, rounding_mode="floor").remainder(6) + 1       # 1: the side's first launch this episode
+        values = {"side": side, "env": e, "shot": shot, "range_km": torch.hypot(d[0], d[1]) / 1000.0,
                   "aspect_deg": aspect_deg(foe_xy, pick("heading", foe), own_xy), "off_boresight_deg": off,
                   "shooter_speed": pick("speed", side), "target_speed": pick("speed", foe),
                   "t_s": env._steps.index_select(0, e).float() * env.dt}
@@ -76,6 +79,7 @@ class LaunchLog:
 
     def on_reset(self, idx: torch.Tensor) -> None:
         """Envs ``idx`` are about to reset: their missiles still in flight are cut short."""
+        self.episodes_ended += idx.numel()
         rec = self._slot_record.index_select(2, idx)
         live = rec >= 0
         if bool(live.any()):
@@ -111,7 +115,19 @@ def classify(envelope: Envelope, launches: dict[str, list]) -> dict[str, Any]:
         out[name] = {"fraction": float(mask.mean()) if rng.size else None, "hit_rate": _rate(hit & mask, decided & mask)}
     out["off_nose_fraction"] = float(np.mean(np.asarray(launches["off_boresight_deg"]) > 30.0)) if rng.size else None
     out["outcomes"] = {o: launches["outcome"].count(o) for o in OUTCOMES}
+    first = np.asarray(launches["shot"]) == 1
+    out["first_shots"] = {"count": int(first.sum()), "hit_rate": _rate(hit & first, decided & first),
+                          "range_km_median": _median(rng[first]),
+                          "aspect_deg_median": _median(np.asarray(launches["aspect_deg"], dtype=float)[first]),
+                          "inside_no_escape": float(groups["inside_no_escape"][first].mean()) if first.any() else None}
+    out["later_shots"] = {"count": int((~first).sum()), "hit_rate": _rate(hit & ~first, decided & ~first),
+                          "cut_fraction": float(np.mean(np.asarray(launches["outcome"])[~first] == "cut"))
+                          if (~first).any() else None}
     return out
+
+
+def _median(values: np.ndarray) -> float | None:
+    return float(np.median(values)) if values.size else None
 
 
 def _edge_at(edge: torch.Tensor | None, aspects: np.ndarray, at: list[float]) -> np.ndarray:
@@ -149,10 +165,11 @@ def launch_map(state: dict[str, Any], out: Path, episodes: int = 200, determinis
     cfg = RunConfig.model_validate(state["config"])
     envelope = sweep(SweepSpec(env_kwargs=cfg.env.test_kwargs(), samples=samples, seed=seed))
     result["launches"] = classify(envelope, launches)
+    result["launches"]["episodes_ended"] = logs[0].episodes_ended
     result["envelope_s"] = envelope.wall_s
     rates = result["launches"]
-    title = (f"{cfg.env.name} v{result['policy_version']}: {rates['launches']} launches in {result['episodes']} episodes "
-             f"(win rate {result.get('win_rate', float('nan')):.2f}){' deterministic' if deterministic else ''}, "
+    title = (f"{cfg.env.name} v{result['policy_version']}: {rates['launches']} launches in {logs[0].episodes_ended} "
+             f"episodes (win rate {result.get('win_rate', float('nan')):.3f}){', argmax' if deterministic else ''}, "
              f"on the envelope against the scripted opponent")
     draw_launch_map(envelope, launches, out, title)
     return result

@@ -116,11 +116,14 @@ def cmd_range_map(args: argparse.Namespace) -> int:
         wrote = [draw_envelope(envelope, args.out)]
         if envelope.traces:
             wrote.append(draw_space_time(envelope, space_time))
+        if args.json_out is not None:
+            args.json_out.parent.mkdir(parents=True, exist_ok=True)
+            write_json(args.json_out, envelope.to_json())
+            wrote.append(args.json_out)
     except PlotError as err:
         return _fail(str(err))
-    if args.json_out is not None:
-        write_json(args.json_out, envelope.to_json())
-        wrote.append(args.json_out)
+    except OSError as err:
+        return _fail(f"cannot write the output: {err}", 1)
     print("wrote " + ", ".join(str(p) for p in wrote))
     return 0
 
@@ -151,18 +154,30 @@ def cmd_launch_map(args: argparse.Namespace, state: dict[str, Any], run_dir: Pat
         return _fail(str(err))
     except ValueError as err:
         return _fail(f"cannot draw the launch map: {err}")
+    except OSError as err:
+        return _fail(f"cannot write the launch map: {err}", 1)
     lc = result["launches"]
 
     def pct(x: float | None) -> str:
         return "-" if x is None else f"{100 * x:.0f}%"
 
-    print(f"{result['env']} v{result['policy_version']}: {lc['launches']} launches in {result['episodes']} episodes "
-          f"(win rate {result.get('win_rate', float('nan')):.3f}); hit {pct(lc['hit_rate'])} of those decided; "
+    print(f"{result['env']} v{result['policy_version']}: {lc['launches']} launches in {lc['episodes_ended']} episodes "
+          f"(win rate {result.get('win_rate', float('nan')):.3f} over {result['episodes']}); hit {pct(lc['hit_rate'])} of those decided; "
           f"inside R_ne {pct(lc['inside_no_escape']['fraction'])} (hit {pct(lc['inside_no_escape']['hit_rate'])}), "
           f"between R_ne and R_max {pct(lc['between']['fraction'])} (hit {pct(lc['between']['hit_rate'])}), "
           f"beyond R_max {pct(lc['beyond_max']['fraction'])}; more than 30° off the nose "
           f"{pct(lc['off_nose_fraction'])}; envelope swept in {result['envelope_s']:.1f} s")
+    first, later = lc["first_shots"], lc["later_shots"]
+    if first["count"]:
+        print(f"first launch of an episode ({first['count']}): median {first['range_km_median']:.1f} km at aspect "
+              f"{first['aspect_deg_median']:.0f}°, inside R_ne {pct(first['inside_no_escape'])}, hit "
+              f"{pct(first['hit_rate'])} of those decided; later launches ({later['count']}): hit "
+              f"{pct(later['hit_rate'])}, still in flight when the episode ended {pct(later['cut_fraction'])}")
     out = args.json_out or ((run_dir or Path(".")) / "launch_map.json")
-    write_json(out, result)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_json(out, result)
+    except OSError as err:
+        return _fail(f"cannot write {out}: {err}", 1)
     print(f"wrote {args.launch_map}, {out}")
     return 0

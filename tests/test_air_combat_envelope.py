@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 import torch
@@ -126,7 +127,7 @@ def test_the_launch_log_records_the_geometry_and_a_hit():
     assert rec["range_km"][0] == pytest.approx(6.0, abs=0.01)
     assert rec["aspect_deg"][0] == pytest.approx(0.0, abs=0.5)
     assert rec["off_boresight_deg"][0] == pytest.approx(0.0, abs=0.5)
-    assert rec["shooter_speed"][0] == pytest.approx(250.0) and rec["t_s"][0] == 0.0
+    assert rec["shooter_speed"][0] == pytest.approx(250.0) and rec["t_s"][0] == 0.0 and rec["shot"] == [1]
 
 
 def test_the_launch_log_tells_a_miss_from_a_missile_cut_short():
@@ -136,7 +137,9 @@ def test_the_launch_log_tells_a_miss_from_a_missile_cut_short():
     assert rec["outcome"] == ["miss"] and rec["aspect_deg"][0] == pytest.approx(180.0, abs=0.5)
     env = _duel(1, 8_000.0, math.pi)
     _fly(env, {0, 10}, steps=40)                                      # the second one is in flight when the first hits
-    assert env.launch_log.records(side=RED)["outcome"] == ["hit", "cut"]
+    rec = env.launch_log.records(side=RED)
+    assert rec["outcome"] == ["hit", "cut"] and rec["shot"] == [1, 2]
+    assert rec["t_s"][1] == pytest.approx(10 * env.dt) and env.launch_log.episodes_ended == 1
     assert env.launch_log.records(side=BLUE)["outcome"] == []         # the opponent never fired
 
 
@@ -178,12 +181,15 @@ def test_eval_launch_map_draws_a_checkpoints_launches(tmp_path, capsys):
     out = tmp_path / "launches.png"
     assert main(["eval", str(tmp_path / "run"), "--launch-map", str(out), "--episodes", "16"]) == 0
     line = capsys.readouterr().out
-    assert "launches in 16 episodes" in line and "inside R_ne" in line
+    assert re.search(r"launches in \d+ episodes \(win rate [\d.]+ over 16\)", line) and "inside R_ne" in line
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     result = json.loads((tmp_path / "run" / "launch_map.json").read_text())
     launches = result["launches"]
     assert launches["launches"] > 0 and sum(launches["outcomes"].values()) == launches["launches"]
-    assert launches["outcomes"]["pending"] == 0 or launches["launches"] > launches["outcomes"]["pending"]
+    assert launches["episodes_ended"] >= 16
+    first, later = launches["first_shots"], launches["later_shots"]
+    assert first["count"] + later["count"] == launches["launches"]
+    assert first["count"] <= launches["episodes_ended"] + 16          # at most one per episode (16 envs)
 
 
 def test_eval_launch_map_of_another_env_is_one_line(tmp_path, capsys):
