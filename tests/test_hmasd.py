@@ -381,6 +381,37 @@ def test_low_and_high_level_gae_on_a_sampled_batch():
 
 # -- learner integration: gate, concat, checkpoint ---------------------------------------------------
 
+def _assert_diagnosis_signals(train: dict, cfg) -> None:
+    """The signals a collapse is diagnosed with (docs/hmasd.md, "Diagnosis signals") are logged
+    and mean what they say."""
+    h = cfg.hmasd
+    terms = {k: train[f"reward_term_{k}"] for k in ("env", "team", "agent")}
+    # the low-level reward is the sum of its terms (no novelty bonus in this config)
+    assert train["low_reward_mean"] == pytest.approx(sum(terms.values()), rel=1e-4, abs=1e-6)
+    assert terms["team"] <= 0.0 and terms["agent"] <= 0.0                  # lambda * log q, q <= 1
+    if h.logq_floor:                                                          # clamped at chance
+        assert terms["team"] >= -h.lambda_D * math.log(h.n_team_skills) - 1e-6
+        assert terms["agent"] >= -h.lambda_d * math.log(h.n_agent_skills) - 1e-6
+    shares = [train[f"plan_team_skill_{k}_share"] for k in range(h.n_team_skills)]
+    assert sum(shares) == pytest.approx(1.0) and all(0.0 <= x <= 1.0 for x in shares)
+    for key in ("plan_team_skill_entropy", "plan_agent_skill_entropy"):
+        assert 0.0 <= train[key] <= 1.0 + 1e-9
+    for level in ("low", "high"):
+        assert train[f"{level}_value_norm_std"] > 0 and math.isfinite(train[f"{level}_value_norm_mean"])
+
+
+def test_skill_usage_reads_the_plan():
+    from rl_system.algos.hmasd.trainer import skill_usage
+
+    Z = torch.tensor([0, 0, 0, 0])
+    z = torch.tensor([[0, 1], [1, 0], [0, 1], [1, 0]])
+    out = skill_usage(Z, z, n_Z=3, n_z=2)
+    assert out["plan_team_skill_0_share"] == 1.0 and out["plan_team_skill_2_share"] == 0.0
+    assert out["plan_team_skill_entropy"] == pytest.approx(0.0, abs=1e-9)   # one team skill only
+    assert out["plan_agent_skill_entropy"] == pytest.approx(1.0)            # both agent skills equally
+    assert skill_usage(torch.zeros(0, dtype=torch.long), torch.zeros(0, 2, dtype=torch.long), 3, 2) == {}
+
+
 def test_learner_drops_stale_hmasd_rollouts_and_raises_when_all_stale():
     cfg = run_config(num_envs=3, rollout_len=10)
     w0, w1 = RolloutWorker(0, cfg), RolloutWorker(1, cfg)
@@ -391,6 +422,7 @@ def test_learner_drops_stale_hmasd_rollouts_and_raises_when_all_stale():
     train, system = metrics["train"], metrics["system"]
     assert metrics["version"] == 1 and system["learner_dropped"] == 0
     assert system["learner_env_steps"] == 30 and "disc_team_acc" in train and train["skipped_minibatches"] == 0
+    _assert_diagnosis_signals(train, cfg)
     (_, f0), (_, f1) = w0.sample(weights, 1), w1.sample(weights, 1)
     metrics, weights = learner.update(f0, old, f1)  # two fresh (concatenated, final_* rows too), one stale
     assert metrics["system"]["learner_dropped"] == 1 and metrics["version"] == 2

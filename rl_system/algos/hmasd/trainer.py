@@ -121,8 +121,10 @@ def low_level_reward(policy: HMASDPolicy, cfg: HMASDConfig, batch: dict[str, tor
             # only where a *sibling* owns the view, which would punish entering it (docs/hmasd.md).
             bonus_team = r_team.clamp(min=-math.log(lq_team.shape[-1]))
             bonus_agent = r_agent.clamp(min=-math.log(lq_agent.shape[-1]))
-        reward = (cfg.lambda_e * batch["reward"].unsqueeze(-1) + cfg.lambda_D * bonus_team.unsqueeze(-1)
-                  + cfg.lambda_d * bonus_agent)
+        terms = {"env": cfg.lambda_e * batch["reward"].unsqueeze(-1), "team": cfg.lambda_D * bonus_team.unsqueeze(-1),
+                 "agent": cfg.lambda_d * bonus_agent}
+        reward = terms["env"] + terms["team"] + terms["agent"]
+        out.update(terms={k: float(v.mean()) for k, v in terms.items()})
         out.update(log_q_team=r_team, log_q_agent=r_agent, next_state=ns,
                    team_correct=lq_team.argmax(-1) == Z, agent_correct=lq_agent.argmax(-1) == z)
     else:
@@ -133,7 +135,9 @@ def low_level_reward(policy: HMASDPolicy, cfg: HMASDConfig, batch: dict[str, tor
         if cfg.novelty_gate == "success":
             weight = weight * (1 - success_share(batch["reward"], batch["terminated"], batch["truncated"]))
         out["novelty_weight"] = weight
-        reward = reward + weight * novelty_bonus(policy.novelty, out["novelty_error"], cfg.novelty_norm)
+        bonus = weight * novelty_bonus(policy.novelty, out["novelty_error"], cfg.novelty_norm)
+        reward = reward + bonus
+        out.setdefault("terms", {})["novelty"] = float(bonus.mean())
     out["reward"] = reward
     return out
 
@@ -151,6 +155,35 @@ def _ppo_terms(new_logp, old_logp, adv, new_v, old_v, target, clip: float, vclip
         kl = ((ratio - 1) - log_ratio).mean()
         clip_frac = ((ratio - 1).abs() > clip).float().mean()
     return pg, vl, kl, clip_frac
+
+
+def skill_usage(Z: torch.Tensor, z: torch.Tensor, n_Z: int, n_z: int) -> dict[str, float]:
+    """What the coordinator planned in a round, over its windows (``Z [W]`` team skills,
+    ``z [W, n]`` agent skills): the share of each team skill, and the entropy of the team- and
+    agent-skill choices relative to uniform (1: every skill used equally, 0: one skill only)."""
+    out: dict[str, float] = {}
+    if Z.numel() == 0:
+        return out
+    team = torch.bincount(Z.reshape(-1), minlength=n_Z).double()
+    agent = torch.bincount(z.reshape(-1), minlength=n_z).double()
+    for k in range(n_Z):
+        out[f"plan_team_skill_{k}_share"] = float(team[k] / team.sum())
+    out["plan_team_skill_entropy"] = _relative_entropy(team)
+    out["plan_agent_skill_entropy"] = _relative_entropy(agent)
+    return out
+
+
+def _relative_entropy(counts: torch.Tensor) -> float:
+    if counts.numel() < 2:
+        return 1.0
+    p = counts / counts.sum()
+    return float(-(p * p.clamp_min(1e-12).log()).sum() / math.log(counts.numel()))
+
+
+def value_norm_stats(norm: nn.Module, level: str) -> dict[str, float]:
+    """The value normaliser's running mean and standard deviation (return units)."""
+    mean, std = norm.mean_std()
+    return {f"{level}_value_norm_mean": float(mean), f"{level}_value_norm_std": float(std)}
 
 
 class HMASDTrainer:
@@ -200,6 +233,9 @@ class HMASDTrainer:
             stats.update(novelty_error_mean=float(error.mean()), novelty_error_max=float(error.max()),
                          novelty_weight=float(intr["novelty_weight"]))
         stats["low_reward_mean"] = float(low_r.mean())
+        # The size of each term of the low-level reward (docs/hmasd.md, "Diagnosis"): which one
+        # moves when a solved run collapses.
+        stats.update({f"reward_term_{k}": v for k, v in intr.get("terms", {}).items()})
 
         # Low level: per-agent GAE; truncation adds gamma * V(final obs). Values arrive in return
         # units (the sampler denormalised them with its own version's ValueNorm statistics).
@@ -226,6 +262,11 @@ class HMASDTrainer:
             stats.update(high_windows=int(pos.shape[0]), high_return_mean=float(hret[t_idx, e_idx].mean()),
                          high_explained_variance=explained_variance(hv[t_idx, e_idx], hret[t_idx, e_idx]),
                          high_window_len_mean=reward.numel() / max(int(pos.shape[0]), 1))
+            stats.update(skill_usage(h["h_Z"], h["h_z"], cfg.n_team_skills, cfg.n_agent_skills))
+        if cfg.value_norm:
+            stats.update(value_norm_stats(policy.low_norm, "low"))
+            if policy.hierarchy:
+                stats.update(value_norm_stats(policy.high_norm, "high"))
         return data, stats
 
     def _targets(self, norm, adv, ret, value, prefix: str) -> dict[str, torch.Tensor]:
