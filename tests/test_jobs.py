@@ -1,0 +1,121 @@
+"""The Ray Jobs launch path end to end (docs/cluster.md, "Ray Jobs API"): a real head started with
+``ray start --head`` on loopback (its own temp dir, ports and auth token), then ``ray job submit
+--working-dir . -- rl-system train ... --address auto`` with token authentication on, as a user
+of Ray >= 2.59 meets it; the job must end SUCCEEDED and its run must have written its summary.
+
+The head runs in its own process session and is torn down by signalling that session only, so
+other Ray instances on the machine (the suite's shared local session, a benchmark) are left alone
+(``ray stop`` would stop every Ray on the machine).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+RAY = str(Path(sys.executable).with_name("ray"))
+
+
+def _free_ports(k: int) -> list[int]:
+    socks = [socket.socket() for _ in range(k)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+@pytest.fixture(scope="module")
+def head(tmp_path_factory):
+    """A Ray head on 127.0.0.1 with token auth; yields (dashboard URL, env for the ray CLI)."""
+    if not Path(RAY).exists():
+        pytest.skip("the `ray` command is not installed beside this Python")
+    root = tmp_path_factory.mktemp("head")
+    token = root / "auth_token"
+    token.write_text(secrets.token_hex(32))
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}
+    env.pop("RAY_ADDRESS", None)
+    gcs, dash, nm, om, agent, agent_grpc, metrics, rt_env, client, low = _free_ports(10)
+    log = open(root / "head.log", "wb")  # noqa: SIM115 - closed at teardown
+    proc = subprocess.Popen(
+        [RAY, "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={gcs}",
+         "--dashboard-host=127.0.0.1", f"--dashboard-port={dash}", f"--node-manager-port={nm}",
+         f"--object-manager-port={om}", f"--dashboard-agent-listen-port={agent}",
+         f"--dashboard-agent-grpc-port={agent_grpc}", f"--metrics-export-port={metrics}",
+         f"--runtime-env-agent-port={rt_env}", f"--ray-client-server-port={client}",
+         f"--min-worker-port={low}", f"--max-worker-port={low + 200}", "--num-cpus=4",
+         f"--temp-dir={root / 'ray'}", "--include-dashboard=true"],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{dash}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            ok = subprocess.run([RAY, "job", "list", "--address", url], env=env, capture_output=True, timeout=60)
+            if ok.returncode == 0:
+                break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the Ray head did not come up: {(root / 'head.log').read_text()[-2000:]}")
+            time.sleep(1.0)
+        yield url, env
+    finally:
+        _stop_session(proc)
+        log.close()
+
+
+def _stop_session(proc: subprocess.Popen) -> None:
+    """SIGTERM to the head's whole session (GCS, raylet, dashboard, workers), SIGKILL after 15 s."""
+    for sig, wait in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(proc.pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.2)
+
+
+def test_ray_job_submit_runs_rl_system_train_to_success(head, tmp_path):
+    url, env = head
+    job_id = f"rl-system-test-{uuid.uuid4().hex[:8]}"
+    run_dir = tmp_path / "run"
+    submit = subprocess.run(
+        [RAY, "job", "submit", "--address", url, "--submission-id", job_id, "--working-dir", ".", "--",
+         "rl-system", "train", "launch/configs/cartpole_ppo.yaml", "--address", "auto", "--run-dir", str(run_dir),
+         "--quiet", "--set", "max_env_steps=16384", "--set", "tensorboard=false", "--set", "target_return=null"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert submit.returncode == 0, submit.stdout[-3000:] + submit.stderr[-3000:]
+    status = subprocess.run([sys.executable, "-c", "import sys; from ray.job_submission import JobSubmissionClient; "
+                             "print(JobSubmissionClient(sys.argv[1]).get_job_status(sys.argv[2]))", url, job_id],
+                            env=env, capture_output=True, text=True, timeout=60)
+    assert status.stdout.strip().endswith("SUCCEEDED"), status.stdout + status.stderr
+    logs = subprocess.run([RAY, "job", "logs", "--address", url, job_id], env=env, capture_output=True, text=True,
+                          timeout=60).stdout
+    assert "done: " in logs and "env steps" in logs                 # the CLI's closing line, from the job's driver
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["env_steps"] >= 16384 and summary["policy_version"] >= 1
+
+
+def test_ray_job_submit_without_the_token_is_refused(head):
+    url, env = head
+    no_token = {k: v for k, v in env.items() if k not in ("RAY_AUTH_TOKEN_PATH", "RAY_AUTH_TOKEN")}
+    no_token["RAY_AUTH_TOKEN"] = "not-the-token"
+    refused = subprocess.run([RAY, "job", "list", "--address", url], env=no_token, capture_output=True, text=True,
+                             timeout=60)
+    assert refused.returncode != 0 and "auth" in (refused.stdout + refused.stderr).lower()
