@@ -1,7 +1,8 @@
 """The Ray Jobs launch path end to end (docs/cluster.md, "Ray Jobs API"): a real head started with
 ``ray start --head`` on loopback (its own temp dir, ports and auth token), then ``ray job submit
 --working-dir . -- rl-system train ... --address auto`` with token authentication on, as a user
-of Ray >= 2.59 meets it; the job must end SUCCEEDED and its run must have written its summary.
+of Ray >= 2.59 meets it; while it trains, the run's ``rl_system_*`` series must be on the node's
+Prometheus endpoint; the job must end SUCCEEDED and its run must have written its summary.
 
 The head runs in its own process session and is torn down by signalling that session only, so
 other Ray instances on the machine (the suite's shared local session, a benchmark) are left alone
@@ -18,6 +19,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -40,13 +42,16 @@ def _free_ports(k: int) -> list[int]:
 
 @pytest.fixture(scope="module")
 def head(tmp_path_factory):
-    """A Ray head on 127.0.0.1 with token auth; yields (dashboard URL, env for the ray CLI)."""
+    """A Ray head on 127.0.0.1 with token auth; yields (dashboard URL, env for the ray CLI,
+    the node's Prometheus metrics URL)."""
     if not Path(RAY).exists():
         pytest.skip("the `ray` command is not installed beside this Python")
     root = tmp_path_factory.mktemp("head")
     token = root / "auth_token"
     token.write_text(secrets.token_hex(32))
-    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}
+    # Metrics reach the node's Prometheus endpoint once per report interval (default 10 s).
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token),
+           "RAY_metrics_report_interval_ms": "1000"}
     env.pop("RAY_ADDRESS", None)
     gcs, dash, nm, om, agent, agent_grpc, metrics, rt_env, client, low = _free_ports(10)
     log = open(root / "head.log", "wb")  # noqa: SIM115 - closed at teardown
@@ -69,15 +74,15 @@ def head(tmp_path_factory):
             if proc.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"the Ray head did not come up: {(root / 'head.log').read_text()[-2000:]}")
             time.sleep(1.0)
-        yield url, env
+        yield url, env, f"http://127.0.0.1:{metrics}/metrics"
     finally:
         _stop_session(proc)
         log.close()
 
 
 def _stop_session(proc: subprocess.Popen) -> None:
-    """SIGTERM to the head's whole session (GCS, raylet, dashboard, workers), SIGKILL after 15 s."""
-    for sig, wait in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 5.0)):
+    """SIGTERM to the head's whole session (GCS, raylet, dashboard, workers), SIGKILL after 3 s."""
+    for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0)):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
@@ -91,31 +96,65 @@ def _stop_session(proc: subprocess.Popen) -> None:
             time.sleep(0.2)
 
 
-def test_ray_job_submit_runs_rl_system_train_to_success(head, tmp_path):
-    url, env = head
-    job_id = f"rl-system-test-{uuid.uuid4().hex[:8]}"
-    run_dir = tmp_path / "run"
-    submit = subprocess.run(
-        [RAY, "job", "submit", "--address", url, "--submission-id", job_id, "--working-dir", ".", "--",
-         "rl-system", "train", "launch/configs/cartpole_ppo.yaml", "--address", "auto", "--run-dir", str(run_dir),
-         "--quiet", "--set", "max_env_steps=16384", "--set", "tensorboard=false", "--set", "target_return=null"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
-    assert submit.returncode == 0, submit.stdout[-3000:] + submit.stderr[-3000:]
-    status = subprocess.run([sys.executable, "-c", "import sys; from ray.job_submission import JobSubmissionClient; "
-                             "print(JobSubmissionClient(sys.argv[1]).get_job_status(sys.argv[2]))", url, job_id],
-                            env=env, capture_output=True, text=True, timeout=60)
-    assert status.stdout.strip().endswith("SUCCEEDED"), status.stdout + status.stderr
-    logs = subprocess.run([RAY, "job", "logs", "--address", url, job_id], env=env, capture_output=True, text=True,
-                          timeout=60).stdout
-    assert "done: " in logs and "env steps" in logs                 # the CLI's closing line, from the job's driver
-    summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["env_steps"] >= 16384 and summary["policy_version"] >= 1
+def _job_status(url: str, env: dict, job_id: str) -> str:
+    out = subprocess.run([sys.executable, "-c", "import sys; from ray.job_submission import JobSubmissionClient; "
+                          "print(JobSubmissionClient(sys.argv[1]).get_job_status(sys.argv[2]))", url, job_id],
+                         env=env, capture_output=True, text=True, timeout=60)
+    return out.stdout.strip().rsplit(".", 1)[-1]
 
 
 def test_ray_job_submit_without_the_token_is_refused(head):
-    url, env = head
+    url, env, _ = head
     no_token = {k: v for k, v in env.items() if k not in ("RAY_AUTH_TOKEN_PATH", "RAY_AUTH_TOKEN")}
     no_token["RAY_AUTH_TOKEN"] = "not-the-token"
     refused = subprocess.run([RAY, "job", "list", "--address", url], env=no_token, capture_output=True, text=True,
                              timeout=60)
     assert refused.returncode != 0 and "auth" in (refused.stdout + refused.stderr).lower()
+
+
+def test_ray_job_submit_trains_exports_metrics_and_succeeds(head, tmp_path):
+    """``ray job submit --working-dir . -- rl-system train ... --address auto``: while the job
+    trains, the ``rl_system_*`` series tagged with its run's name are on the node's Prometheus
+    endpoint (``--metrics-export-port``); it ends SUCCEEDED (its ``max_wall_s``), the driver's
+    closing line is in the job's logs and the run's summary is on disk."""
+    url, env, metrics_url = head
+    job_id = f"rl-system-test-{uuid.uuid4().hex[:8]}"
+    run = f"job-{uuid.uuid4().hex[:8]}"
+    subprocess.run(
+        [RAY, "job", "submit", "--no-wait", "--address", url, "--submission-id", job_id, "--working-dir", ".", "--",
+         "rl-system", "train", "launch/configs/cartpole_ppo.yaml", "--address", "auto", "--run-dir",
+         str(tmp_path / run), "--quiet", "--set", "max_env_steps=1000000000", "--set", "max_wall_s=12",
+         "--set", "tensorboard=false", "--set", "target_return=null", "--set", "checkpoint.every_rounds=0"],
+        cwd=REPO, env=env, check=True, capture_output=True, timeout=120)
+    wanted = {"ray_rl_system_env_steps", "ray_rl_system_policy_version", "ray_rl_system_bytes_shipped_total"}
+    found: dict[str, float] = {}
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        time.sleep(1.0)
+        if set(found) != wanted:
+            found.update(_series(metrics_url, wanted, run))
+        if _job_status(url, env, job_id) in ("SUCCEEDED", "FAILED", "STOPPED"):
+            break
+    logs = subprocess.run([RAY, "job", "logs", "--address", url, job_id], env=env, capture_output=True, text=True,
+                          timeout=60).stdout
+    assert _job_status(url, env, job_id) == "SUCCEEDED", logs[-3000:]
+    assert set(found) == wanted, found
+    assert found["ray_rl_system_env_steps"] > 0 and found["ray_rl_system_bytes_shipped_total"] > 0
+    assert "done: " in logs and "env steps" in logs                 # the CLI's closing line, from the job's driver
+    summary = json.loads((tmp_path / run / "summary.json").read_text())
+    assert summary["env_steps"] > 0 and summary["policy_version"] >= 1
+
+
+def _series(metrics_url: str, names: set[str], run: str) -> dict[str, float]:
+    """The values of ``names`` tagged ``run="<run>"`` on a Prometheus text page ({} if unreachable)."""
+    try:
+        with urllib.request.urlopen(metrics_url, timeout=10) as page:
+            text = page.read().decode()
+    except OSError:
+        return {}
+    out = {}
+    for line in text.splitlines():
+        name = line.split("{", 1)[0]
+        if name in names and f'run="{run}"' in line:
+            out[name] = float(line.rsplit(" ", 1)[-1])
+    return out
