@@ -73,6 +73,9 @@ def _parser() -> argparse.ArgumentParser:
 
     add_air_combat_parser(sub)
 
+    g = sub.add_parser("grafana-dashboard", help="write the Grafana dashboard of the rl_system_* series (JSON)")
+    g.add_argument("--out", type=Path, default=Path("rl_system_grafana_dashboard.json"))
+
     r = sub.add_parser("rollouts", help="work with rollout archives")
     rsub = r.add_subparsers(dest="rollouts_command", required=True)
     ri = rsub.add_parser("inspect", help="schema, size, compression and column statistics of an archive")
@@ -270,6 +273,18 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_check_env(args)
         if args.command == "eval":
             return cmd_eval(args)
+        if args.command == "grafana-dashboard":
+            import json
+
+            from rl_system.grafana import dashboard
+
+            try:
+                args.out.parent.mkdir(parents=True, exist_ok=True)
+                args.out.write_text(json.dumps(dashboard(), indent=1))
+            except OSError as err:
+                return _fail(f"cannot write {args.out}: {err}", 1)
+            print(f"wrote {args.out} (Grafana: Dashboards > Import)")
+            return 0
         if args.command == "air-combat":
             from rl_system.cli_air_combat import cmd_range_map
 

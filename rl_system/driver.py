@@ -36,6 +36,7 @@ from rl_system.rollout import RolloutMeta
 from rl_system.selfplay import SnapshotPool
 from rl_system.startup import default_run_dir, init_ray, probe_specs
 from rl_system.storage import RunStorage
+from rl_system import grafana
 from rl_system.telemetry import Telemetry
 from rl_system.worker import RolloutWorker
 
@@ -238,6 +239,7 @@ class RunLoop:
                 self.log.detail(err.detail or str(err))
                 raise TrainingError(str(err)) from None
             self.telemetry = Telemetry(self.run_dir.name)
+            grafana.install_on_this_node()
             if self.resume_state is not None:
                 run_state.resume(self, self.resume_state)
                 self.resume_state = None

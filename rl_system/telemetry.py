@@ -18,6 +18,27 @@ import ray
 NAMESPACE = "rl_system"
 STATUS_ACTOR = "rl-system-status"
 
+# Exported as rl_system_<name> (gauges) and rl_system_<name>_total (counters), tagged with the run's
+# name (``run``); Prometheus sees them with Ray's ``ray_`` prefix. rl_system.grafana draws them.
+GAUGES = (
+    ("env_steps", "env steps collected and trained on"),
+    ("steps_per_s", "env steps per second, learning on"),
+    ("policy_version", "learner policy version"),
+    ("return_mean", "mean return of the last completed episodes"),
+    ("workers_alive", "rollout workers that answered this round"),
+    ("compression_ratio", "raw / shipped rollout bytes"),
+    ("checkpoint_save_s", "seconds the checkpointer took for its last save"),
+    ("policy_lag_mean", "mean policy lag of trained-on rollouts"),
+)
+COUNTERS = (
+    ("rollouts_dropped", "rollouts dropped by the policy-version gate"),
+    ("worker_restarts", "rollout worker restarts"),
+    ("reseeds", "fresh starts of a stalled run (reseed.at_env_steps)"),
+    ("learner_restarts", "learners rebuilt from a checkpoint inside the run"),
+    ("checkpointer_restarts", "Ray restarts of the checkpointer"),
+    ("bytes_shipped", "rollout payload bytes sent through the object store"),
+)
+
 
 class StatusBoard:
     """Holds the newest status of each run that reports to it (a plain dict per run)."""
@@ -40,24 +61,9 @@ class Telemetry:
 
         self.run = run_name
         tags = ("run",)
-        self.gauges = {name: Gauge(f"rl_system_{name}", description=desc, tag_keys=tags) for name, desc in (
-            ("env_steps", "env steps collected and trained on"),
-            ("steps_per_s", "env steps per second, learning on"),
-            ("policy_version", "learner policy version"),
-            ("return_mean", "mean return of the last completed episodes"),
-            ("workers_alive", "rollout workers that answered this round"),
-            ("compression_ratio", "raw / shipped rollout bytes"),
-            ("checkpoint_save_s", "seconds the checkpointer took for its last save"),
-            ("policy_lag_mean", "mean policy lag of trained-on rollouts"),
-        )}
-        self.counters = {name: Counter(f"rl_system_{name}_total", description=desc, tag_keys=tags) for name, desc in (
-            ("rollouts_dropped", "rollouts dropped by the policy-version gate"),
-            ("worker_restarts", "rollout worker restarts"),
-            ("reseeds", "fresh starts of a stalled run (reseed.at_env_steps)"),
-            ("learner_restarts", "learners rebuilt from a checkpoint inside the run"),
-            ("checkpointer_restarts", "Ray restarts of the checkpointer"),
-            ("bytes_shipped", "rollout payload bytes sent through the object store"),
-        )}
+        self.gauges = {name: Gauge(f"rl_system_{name}", description=desc, tag_keys=tags) for name, desc in GAUGES}
+        self.counters = {name: Counter(f"rl_system_{name}_total", description=desc, tag_keys=tags)
+                         for name, desc in COUNTERS}
         self._last_counts: dict[str, float] = {}
         self.board = StatusBoardClient()
 

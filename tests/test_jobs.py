@@ -43,7 +43,7 @@ def _free_ports(k: int) -> list[int]:
 @pytest.fixture(scope="module")
 def head(tmp_path_factory):
     """A Ray head on 127.0.0.1 with token auth; yields (dashboard URL, env for the ray CLI,
-    the node's Prometheus metrics URL)."""
+    the node's Prometheus metrics URL, its temp dir)."""
     if not Path(RAY).exists():
         pytest.skip("the `ray` command is not installed beside this Python")
     root = tmp_path_factory.mktemp("head")
@@ -74,7 +74,7 @@ def head(tmp_path_factory):
             if proc.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"the Ray head did not come up: {(root / 'head.log').read_text()[-2000:]}")
             time.sleep(1.0)
-        yield url, env, f"http://127.0.0.1:{metrics}/metrics"
+        yield url, env, f"http://127.0.0.1:{metrics}/metrics", root / "ray"
     finally:
         _stop_session(proc)
         log.close()
@@ -104,7 +104,7 @@ def _job_status(url: str, env: dict, job_id: str) -> str:
 
 
 def test_ray_job_submit_without_the_token_is_refused(head):
-    url, env, _ = head
+    url, env, _, _ = head
     no_token = {k: v for k, v in env.items() if k not in ("RAY_AUTH_TOKEN_PATH", "RAY_AUTH_TOKEN")}
     no_token["RAY_AUTH_TOKEN"] = "not-the-token"
     refused = subprocess.run([RAY, "job", "list", "--address", url], env=no_token, capture_output=True, text=True,
@@ -117,7 +117,7 @@ def test_ray_job_submit_trains_exports_metrics_and_succeeds(head, tmp_path):
     trains, the ``rl_system_*`` series tagged with its run's name are on the node's Prometheus
     endpoint (``--metrics-export-port``); it ends SUCCEEDED (its ``max_wall_s``), the driver's
     closing line is in the job's logs and the run's summary is on disk."""
-    url, env, metrics_url = head
+    url, env, metrics_url, ray_dir = head
     job_id = f"rl-system-test-{uuid.uuid4().hex[:8]}"
     run = f"job-{uuid.uuid4().hex[:8]}"
     subprocess.run(
@@ -143,6 +143,10 @@ def test_ray_job_submit_trains_exports_metrics_and_succeeds(head, tmp_path):
     assert "done: " in logs and "env steps" in logs                 # the CLI's closing line, from the job's driver
     summary = json.loads((tmp_path / run / "summary.json").read_text())
     assert summary["env_steps"] > 0 and summary["policy_version"] >= 1
+    # The driver ran on the head: the rl_system dashboard sits beside Ray's provisioned ones.
+    board = ray_dir / "session_latest" / "metrics" / "grafana" / "dashboards" / "rl_system_grafana_dashboard.json"
+    assert json.loads(board.read_text())["uid"] == "rlSystemDashboard"
+    assert (board.parent / "default_grafana_dashboard.json").exists()
 
 
 def _series(metrics_url: str, names: set[str], run: str) -> dict[str, float]:
