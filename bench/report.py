@@ -23,7 +23,7 @@ Sections (``--only``):
 * ``hmasd``: the 20-seed HMASD figures, **not rerun** (hours of compute): read from the
   twenty-seed table of ``docs/hmasd.md`` and cited as such.
 
-``--peers`` adds RLlib PPO (``bench.peers.rllib_ppo``; needs ``pip install -e '.[bench]'``) and
+``--peers`` adds RLlib PPO (``bench.peers.rllib_ppo``; RLlib is part of the default install) and
 the CleanRL-style loop (``bench.peers.cleanrl_ppo``) to ``ttt`` and ``throughput``; a peer whose
 package is missing is skipped with a one-line note.
 
@@ -433,7 +433,7 @@ def run_peers(b: Budget, sections: dict[str, dict], notes: list[str]) -> None:
         rllib_err = f"{type(err).__name__}: {err}".splitlines()[0]
     if rllib_err:
         notes.append(f"RLlib peer skipped: ray.rllib is not importable ({rllib_err}); "
-                     f"install it with `pip install -e '.[bench]'`.")
+                     f"reinstall with `pip install -e .` (it brings ray[rllib]).")
     else:
         if want_ttt:
             _peer_ttt(b, sections, lambda seed: run_rllib_ppo(seed=seed, time_budget_s=b.peer_budget_s,

@@ -1,11 +1,8 @@
 """Train our torch lidar-navigation env with RLlib's PPO (new API stack) through its Gymnasium id.
 
-RLlib is not a dependency of rl_system; install it in its own virtual environment (``ray[rllib]``
-pins an older gymnasium, 1.2.2 for Ray 2.60; ``envs.gym_vector`` works with both)::
+RLlib comes with rl_system (``ray[default,rllib]``)::
 
-    python -m venv --system-site-packages /tmp/rllib-venv
-    /tmp/rllib-venv/bin/pip install 'ray[rllib]==2.60.0'
-    /tmp/rllib-venv/bin/python examples/rllib_navigation.py --iterations 5
+    python examples/rllib_navigation.py --iterations 5
 
 How RLlib finds the env: ``config.environment(env="envs.gym_vector:rl_system/Navigation-v0")``
 is a Gymnasium id in ``"module:id"`` form. Every EnvRunner (a separate Ray actor process) builds

@@ -1,0 +1,54 @@
+"""The built-in single-agent envs in RLlib's env registry: after :func:`register`,
+``PPOConfig().environment("rl_system/Navigation-v0")`` works as it does for a Gymnasium id.
+
+:func:`register` stores one creator per id with ``ray.tune.register_env``. The creators live in
+Ray's function registry in the cluster's GCS, so every EnvRunner on every node finds them,
+without the ``"envs.gym_vector:"`` module prefix that a plain Gymnasium id needs there
+(docs/ecosystem.md). Each creator builds the Gymnasium single-env view of :mod:`envs.gym_vector`
+(:class:`~envs.gym_vector.TorchEnv`: one torch env, the plain ``gymnasium.Env`` contract, which
+is what RLlib 2.60's ``SingleAgentEnvRunner`` expects). A ``Dict`` observation is flattened
+into one vector (Gymnasium's ``FlattenObservation``) so RLlib's default models take it with no
+connector; AirCombat's action mask then rides along as 12 0/1 features. ``env_config`` items
+are the env's constructor kwargs, plus ``seed``.
+
+AliceBob is multi-agent (see :mod:`envs.pettingzoo_view`) and is not registered here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import gymnasium
+from gymnasium import spaces
+from gymnasium.wrappers import FlattenObservation
+
+ENV_IDS = {"rl_system/CartPole-v0": "CartPole", "rl_system/Navigation-v0": "Navigation",
+           "rl_system/AirCombat-v0": "AirCombat"}
+
+
+def make(name: str, env_config: dict | None = None, **kwargs: Any) -> gymnasium.Env:
+    """The RLlib-facing env of built-in env ``name``: ``env_config`` (RLlib's ``EnvContext``, a
+    dict) and ``kwargs`` are its constructor kwargs, ``seed`` included."""
+    from envs.gym_vector import TorchEnv
+
+    kwargs = {**dict(env_config or {}), **kwargs}
+    env: gymnasium.Env = TorchEnv(name, seed=kwargs.pop("seed", None), **kwargs)
+    if isinstance(env.observation_space, spaces.Dict):
+        env = FlattenObservation(env)
+    return env
+
+
+def _creator(name: str) -> Callable[..., gymnasium.Env]:
+    def create(env_config: dict | None = None) -> gymnasium.Env:
+        return make(name, env_config)
+
+    return create
+
+
+def register() -> list[str]:
+    """Register every id of :data:`ENV_IDS` with Ray's env registry; returns the ids."""
+    from ray.tune.registry import register_env
+
+    for env_id, name in ENV_IDS.items():
+        register_env(env_id, _creator(name))
+    return list(ENV_IDS)
