@@ -123,7 +123,7 @@ def test_ray_job_submit_trains_exports_metrics_and_succeeds(head, tmp_path):
     subprocess.run(
         [RAY, "job", "submit", "--no-wait", "--address", url, "--submission-id", job_id, "--working-dir", ".", "--",
          "rl-system", "train", "launch/configs/cartpole_ppo.yaml", "--address", "auto", "--run-dir",
-         str(tmp_path / run), "--quiet", "--set", "max_env_steps=1000000000", "--set", "max_wall_s=12",
+         str(tmp_path / run), "--quiet", "--set", "max_env_steps=1000000000", "--set", "max_wall_s=6",
          "--set", "tensorboard=false", "--set", "target_return=null", "--set", "checkpoint.every_rounds=0"],
         cwd=REPO, env=env, check=True, capture_output=True, timeout=120)
     wanted = {"ray_rl_system_env_steps", "ray_rl_system_policy_version", "ray_rl_system_bytes_shipped_total"}
