@@ -112,7 +112,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     specs = probe_specs(cfg)  # a config the env or algorithm rejects fails here, before Ray starts
     try:
         init_ray(cfg, args.address)
-    except (ConnectionError, RuntimeError, ValueError) as err:
+    except KeyboardInterrupt:
+        raise
+    except Exception as err:  # noqa: BLE001 - Ray raises a bare Exception when its node times out starting
         return _fail(f"cannot start or join Ray ({args.address or 'local'}): {one_line(err)}", 1)
     # After ray.init, which installs its own SIGTERM handler (that one aborts the process).
     signal.signal(signal.SIGTERM, _on_sigterm)

@@ -58,6 +58,23 @@ def test_unreachable_address_is_one_line_within_seconds():
     assert time.monotonic() - t0 < 60  # Ray alone retries for minutes; the check answers in seconds
 
 
+def test_ray_that_fails_to_start_is_one_line(monkeypatch, capsys):
+    """On an overloaded machine Ray's node can time out starting; Ray raises a bare Exception."""
+    import ray
+
+    from rl_system.cli import main
+
+    def timed_out(*args, **kwargs):
+        raise Exception("The current node timed out during startup. This could happen because some of the raylet "
+                        "failed to startup or the GCS has become overloaded.")
+
+    monkeypatch.setattr(ray, "init", timed_out)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    assert main(["train", "launch/configs/cartpole_ppo.yaml", "--set", "tensorboard=false"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("rl-system: cannot start or join Ray (local): The current node timed out")
+
+
 def test_a_gpu_the_machine_does_not_have_is_refused_before_waiting(tmp_path):
     proc = cli("--set", "workers.num_gpus=1", "--run-dir", str(tmp_path))
     assert proc.returncode == 2
