@@ -1,0 +1,26 @@
+"""bench/tb_scalars.py reads the TensorBoard files the system writes (tensorboardX), including a
+file whose last record is still being written."""
+
+from __future__ import annotations
+
+from tensorboardX import SummaryWriter
+
+from bench.tb_scalars import read_scalars, table
+
+
+def test_reads_what_the_writer_wrote_and_stops_at_a_torn_tail(tmp_path):
+    w = SummaryWriter(str(tmp_path / "tb"))
+    for step in range(5):
+        w.add_scalar("rollout/success_rate", step / 4, step * 100)
+        w.add_scalar("train/reward_term_env", -step, step * 100)
+    w.close()
+    scalars = read_scalars(tmp_path)
+    assert scalars["rollout/success_rate"] == {s * 100: s / 4 for s in range(5)}
+    text = table(scalars, ["success_rate", "reward_term_env"], every=2)
+    assert text.splitlines()[0] == "| env steps | success_rate | reward_term_env |"
+    assert "| 400 | 1 | -4 |" in text and len(text.splitlines()) == 2 + 3
+    event_file = next((tmp_path / "tb").glob("events.out.tfevents.*"))
+    event_file.write_bytes(event_file.read_bytes()[:-7])            # a record cut short
+    torn = read_scalars(tmp_path)
+    assert torn["rollout/success_rate"] == scalars["rollout/success_rate"]   # written before the torn record
+    assert torn["train/reward_term_env"] == {s * 100: -s for s in range(4)}   # the last one is dropped, not garbled
