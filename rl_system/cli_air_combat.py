@@ -116,6 +116,9 @@ def cmd_range_map(args: argparse.Namespace) -> int:
         wrote = [draw_envelope(envelope, args.out)]
         if envelope.traces:
             wrote.append(draw_space_time(envelope, space_time))
+        else:
+            print(f"no space-time diagram: none of --trace-aspects {' '.join(f'{a:g}' for a in spec.trace_aspects_deg)} "
+                  f"is on the aspect grid")
         if args.json_out is not None:
             args.json_out.parent.mkdir(parents=True, exist_ok=True)
             write_json(args.json_out, envelope.to_json())
