@@ -23,7 +23,7 @@ import ray
 import yaml
 from ray.exceptions import ActorUnavailableError, RayActorError, RayTaskError
 
-from rl_system import reporting, run_state
+from rl_system import grafana, reporting, run_state
 from rl_system.config import ConfigError, RunConfig, attempt_seed
 from rl_system.errors import TrainingError, one_line
 from rl_system.filesystems import write_json
@@ -36,7 +36,6 @@ from rl_system.rollout import RolloutMeta
 from rl_system.selfplay import SnapshotPool
 from rl_system.startup import default_run_dir, init_ray, probe_specs
 from rl_system.storage import RunStorage
-from rl_system import grafana
 from rl_system.telemetry import Telemetry
 from rl_system.worker import RolloutWorker
 
