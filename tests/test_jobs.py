@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -26,7 +27,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-RAY = str(Path(sys.executable).with_name("ray"))
+# The `ray` command of this Python's installation (beside the interpreter), else the one on PATH.
+RAY = str(Path(sys.executable).with_name("ray")) if Path(sys.executable).with_name("ray").exists() \
+    else (shutil.which("ray") or "ray")
 
 
 def _free_ports(k: int) -> list[int]:
@@ -44,8 +47,8 @@ def _free_ports(k: int) -> list[int]:
 def head(tmp_path_factory):
     """A Ray head on 127.0.0.1 with token auth; yields (dashboard URL, env for the ray CLI,
     the node's Prometheus metrics URL, its temp dir)."""
-    if not Path(RAY).exists():
-        pytest.skip("the `ray` command is not installed beside this Python")
+    if shutil.which(RAY) is None:
+        pytest.fail("no `ray` command: Ray's CLI comes with `pip install ray` (rl-system depends on it)")
     root = tmp_path_factory.mktemp("head")
     token = root / "auth_token"
     token.write_text(secrets.token_hex(32))
