@@ -64,5 +64,6 @@ def main() -> None:
                 runs.append(r)
     write_tables(args.out, "nav_scan", runs, markdown, "python -m bench.bench_nav_scan")
 
+
 if __name__ == "__main__":
     main()

@@ -39,11 +39,12 @@ from typing import Any, Sequence
 import torch
 
 from envs.air_combat import (MISSILE_MAX_TOF_S, SCRIPTED_TURN_GAIN, START_SPEED_MS, V_STALL, V_TERMINAL,
-                             AirCombatVecEnv)
+                             AirCombatVecEnv, _wrap)
 from envs.air_combat_spec import BLUE, RED
 
 MANOEUVRES = ("straight", "beam", "cold", "scripted")
 _STRAIGHT, _BEAM, _COLD, _SCRIPTED = range(4)
+DEFAULT_ENV_KWARGS = {"time_scale": 16.0}  # the shipped preset's time step (launch/configs/air_combat_ppo.yaml)
 MAX_SHOTS = 400_000          # envs in one sweep (memory: ~1.5 kB of state and scratch per env)
 REACH_TARGET_RANGE_M = 500_000.0  # the reach shot's target: far beyond any missile's reach
 
@@ -65,7 +66,7 @@ class SweepSpec:
     shooter_speed: tuple[float, float] = START_SPEED_MS
     target_speed: tuple[float, float] = START_SPEED_MS
     seed: int = 0
-    env_kwargs: dict[str, Any] = field(default_factory=lambda: {"time_scale": 16.0})
+    env_kwargs: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_ENV_KWARGS))
     trace_aspects_deg: tuple[float, ...] = (0.0, 90.0, 180.0)
 
     def check(self) -> None:
@@ -168,11 +169,7 @@ def aspect_deg(target_xy: torch.Tensor, target_heading: torch.Tensor, shooter_xy
     """Target aspect in degrees ``[0, 180]``: the angle between the target's heading and the line
     from the target to the shooter (0 hot, 180 cold). ``*_xy`` ``[2, K]``, heading ``[K]`` rad."""
     to_shooter = torch.atan2(shooter_xy[1] - target_xy[1], shooter_xy[0] - target_xy[0])
-    return torch.rad2deg(_wrapped(target_heading - to_shooter).abs())
-
-
-def _wrapped(angle: torch.Tensor) -> torch.Tensor:
-    return torch.remainder(angle + math.pi, 2 * math.pi) - math.pi
+    return torch.rad2deg(_wrap(target_heading - to_shooter).abs())
 
 
 def _edges(p: torch.Tensor, ranges: Sequence[float]) -> torch.Tensor:
@@ -241,8 +238,8 @@ def _blue_rudder(env: AirCombatVecEnv, kind: torch.Tensor, out: torch.Tensor) ->
     ref_y = torch.where(flying, v["m_y"][RED, 0], v["y"][RED])
     away = torch.atan2(v["y"][BLUE] - ref_y, v["x"][BLUE] - ref_x)
     heading = v["heading"][BLUE]
-    cold_err = _wrapped(away - heading)
-    left, right = _wrapped(away + math.pi / 2 - heading), _wrapped(away - math.pi / 2 - heading)
+    cold_err = _wrap(away - heading)
+    left, right = _wrap(away + math.pi / 2 - heading), _wrap(away - math.pi / 2 - heading)
     beam_err = torch.where(left.abs() <= right.abs(), left, right)
     err = torch.where(kind == _COLD, cold_err, torch.where(kind == _BEAM, beam_err, torch.zeros_like(heading)))
     return torch.mul(err, SCRIPTED_TURN_GAIN, out=out).clamp_(-1.0, 1.0)
@@ -282,7 +279,7 @@ def sweep(spec: SweepSpec) -> Envelope:
     lo_b, hi_b = spec.target_speed
     speed_red = lo_r + (hi_r - lo_r) * torch.rand(n, generator=gen)
     speed_blue = lo_b + (hi_b - lo_b) * torch.rand(n, generator=gen)
-    heading_blue = _wrapped(math.pi + side * torch.deg2rad(aspect))
+    heading_blue = _wrap(math.pi + side * torch.deg2rad(aspect))
     # The reach shot: a straight, cold target far beyond any missile's reach.
     kind = torch.cat((kind, torch.tensor([_STRAIGHT])))
     range_m = torch.cat((range_m, torch.tensor([REACH_TARGET_RANGE_M])))

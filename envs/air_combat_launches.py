@@ -15,13 +15,13 @@ launches on it.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from envs.air_combat import _wrap
 from envs.air_combat_envelope import Envelope, SweepSpec, aspect_deg, sweep
 from envs.air_combat_spec import RED
 
@@ -36,6 +36,7 @@ class LaunchLog:
     def __init__(self, env: Any) -> None:
         self.num_envs = env.num_envs
         self._slot_record = torch.full((2, 6, env.num_envs), -1, dtype=torch.int64, device=env.device)
+        self._active = env.views()["m_active"]    # live view of the missiles in flight
         self._columns: dict[str, list[torch.Tensor]] = {c: [] for c in COLUMNS}
         self._outcome: list[str] = []
         self.episodes_ended = 0                   # episodes that ended (reset) since the log was attached
@@ -54,7 +55,7 @@ class LaunchLog:
         foe_xy = torch.stack((pick("x", foe), pick("y", foe)))
         d = foe_xy - own_xy
         bearing = torch.atan2(d[1], d[0]) - pick("heading", side)
-        off = torch.rad2deg(torch.remainder(bearing + math.pi, 2 * math.pi).sub(math.pi).abs())
+        off = torch.rad2deg(_wrap(bearing).abs())
         shot = slot.div(n, rounding_mode="floor").remainder(6) + 1       # 1: the side's first launch this episode
         values = {"side": side, "env": e, "shot": shot, "range_km": torch.hypot(d[0], d[1]) / 1000.0,
                   "aspect_deg": aspect_deg(foe_xy, pick("heading", foe), own_xy), "off_boresight_deg": off,
@@ -71,7 +72,7 @@ class LaunchLog:
         """``hit`` float ``[2, 6, N]``: the slots that hit in this sub-step (the rest of the ended
         ones self-destructed)."""
         rec = self._slot_record
-        ended = (rec >= 0) & ((hit > 0.5) | (env.views()["m_active"] < 0.5))
+        ended = (rec >= 0) & ((hit > 0.5) | (self._active < 0.5))
         if bool(ended.any()):
             for i, h in zip(rec[ended].tolist(), (hit[ended] > 0.5).tolist()):
                 self._outcome[i] = "hit" if h else "miss"

@@ -276,13 +276,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "eval":
             return cmd_eval(args)
         if args.command == "grafana-dashboard":
-            import json
-
+            from rl_system.filesystems import write_json
             from rl_system.grafana import dashboard
 
             try:
                 args.out.parent.mkdir(parents=True, exist_ok=True)
-                args.out.write_text(json.dumps(dashboard(), indent=1))
+                write_json(args.out, dashboard())
             except OSError as err:
                 return _fail(f"cannot write {args.out}: {err}", 1)
             print(f"wrote {args.out} (Grafana: Dashboards > Import)")

@@ -81,6 +81,7 @@ def env_kwargs(assignments: list[str]) -> dict[str, Any]:
     """``--env`` assignments as AirCombat kwargs, ``time_scale`` 16 unless given; ConfigError for
     a name the env does not take."""
     from envs.air_combat import AirCombatVecEnv
+    from envs.air_combat_envelope import DEFAULT_ENV_KWARGS
     from rl_system.cli import env_kwarg
 
     tree: dict[str, Any] = {}
@@ -90,7 +91,7 @@ def env_kwargs(assignments: list[str]) -> dict[str, Any]:
     for name in tree:
         if name not in known:
             raise ConfigError(f"--env {name}: AirCombat takes no such kwarg (it takes {', '.join(sorted(known))})")
-    return {"time_scale": 16.0, **tree}
+    return {**DEFAULT_ENV_KWARGS, **tree}
 
 
 def cmd_range_map(args: argparse.Namespace) -> int:

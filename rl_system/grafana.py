@@ -16,10 +16,10 @@ panel selects the runs picked in the ``run`` variable; counters are drawn as per
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from rl_system.filesystems import write_json
 from rl_system.telemetry import COUNTERS, GAUGES
 
 FILE_NAME = "rl_system_grafana_dashboard.json"
@@ -70,9 +70,7 @@ def install(session_dir: str | Path) -> Path | None:
     if not folder.is_dir():
         return None
     path = folder / FILE_NAME
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(dashboard(), indent=1))
-    tmp.replace(path)
+    write_json(path, dashboard())
     return path
 
 
