@@ -137,13 +137,6 @@ class Envelope:
         """``[aspect]`` no-escape range: the edge against a target turning cold at launch."""
         return self.edge("cold") if "cold" in self.spec.manoeuvres else None
 
-    def cell(self, manoeuvre: str, range_km: float, aspect_deg: float) -> float:
-        """Hit probability of the grid cell nearest ``(range_km, aspect_deg)``."""
-        m = self.spec.manoeuvres.index(manoeuvre)
-        r = min(range(len(self.spec.ranges_km)), key=lambda i: abs(self.spec.ranges_km[i] - range_km))
-        a = min(range(len(self.spec.aspects_deg)), key=lambda i: abs(self.spec.aspects_deg[i] - aspect_deg))
-        return float(self.p_hit[m, a, r])
-
     def to_json(self) -> dict[str, Any]:
         """The table: the parameters, every cell, the edges per manoeuvre, and the timing."""
         s = self.spec
