@@ -1,11 +1,16 @@
 """Scaling on this machine: sampling and end-to-end throughput vs workers x envs per worker, and
-bytes shipped per env step with and without compression.
+bytes shipped per env step with and without compression; the learner group's throughput for
+1 and 2 learners.
 
-    python -m bench.bench_scaling [--steps 400000]
+    python -m bench.bench_scaling [--steps 400000] [--parts workers learners]
 
 Sampling-only rows call ``sample`` on every worker concurrently (no learner), so they show what
 the workers alone deliver. End-to-end rows are full synchronous PPO rounds with the throughput
 config (4 epochs). Per-component costs printed at the end feed the projection in docs/scaling.md.
+
+The learner rows (:func:`learner_rows`) time ``update`` alone on a fixed set of rollouts (learner
+samples/s: env steps trained on per second) for N learners, each with one torch thread, and
+split a round into compute and all-reduce time, then run end to end with N learners.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import ray
 from rl_system.config import load_config
 from rl_system.driver import train
 from rl_system.learner import Learner
+from rl_system.learner_group import LearnerGroup, merged_metrics
 from rl_system.worker import RolloutWorker
 
 CONFIG = "launch/configs/cartpole_ppo_throughput.yaml"
@@ -42,12 +48,67 @@ def sampling_rate(cfg, seconds: float = 4.0) -> tuple[float, float]:
     return rate, nbytes / steps
 
 
+def learner_rate(cfg, payload_refs: list, seconds: float, specs) -> tuple[float, float]:
+    """``(env steps trained on per second, seconds per update)`` of a learner group of
+    ``cfg.learner.num_learners`` updating on ``payload_refs`` again and again. The gate is off
+    (``max_policy_lag`` large): the same rollouts stay trainable while the version climbs."""
+    group = LearnerGroup(cfg, specs, f"bench-learners-{cfg.learner.num_learners}")
+    try:
+        ray.get(list(group.start_refs()))
+        group.form()
+        metrics = merged_metrics(group.wait(group.update(payload_refs)[0]))  # warm-up
+        steps_per_update = metrics["system"]["learner_env_steps"]
+        n, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            group.wait(group.update(payload_refs)[0])
+            n += 1
+        dt = (time.perf_counter() - t0) / n
+        return steps_per_update / dt, dt
+    finally:
+        group.kill()
+
+
+def learner_rows(args) -> list[tuple]:
+    """Learner samples/s for 1 and 2 learners on one round of ``workers x envs x T`` rollouts,
+    and end-to-end steps/s with that many learners."""
+    rows = []
+    base = ["workers.num_workers=4", "workers.num_envs=512", "tensorboard=false", "log_every_s=1000",
+            "checkpoint.every_rounds=0", "target_return=null", "max_policy_lag=1000000", "learner.num_cpus=0.5"]
+    cfg = load_config(CONFIG, base)
+    workers = [RolloutWorker(i, cfg) for i in range(cfg.workers.num_workers)]
+    weights = Learner(cfg, *workers[0].specs()).get_weights()
+    refs = [ray.put(w.sample(weights, 0)[1]) for w in workers]
+    # One learner with one and with two threads, two learners with one thread each (the same two
+    # cores); target_kl off so that every update runs all its minibatch steps.
+    for n, threads in ((1, 1), (1, 2), (2, 1)):
+        setting = [f"learner.num_learners={n}", f"learner.torch_threads={threads}", "ppo.target_kl=null"]
+        rate, dt = learner_rate(load_config(CONFIG, base + setting), refs, args.learner_seconds, workers[0].specs())
+        e2e = train(load_config(CONFIG, base + setting + ["max_policy_lag=0", f"max_env_steps={args.steps}"]),
+                    run_dir=f"/tmp/rl_scaling/learners{n}x{threads}", quiet=True)
+        rows.append((n, threads, rate, 1e3 * dt, e2e["steps_per_s"]))
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=400_000)
+    ap.add_argument("--parts", nargs="+", choices=["workers", "learners"], default=["workers", "learners"])
+    ap.add_argument("--learner-seconds", type=float, default=8.0)
     args = ap.parse_args()
     ray.init(num_cpus=max(os.cpu_count() or 1, 5), include_dashboard=False, log_to_driver=False,
              configure_logging=False)
+    if "workers" in args.parts:
+        worker_table(args)
+    if "learners" in args.parts:
+        rows = learner_rows(args)
+        print(f"learner group: {CONFIG}, one round = 4 workers x 512 envs x 16 steps = 32,768 env steps, "
+              f"1 torch thread per learner")
+        print(f"{'learners':>8} {'threads':>8} {'learner samples/s':>18} {'ms/update':>10} {'e2e steps/s':>12}")
+        for r in rows:
+            print(f"{r[0]:>8} {r[1]:>8} {r[2]:>18,.0f} {r[3]:>10.1f} {r[4]:>12,.0f}")
+
+
+def worker_table(args) -> None:
     rows = []
     for workers in (1, 2, 4):
         for envs in (64, 512):

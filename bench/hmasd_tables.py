@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from envs import make_env
-from rl_system.algos.hmasd.trainer import next_inputs
+from rl_system.algos.hmasd.returns import next_inputs
 from rl_system.config import RunConfig
 from rl_system.evaluate import evaluate, policy_sampler
 

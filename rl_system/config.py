@@ -144,8 +144,24 @@ class LearnerConfig(_Strict):
     resources: dict[str, float] = Field(default_factory=dict)
     """Custom Ray resources the learner requires (e.g. the node with the big GPU)."""
     max_restarts: int = Field(3, ge=0)
-    """Times a dead learner is rebuilt inside the run from the newest valid checkpoint (at most
-    ``checkpoint.every_rounds`` rounds of work are lost each time); beyond it the run fails."""
+    """Times a dead learner (group) is rebuilt inside the run from the newest valid checkpoint (at
+    most ``checkpoint.every_rounds`` rounds of work are lost each time); beyond it the run fails."""
+    num_learners: int = Field(1, ge=1)
+    """Data-parallel learners (:mod:`rl_system.learner_group`): each trains on its share of a
+    round's rollouts and every minibatch step all-reduces the gradients, so all hold the same
+    weights. Each learner gets ``num_cpus`` / ``num_gpus`` / ``resources``. 1: a single learner."""
+    backend: Literal["auto", "gloo", "nccl"] = "auto"
+    """``torch.distributed`` backend of a learner group: ``auto`` is NCCL for GPU learners, gloo
+    for CPU ones."""
+    placement: Literal["pack", "spread"] = "pack"
+    """A learner group's placement group: ``pack`` on as few nodes as fit (cheaper all-reduce),
+    ``spread`` over nodes where it can."""
+    collective_timeout_s: float = Field(300.0, gt=0)
+    """How long a learner waits in a collective for its peers before it fails (a peer that died)."""
+    precision: Literal["fp32", "bf16"] = "fp32"
+    """``bf16``: the update's forward and backward passes under ``torch.autocast`` to bfloat16
+    (weights, optimiser state and the losses' reductions stay float32); pays on GPUs with bf16
+    tensor cores, not on CPU."""
 
 
 class CheckpointConfig(_Strict):
@@ -362,6 +378,17 @@ class RunConfig(_Strict):
                              f"({self.workers.rollout_len}): burn-in steps carry no loss")
         if self.model.recurrent != "none" and self.selfplay.enabled:
             raise ValueError("model.recurrent with selfplay: a recurrent opponent snapshot is not supported")
+        return self
+
+    @model_validator(mode="after")
+    def _learner_group(self) -> "RunConfig":
+        lc = self.learner
+        if lc.num_learners > self.workers.num_workers:
+            raise ValueError(f"learner.num_learners ({lc.num_learners}) exceeds workers.num_workers "
+                             f"({self.workers.num_workers}): each learner trains on whole rollouts")
+        if lc.backend == "nccl" and (lc.num_gpus == 0 or lc.device == "cpu"):
+            raise ValueError("learner.backend=nccl needs GPU learners (learner.num_gpus > 0, learner.device "
+                             "auto or cuda); CPU learners use gloo")
         return self
 
     @model_validator(mode="before")

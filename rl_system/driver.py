@@ -28,7 +28,7 @@ from rl_system.config import ConfigError, RunConfig, attempt_seed
 from rl_system.errors import TrainingError, one_line
 from rl_system.filesystems import write_json
 from rl_system.gate import PolicyVersionGate
-from rl_system.learner import Learner
+from rl_system.learner_group import LearnerGroup, merged_metrics
 from rl_system.metrics import ReturnWindow, RunLogger
 from rl_system.placement import StartupError, check_placement, wait_for_actors
 from rl_system.reporting import RunStats
@@ -70,8 +70,8 @@ class RunLoop:
         self.stats = RunStats()
         self.version = 0
         self.workers: list[Any] = []
-        self.learner: Any = None
-        self.learner_node: str | None = None
+        self.learner: LearnerGroup | None = None
+        self.learner_nodes: list[str] = []  # per learner rank
         self.placement: list[dict[str, str]] | None = None  # per worker: node, compression
         self._sampled_before: set[int] = set()  # workers that delivered a rollout already
         self._restarting_since: dict[int, float] = {}
@@ -94,29 +94,33 @@ class RunLoop:
             for i in range(wc.num_workers)
         ]
         self.storage = RunStorage(cfg, self.run_dir, self.log)
-        self.learner = self._new_learner("learner")
-        self.weights_ref = self.learner.get_weights.remote()
+        self.learner = LearnerGroup(cfg, self.specs, "learner")
         pings = {w.ping.remote(): f"rollout-worker-{i}" for i, w in enumerate(self.workers)}
-        wait_for_actors({**pings, self.weights_ref: "learner"}, cfg.startup_timeout_s, self.log.line)
+        wait_for_actors({**pings, **self.learner.start_refs()}, cfg.startup_timeout_s, self.log.line)
+        self.learner.form()
+        self.weights_ref = self.learner.lead.get_weights.remote()
         self._place_learner()
 
-    def _new_learner(self, name: str) -> Any:
-        lc = self.cfg.learner
-        # Ray does not restart it (max_restarts=0): a dead learner is rebuilt by the run loop from
-        # the newest checkpoint (run_state.rebuild_learner), which a plain actor restart could not do.
-        return ray.remote(Learner).options(
-            name=name, num_cpus=lc.num_cpus, num_gpus=lc.num_gpus, max_restarts=0, resources=lc.resources,
-        ).remote(self.cfg.model_dump(), *self.specs)
+    @property
+    def learner_node(self) -> str | None:
+        """Rank 0's node (the single learner's)."""
+        return self.learner_nodes[0] if self.learner_nodes else None
+
+    def _learner_node_of(self, w: int) -> str:
+        """The node of the learner that trains on worker ``w``'s rollouts."""
+        return self.learner_nodes[self.learner.rank_of(w)]
 
     def _place_learner(self) -> None:
-        """Where the learner runs decides ``compression: auto`` for each worker."""
-        self.learner_node = ray.get(self.learner.node_id.remote())
-        self.placement = ray.get([w.set_learner_node.remote(self.learner_node) for w in self.workers])
+        """Where each worker's learner runs decides ``compression: auto`` for that worker."""
+        self.learner_nodes = self.learner.nodes
+        self.placement = ray.get([w.set_learner_node.remote(self._learner_node_of(i))
+                                  for i, w in enumerate(self.workers)])
 
     def _stop_actors(self) -> None:
-        for actor in [*self.workers, self.learner]:
-            if actor is not None:
-                ray.kill(actor, no_restart=True)
+        for actor in self.workers:
+            ray.kill(actor, no_restart=True)
+        if self.learner is not None:
+            self.learner.kill()
         if self.storage is not None:
             self.storage.stop()
         self.workers, self.learner = [], None
@@ -136,7 +140,7 @@ class RunLoop:
         if self.cfg.selfplay.enabled:
             extra["selfplay"] = self.pool.state()
         manifest = {"round": self.stats.rounds, "mean_return": self.window.mean if self.window.returns else None}
-        self.storage.request_checkpoint(self.learner, extra, manifest)
+        self.storage.request_checkpoint(self.learner.lead, extra, manifest)
 
     def _poll_checkpointer(self) -> None:
         stats = self.storage.poll()
@@ -147,7 +151,7 @@ class RunLoop:
 
     def _flush_checkpoints(self) -> None:
         if self.storage is not None:
-            self.storage.flush(self.learner)
+            self.storage.flush(self.learner.lead if self.learner is not None else None)
 
     # -- one round ----------------------------------------------------------------------------
     def _submit(self, pending: dict, w: int) -> None:
@@ -171,7 +175,7 @@ class RunLoop:
             self._restarting_since.pop(job.worker, None)
             if meta.fresh_process:
                 # A (re)started process: resolve `compression: auto` for it again.
-                self.workers[job.worker].set_learner_node.remote(self.learner_node)
+                self.workers[job.worker].set_learner_node.remote(self._learner_node_of(job.worker))
                 if self.cfg.selfplay.enabled:
                     self.pool.send(job.worker, self.workers[job.worker])  # its opponent was lost too
                 if job.worker in self._sampled_before:
@@ -214,9 +218,9 @@ class RunLoop:
     def _update(self, payload_refs: list[ray.ObjectRef]) -> dict[str, Any] | None:
         """One learner update; None when the learner died and was rebuilt instead (the round's
         rollouts are then dropped: they belong to policy versions the rebuilt learner never had)."""
-        metrics_ref, weights_ref = self.learner.update.options(num_returns=2).remote(*payload_refs)
+        metrics_refs, weights_ref = self.learner.update(payload_refs)
         try:
-            metrics = ray.get(metrics_ref)
+            metrics = merged_metrics(self.learner.wait(metrics_refs))
         except RayActorError as err:
             run_state.rebuild_learner(self, err)
             self.gate.dropped += len(payload_refs)
@@ -365,10 +369,11 @@ class RunLoop:
         # its reseed comes after that sample anyway.
         in_flight = len(pending)
         pending.clear()
-        version_ref, self.weights_ref = self.learner.reseed.options(num_returns=2).remote(seed)
+        calls = [a.reseed.options(num_returns=2).remote(seed) for a in self.learner.actors]
+        self.weights_ref = calls[0][1]
         for w in range(len(self.workers)):
             self._reseed_worker(w, seed)
-        self.version = ray.get(version_ref)
+        self.version = self.learner.wait([version for version, _ in calls])[0]
         if self.cfg.selfplay.enabled:  # the pool's snapshots are the stalled attempt's policies
             self.pool = SnapshotPool(self.cfg.selfplay, seed)
             self.pool.refresh(self.workers)

@@ -2,11 +2,15 @@
 configured algorithm (PPO or HMASD, see :mod:`rl_system.algos`).
 
 The learner is a Ray actor; its policy version starts at 0 and increments with every update.
-It receives rollouts as LZ4 payloads (``bytes``) straight from the object store.
+It receives rollouts as LZ4 payloads (``bytes``) straight from the object store. In a learner
+group (:mod:`rl_system.learner_group`) each learner receives its share of the round and joins a
+``torch.distributed`` group first (:meth:`Learner.join_group`); all hold the same weights, and
+rank 0 alone returns them and checkpoints.
 """
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from typing import Any
@@ -15,7 +19,7 @@ import ray
 import torch
 
 from envs.base import ActionSpec, TensorSpec
-from rl_system import codec, rollout
+from rl_system import codec, collective, rollout
 from rl_system.algos import get_algorithm
 from rl_system.checkpoint import capture_rng_state, restore_rng_state
 from rl_system.checkpoint.writer import to_transport
@@ -43,6 +47,7 @@ class Learner:
         self._save_ref: ray.ObjectRef | None = None
         self._snapshot_error: str | None = None
         self.ckpt_blocked_s = 0.0  # time the learner waited on checkpointing, last save
+        self.rank = 0  # in a learner group (join_group); rank 0 returns the weights
 
     def _build(self, seed: int) -> None:
         """Freshly initialised policy and algorithm state (optimisers, normalisers) from ``seed``."""
@@ -65,6 +70,24 @@ class Learner:
     def node_id(self) -> str:
         return ray.get_runtime_context().get_node_id()
 
+    # -- learner group -------------------------------------------------------------------------
+    @staticmethod
+    def rendezvous_address() -> str:
+        """``tcp://<this node's IP>:<a free port>``: where rank 0 lets the group meet."""
+        ip = ray.util.get_node_ip_address()
+        with socket.socket(socket.AF_INET6 if ":" in ip else socket.AF_INET) as sock:
+            sock.bind(("", 0))
+            port = sock.getsockname()[1]
+        host = f"[{ip}]" if ":" in ip else ip
+        return f"tcp://{host}:{port}"
+
+    def join_group(self, rank: int, world: int, address: str, backend: str, timeout_s: float) -> int:
+        """Join the learner group as ``rank`` of ``world`` (blocks until every rank has joined).
+        Every rank starts from the same seed, so the weights already agree."""
+        collective.install(collective.ProcessGroup(rank, world, address, backend, timeout_s))
+        self.rank = rank
+        return rank
+
     def get_weights(self) -> dict[str, torch.Tensor]:
         return {k: v.detach().cpu() for k, v in self.policy.state_dict().items()}
 
@@ -85,20 +108,26 @@ class Learner:
                 rollouts.append(cols)
             else:
                 dropped += 1
-        if not rollouts:
-            raise StaleRolloutError(f"all {len(payloads)} rollouts are outside the allowed policy lag")
+        # The round's env steps over the group (the budget and LR annealing are global), decided
+        # together: a learner left with nothing must not leave its peers in a collective.
+        steps_per_rank = collective.active().all_gather_ints(sum(cols["reward"].numel() for cols in rollouts))
+        if min(steps_per_rank) == 0:
+            raise StaleRolloutError(f"all {len(payloads)} rollouts of a learner's share are outside the "
+                                    f"allowed policy lag")
         t_decode = time.perf_counter() - t0
         batch = {k: v.to(self.device, non_blocking=True) for k, v in rollout.concat(rollouts).items()}
-        steps = batch["reward"].numel()
+        steps = sum(steps_per_rank)
         progress = self.env_steps / self.cfg.max_env_steps
         self.policy.train()
-        train = self.algo.update(batch, progress)
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.cfg.learner.precision == "bf16"):
+            train = self.algo.update(batch, progress)
         self.env_steps += steps
         self.version += 1
         system = {"learner_env_steps": self.env_steps, "learner_dropped": dropped, "decode_s": t_decode,
                   "update_s": time.perf_counter() - t0 - t_decode, "skipped_updates_total": self.algo.skipped_updates,
                   "checkpoint_blocked_s": self.ckpt_blocked_s, "cpu_s": time.process_time() - c0}
-        return {"version": self.version, "train": train, "system": system}, self.get_weights()
+        weights = self.get_weights() if self.rank == 0 else None  # identical on every rank
+        return {"version": self.version, "train": train, "system": system}, weights
 
     # -- checkpointing -------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:

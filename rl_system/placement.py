@@ -51,7 +51,9 @@ def actor_requests(cfg: RunConfig) -> list[tuple[str, Resources]]:
     wc, lc = cfg.workers, cfg.learner
     worker = {"CPU": wc.num_cpus, "GPU": wc.num_gpus, **wc.resources}
     learner = {"CPU": lc.num_cpus, "GPU": lc.num_gpus, **lc.resources}
-    out = [(f"rollout-worker-{i}", worker) for i in range(wc.num_workers)] + [("learner", learner)]
+    learners = [("learner", learner)] if lc.num_learners == 1 else [
+        (f"learner-{r}", learner) for r in range(lc.num_learners)]
+    out = [(f"rollout-worker-{i}", worker) for i in range(wc.num_workers)] + learners
     return [(name, {k: v for k, v in req.items() if v > 0}) for name, req in out]
 
 
@@ -118,9 +120,11 @@ def _shortfall(cfg: RunConfig, key: str, amount: float, have: float, limit: floa
     per_learner = {"CPU": lc.num_cpus, "GPU": lc.num_gpus}.get(key, lc.resources.get(key, 0.0))
     grows = f", and its autoscaler can add up to {_amount(limit)}" if limit is not None else " and does not autoscale"
     knob = {"CPU": "num_cpus", "GPU": "num_gpus"}.get(key, f"resources.{key}")
-    return (f"the run needs {_amount(amount)} {key} ({wc.num_workers} workers × {_amount(per_worker)} + learner "
-            f"{_amount(per_learner)}) but the cluster has {_amount(have)} {key}{grows}; lower workers.{knob} / "
-            f"learner.{knob} or workers.num_workers")
+    learners = (f"learner {_amount(per_learner)}" if lc.num_learners == 1
+                else f"{lc.num_learners} learners × {_amount(per_learner)}")
+    fewer = "workers.num_workers" + (" or learner.num_learners" if lc.num_learners > 1 else "")
+    return (f"the run needs {_amount(amount)} {key} ({wc.num_workers} workers × {_amount(per_worker)} + {learners}) "
+            f"but the cluster has {_amount(have)} {key}{grows}; lower workers.{knob} / learner.{knob} or {fewer}")
 
 
 def _node_of(text: str) -> str | None:

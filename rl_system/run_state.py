@@ -7,8 +7,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import ray
+from ray.exceptions import RayActorError, RayTaskError
 
 from rl_system.errors import TrainingError, one_line
+from rl_system.learner_group import LearnerGroup
 from rl_system.metrics import ReturnWindow
 from rl_system.placement import StartupError, wait_for_actors
 
@@ -32,8 +34,9 @@ def snapshot(run: RunLoop, elapsed: float) -> dict[str, Any]:
 
 def resume(run: RunLoop, state: dict[str, Any]) -> None:
     """Continue from a checkpoint (``--resume``): learner weights/optimizer/RNG, counters, workers."""
-    run.weights_ref = run.learner.load_state.remote(state["learner"])
-    ray.get(run.weights_ref)
+    loads = run.learner.on_all("load_state", state["learner"])
+    run.learner.wait(loads)
+    run.weights_ref = loads[0]
     run.version = int(state["learner"]["version"])
     d, st = state["driver"], run.stats
     run.gate.dropped = d["dropped"]
@@ -80,17 +83,20 @@ def rebuild_learner(run: RunLoop, err: Exception) -> None:
     run.log.warn(f"the learner died ({one_line(err)}); rebuilding it from the newest checkpoint "
                   f"(learner restart {st.learner_restarts} of {limit})")
     run.log.detail(str(err))
-    ray.kill(run.learner, no_restart=True)
+    run.learner.kill()  # a learner group goes as a whole: its peers' collectives are broken
     run.storage.flush(None)  # what the checkpointer still holds of the dead learner's saves
     state = run.storage.newest_checkpoint()
-    run.learner = run._new_learner(f"learner-r{st.learner_restarts}")
-    run.weights_ref = run.learner.restore.remote(state["learner"] if state else None, run.version + 1)
+    run.learner = LearnerGroup(run.cfg, run.specs, f"learner-r{st.learner_restarts}")
     try:
-        wait_for_actors({run.weights_ref: "learner"}, run.cfg.startup_timeout_s, run.log.line)
-    except StartupError as start_err:
-        run.log.detail(start_err.detail or str(start_err))
-        raise TrainingError(f"the learner could not be rebuilt: {start_err}") from None
-    run.version = ray.get(run.learner.get_version.remote())
+        wait_for_actors(run.learner.start_refs(), run.cfg.startup_timeout_s, run.log.line)
+        run.learner.form()
+        restores = run.learner.on_all("restore", state["learner"] if state else None, run.version + 1)
+        run.learner.wait(restores)
+    except (StartupError, RayActorError, RayTaskError) as start_err:
+        run.log.detail(getattr(start_err, "detail", "") or str(start_err))
+        raise TrainingError(f"the learner could not be rebuilt: {one_line(start_err)}") from None
+    run.weights_ref = restores[0]
+    run.version = ray.get(run.learner.lead.get_version.remote())
     run._place_learner()
     if state is not None:
         restore_progress(run, state["driver"])

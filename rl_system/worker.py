@@ -20,6 +20,7 @@ from rl_system.config import RunConfig
 from rl_system.device import resolve_device
 from rl_system.rollout import RolloutMeta
 from rl_system.selfplay import SnapshotOpponent
+from rl_system.staging import HostStaging
 
 
 class RolloutWorker:
@@ -33,6 +34,7 @@ class RolloutWorker:
         # learner is placed. Until then (and when used in-process) nothing is compressed.
         self.compression = "none" if self.cfg.compression == "auto" else self.cfg.compression
         self.samples = 0  # since this process started: 0 after a restart by Ray
+        self.staging = HostStaging()  # a CUDA rollout goes to host in one synchronised batch of copies
         self._build(self.cfg.seed)
 
     def _build(self, run_seed: int) -> None:
@@ -92,6 +94,7 @@ class RolloutWorker:
                               env_steps=self.cfg.workers.rollout_len * self.env.num_envs, sample_s=sample_s,
                               fresh_process=self.samples == 0, opponent_version=self.opponent_version)
         self.samples += 1
+        columns = self.staging.to_host(columns)
         payload = codec.encode(columns, meta.header(), compression=self.compression,
                                level=self.cfg.compression_level, filters=self.cfg.codec_filters)
         meta.raw_bytes = sum(t.numel() * t.element_size() for t in columns.values())

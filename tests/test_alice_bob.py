@@ -435,6 +435,7 @@ def test_bad_input_raises():
         AliceBobVecEnv(1, layout=["1r#.B", "2R#.b"])  # blue objects unreachable
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_matches_cpu_with_fixed_starts():
     kw = dict(size="default", max_episode_steps=20)

@@ -14,7 +14,7 @@ import torch
 from envs.alice_bob import AliceBobVecEnv
 from rl_system.algos.hmasd import make_policy, make_sampler, make_trainer
 from rl_system.algos.hmasd.networks import SkillCoordinator
-from rl_system.algos.hmasd.trainer import low_level_reward, window_gae
+from rl_system.algos.hmasd.returns import low_level_reward, window_gae
 from rl_system.config import RunConfig, load_config
 from rl_system.learner import Learner, StaleRolloutError
 from rl_system.rollout import concat

@@ -41,7 +41,20 @@ def test_workers_on_other_nodes_ship_compressed_rollouts_and_learn(three_nodes, 
     assert len(set(workers)) == 2 and learner not in workers  # one worker per rollout node
 
 
+def test_a_learner_group_spread_over_two_nodes_trains_to_target(three_nodes, tmp_path):
+    # Learners and workers share the rollout nodes; `spread` puts one learner on each.
+    cfg = load_config("launch/configs/cartpole_ppo.yaml", [
+        "tensorboard=false", "log_every_s=30", "target_return=150", "return_window=20", "max_env_steps=1000000",
+        "workers.resources={rollout_node: 1}", "learner.resources={rollout_node: 1}", "learner.num_learners=2",
+        "learner.placement=spread", "learner.num_cpus=0", "workers.num_cpus=0.5", "checkpoint.every_rounds=0"])
+    summary = train(cfg, run_dir=tmp_path, quiet=True)
+    assert summary["reached_target"], summary
+    learners = summary["placement"]["learners"]
+    assert len(set(learners)) == 2  # the all-reduce crossed nodes
+
+
 def test_losing_a_worker_node_mid_run(three_nodes, tmp_path):
+    # Last in the module: the cluster keeps one rollout node from here on.
     cluster, nodes = three_nodes
     cfg = load_config("launch/configs/cartpole_ppo.yaml", [
         "tensorboard=false", "log_every_s=30", "target_return=null", "max_env_steps=61440",

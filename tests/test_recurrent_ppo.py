@@ -97,7 +97,8 @@ def test_burn_in_steps_carry_no_loss():
         data = trainer.prepare(b)
         data["advantage"][:20] = 0.0 if scale == 1.0 else 1e6  # only the first 20 steps differ
         trainer.optimizer.zero_grad()
-        trainer._minibatch_step({**data, "advantage": data["advantage"]})
+        rows = (data["logp"].shape[0] - 20) * data["logp"].shape[1]  # loss rows: steps after burn-in
+        trainer._minibatch_step({**data, "advantage": data["advantage"]}, rows)
         grads.append(torch.cat([p.detach().flatten() for p in trainer.policy.parameters()]))
     assert torch.allclose(grads[0], grads[1])
 

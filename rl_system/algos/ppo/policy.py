@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from envs.base import ACTION_MASK, Box, Discrete, MultiDiscrete, TensorSpec
+from rl_system import collective
 from rl_system.algos.ppo.encoders import ObsEncoders, onehot_width, plan
 from rl_system.algos.recurrent import RecurrentCore
 from rl_system.config import ModelConfig
@@ -63,9 +64,9 @@ class RunningNorm(nn.Module):
 
     @torch.no_grad()
     def update(self, x: torch.Tensor) -> None:
-        """Fold a batch ``x[B, dim]`` into the statistics."""
-        x = x.to(torch.float64)
-        b_mean, b_var, b = x.mean(0), x.var(0, unbiased=False), x.shape[0]
+        """Fold a batch ``x[B, dim]`` into the statistics; in a learner group the batch is every
+        learner's rows together (:mod:`rl_system.collective`), so all hold the same statistics."""
+        b, b_mean, b_var = collective.active().moments(x)
         delta, total = b_mean - self.mean, self.count + b
         m2 = self.var * self.count + b_var * b + delta.square() * self.count * b / total
         self.mean += delta * b / total

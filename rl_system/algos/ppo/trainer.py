@@ -21,7 +21,8 @@ import math
 import torch
 from torch import nn
 
-from rl_system.algos.advantages import compute_gae, explained_variance
+from rl_system import collective
+from rl_system.algos.advantages import compute_gae
 from rl_system.algos.ppo.policy import RunningNorm
 from rl_system.algos.protocols import is_recurrent
 from rl_system.algos.recurrent import episode_starts
@@ -40,6 +41,12 @@ class PPO:
         # Running variance of the discounted return; the learner's alone (workers ship raw rewards).
         self.return_norm = RunningNorm(1).to(device) if cfg.normalize_reward else None
         self.recurrent = is_recurrent(policy)
+        self.params = list(policy.parameters())
+
+    @property
+    def group(self) -> collective.Collective:
+        """The learner group this trainer reduces over (joined after construction)."""
+        return collective.active()
 
     def state_dict(self) -> dict:
         """Optimiser state and reward-scaling statistics (what a checkpoint needs besides the
@@ -84,23 +91,33 @@ class PPO:
         return {k: v.flatten(0, 1) for k, v in data.items()}
 
     def update(self, batch: dict[str, torch.Tensor], progress: float) -> dict[str, float]:
-        """One PPO update on a round's batch. ``progress`` in [0, 1] drives LR annealing."""
+        """One PPO update on a round's batch. ``progress`` in [0, 1] drives LR annealing.
+
+        In a learner group (:mod:`rl_system.collective`) ``batch`` is this learner's envs of the
+        round; the epochs still walk the global batch: every learner draws the same permutation of
+        the global rows (same seed, same RNG use), takes the rows it holds of each minibatch and
+        sums its losses over them, divided by the global minibatch size; the all-reduced gradients
+        are then exactly the one-learner gradients of the whole minibatch."""
         cfg, policy = self.cfg, self.policy
         lr = cfg.lr * max(1.0 - progress, 0.0) if cfg.anneal_lr else cfg.lr
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         data = self.prepare(batch)
+        shard = collective.Shard.of(batch["reward"].shape, self.group)
         # Feedforward: minibatches of steps; recurrent: of whole env sequences (dim 1).
-        B = data["logp"].shape[1 if self.recurrent else 0]
+        B = shard.global_envs if self.recurrent else shard.global_envs * shard.T
         mb_size = math.ceil(B / min(cfg.num_minibatches, B))
-        stats = {"pg_loss": 0.0, "v_loss": 0.0, "entropy": 0.0, "approx_kl": 0.0, "clip_frac": 0.0}
+        seq_rows = shard.T - cfg.burn_in if self.recurrent else 1  # loss rows per minibatch entry
+        stats = dict.fromkeys(_STATS, 0.0)
         n, skipped, stop = 0, 0, False
         for _ in range(cfg.num_epochs):
             perm = torch.randperm(B, device=data["logp"].device)
-            shuffled = {k: _rows(k, v, perm, self.recurrent) for k, v in data.items()}  # one gather
+            local, bounds = shard.localize(perm, self.recurrent)
+            shuffled = {k: _rows(k, v, local, self.recurrent) for k, v in data.items()}  # one gather
             for start in range(0, B, mb_size):
-                mb = {k: _rows(k, v, slice(start, start + mb_size), self.recurrent) for k, v in shuffled.items()}
-                out = self._minibatch_step(mb)
+                lo, hi = bounds(start), bounds(min(start + mb_size, B))
+                mb = {k: _rows(k, v, slice(lo, hi), self.recurrent) for k, v in shuffled.items()}
+                out = self._minibatch_step(mb, (min(start + mb_size, B) - start) * seq_rows)
                 if out is None:
                     skipped += 1
                     continue
@@ -119,11 +136,13 @@ class PPO:
             observe({k: v.flatten(0, 1) for k, v in observations(batch).items()})
         metrics = {k: v / max(n, 1) for k, v in stats.items()}
         metrics.update(lr=lr, minibatch_steps=n, skipped_minibatches=skipped,
-                       explained_variance=explained_variance(data["value"].flatten(), data["ret"].flatten()))
+                       explained_variance=self.group.explained_variance(data["value"].flatten(), data["ret"].flatten()))
         return metrics
 
-    def _minibatch_step(self, mb: dict[str, torch.Tensor]) -> dict[str, float] | None:
-        """One gradient step; returns None (weights untouched) if the loss or grads are not finite."""
+    def _losses(self, mb: dict[str, torch.Tensor], rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(loss, sums)`` over this learner's rows of a minibatch of ``rows`` loss rows in all:
+        the loss (its share of the global minibatch mean, differentiable) and the sums of the
+        minibatch statistics :data:`_STATS` (no grad)."""
         cfg = self.cfg
         if self.recurrent:
             new_logp, entropy, new_value = self.policy.evaluate_sequence(observations(mb), mb["action"],
@@ -136,30 +155,51 @@ class PPO:
         log_ratio = new_logp - mb["logp"]
         ratio = log_ratio.exp()
         adv = mb["advantage"]
-        if cfg.norm_adv and adv.numel() > 1:
-            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-        pg_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).mean()
+        if cfg.norm_adv and rows > 1:
+            mean, std = self.group.mean_std(adv)  # of the whole minibatch, over the group
+            adv = (adv - mean) / (std + 1e-8)
+        pg = torch.max(-adv * ratio, -adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).sum()
         if cfg.clip_vloss:
             v_clipped = mb["value"] + (new_value - mb["value"]).clamp(-cfg.clip_coef, cfg.clip_coef)
-            v_loss = 0.5 * torch.max((new_value - mb["ret"]).square(), (v_clipped - mb["ret"]).square()).mean()
+            v = 0.5 * torch.max((new_value - mb["ret"]).square(), (v_clipped - mb["ret"]).square()).sum()
         else:
-            v_loss = 0.5 * (new_value - mb["ret"]).square().mean()
-        ent = entropy.mean()
-        loss = pg_loss - cfg.ent_coef * ent + cfg.vf_coef * v_loss
+            v = 0.5 * (new_value - mb["ret"]).square().sum()
+        ent = entropy.sum()
+        loss = (pg - cfg.ent_coef * ent + cfg.vf_coef * v) / rows
+        with torch.no_grad():
+            kl = ((ratio - 1) - log_ratio).sum()
+            clip = ((ratio - 1).abs() > cfg.clip_coef).float().sum()
+            sums = torch.stack([pg, v, ent, kl, clip]).detach()
+        return loss, sums
 
+    def _minibatch_step(self, mb: dict[str, torch.Tensor], rows: int) -> dict[str, float] | None:
+        """One gradient step on a minibatch of ``rows`` loss rows (this learner holds ``mb``, maybe
+        none of them); returns None (weights untouched) if the loss or grads are not finite."""
+        cfg = self.cfg
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm, foreach=True)
-        if not (torch.isfinite(loss) and torch.isfinite(grad_norm)):
+        if mb["logp"].numel():
+            loss, sums = self._losses(mb, rows)
+            loss.backward()
+        else:  # a learner group member holding no row of this minibatch still joins the reduce
+            sums = torch.zeros(len(_STATS), device=mb["logp"].device)
+        if self.group.world > 1:
+            flat = self.group.all_reduce(torch.cat([collective.flat_grads(self.params), sums]))
+            collective.set_grads(self.params, flat[:-len(_STATS)])
+            sums = flat[-len(_STATS):]
+        means = (sums / rows).tolist()
+        pg, v, ent = means[:3]
+        loss = pg - cfg.ent_coef * ent + cfg.vf_coef * v
+        grad_norm = nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm, foreach=True)
+        if not (math.isfinite(loss) and torch.isfinite(grad_norm)):
             # A NaN/Inf would poison the weights and Adam's moments: drop this step entirely.
             self.optimizer.zero_grad(set_to_none=True)
             return None
         self.optimizer.step()
-        with torch.no_grad():
-            approx_kl = ((ratio - 1) - log_ratio).mean()
-            clip_frac = ((ratio - 1).abs() > cfg.clip_coef).float().mean()
-        return {"pg_loss": pg_loss.item(), "v_loss": v_loss.item(), "entropy": ent.item(),
-                "approx_kl": approx_kl.item(), "clip_frac": clip_frac.item()}
+        return dict(zip(_STATS, means))
+
+
+_STATS = ("pg_loss", "v_loss", "entropy", "approx_kl", "clip_frac")
+"""The per-minibatch statistics the trainer reports (global minibatch means)."""
 
 
 def _rows(name: str, x: torch.Tensor, idx: torch.Tensor | slice, recurrent: bool) -> torch.Tensor:

@@ -1,0 +1,174 @@
+"""GPU check: the CUDA tests and the GPU figures in one unattended run of a few minutes.
+
+    python -m bench.gpu_check [--out bench/results/gpu_check] [--quick] [--device cuda]
+
+1. the tests that need CUDA (``pytest -m cuda``; they skip on CPU machines);
+2. env-only steps/s (``env.step`` with pre-generated random actions, synchronised) of CartPole,
+   Navigation and AirCombat at 4k, 16k and 64k envs on one GPU;
+3. end-to-end PPO training steps/s with GPU workers and a GPU learner on each of those envs;
+4. wall time to a CartPole mean return of 475 (``cartpole_ppo.yaml``, GPU worker and learner);
+5. learner samples/s (env steps trained on per second) for 1 and 2 learners on one round.
+   Two learners on one GPU use gloo (NCCL wants one GPU per rank).
+
+Prints one markdown table per part and writes ``gpu_check.md`` / ``gpu_check.json`` under
+``--out`` with the GPU's name, the commit and the date. ``--quick --device cpu`` runs every part
+at toy sizes on a CPU machine (the test suite does, so the script cannot rot unseen).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import ray
+import torch
+
+from bench.bench_scaling import learner_rate
+from bench.report import stamp
+from envs import make_env
+from envs.base import Box, Discrete, MultiDiscrete
+from rl_system.config import load_config
+from rl_system.driver import train
+from rl_system.learner import Learner
+from rl_system.worker import RolloutWorker
+
+ENVS = {"CartPole": "launch/configs/cartpole_ppo_throughput.yaml", "Navigation": "launch/configs/navigation_ppo.yaml",
+        "AirCombat": "launch/configs/air_combat_ppo.yaml"}
+
+
+def random_actions(spec, n: int, k: int, device: str) -> list[torch.Tensor]:
+    """``k`` batches of ``n`` random actions of ``spec`` on ``device``."""
+    if isinstance(spec, Discrete):
+        return [torch.randint(spec.n, (n,), device=device) for _ in range(k)]
+    if isinstance(spec, MultiDiscrete):
+        high = torch.tensor(spec.nvec, device=device)
+        return [(torch.rand(n, len(spec.nvec), device=device) * high).long() for _ in range(k)]
+    if isinstance(spec, Box):
+        low, high = torch.tensor(spec.low, device=device), torch.tensor(spec.high, device=device)
+        return [low + torch.rand(n, *spec.shape, device=device) * (high - low) for _ in range(k)]
+    raise TypeError(f"no random actions for {spec}")
+
+
+def sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def env_rate(name: str, n: int, device: str, seconds: float) -> float:
+    """Env-only steps/s of ``n`` envs ``name`` on ``device``."""
+    env = make_env(name, n, device, seed=0)
+    env.reset()
+    actions = random_actions(env.action_spec, n, 16, device)
+    for a in actions:  # warm-up
+        env.step(a)
+    sync(device)
+    steps, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for a in actions:
+            env.step(a)
+        steps += len(actions) * n
+        sync(device)
+    rate = steps / (time.perf_counter() - t0)
+    env.close()
+    return rate
+
+
+def gpu_settings(device: str, learners: int = 1) -> list[str]:
+    """Overrides placing every worker and the learner(s) on the one GPU (shares of it)."""
+    if not device.startswith("cuda"):
+        return ["workers.device=cpu", "learner.device=cpu", "learner.num_cpus=0", "workers.num_cpus=0"]
+    return ["workers.device=cuda", "workers.num_gpus=0.2", "learner.device=cuda", f"learner.num_gpus={0.4 / learners}",
+            "learner.num_cpus=0", "workers.num_cpus=0", *(["learner.backend=gloo"] if learners > 1 else [])]
+
+
+def train_rate(config: str, device: str, steps: int, extra: list[str], out: Path) -> dict:
+    cfg = load_config(config, ["tensorboard=false", "log_every_s=1000", "checkpoint.every_rounds=0",
+                               f"max_env_steps={steps}", *gpu_settings(device), *extra])
+    return train(cfg, run_dir=out, quiet=True)
+
+
+def learner_table(device: str, quick: bool) -> list[dict]:
+    rows = []
+    envs = 64 if quick else 4096
+    base = ["workers.num_workers=2", f"workers.num_envs={envs}", "tensorboard=false", "max_policy_lag=1000000",
+            "ppo.target_kl=null"]
+    cfg = load_config(ENVS["CartPole"], base + ["workers.device=" + ("cuda" if device.startswith("cuda") else "cpu")])
+    workers = [RolloutWorker(i, cfg) for i in range(2)]
+    specs = workers[0].specs()
+    weights = Learner(cfg, *specs).get_weights()
+    refs = [ray.put(w.sample(weights, 0)[1]) for w in workers]
+    for n in (1, 2):
+        cfg_n = load_config(ENVS["CartPole"], base + [f"learner.num_learners={n}", *gpu_settings(device, n)])
+        rate, dt = learner_rate(cfg_n, refs, 2.0 if quick else 10.0, specs)
+        rows.append({"learners": n, "samples_per_s": rate, "ms_per_update": 1e3 * dt})
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="bench/results/gpu_check")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--quick", action="store_true", help="toy sizes (a smoke test of the script)")
+    args = ap.parse_args()
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        sys.exit("gpu_check: no CUDA device here (run it on a GPU machine, or --device cpu --quick to smoke-test it)")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    result: dict = {"meta": stamp(), "device": args.device,
+                    "gpu": torch.cuda.get_device_name(0) if args.device.startswith("cuda") else None}
+
+    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "cuda", "tests"], capture_output=True, text=True)
+    result["cuda_tests"] = {"rc": tests.returncode, "tail": tests.stdout.strip().splitlines()[-1:] or [""]}
+
+    sizes = (256, 1024) if args.quick else (4096, 16384, 65536)
+    result["env_only"] = [{"env": name, "envs": n, "steps_per_s": env_rate(name, n, args.device, 0.3 if args.quick else 3.0)}
+                          for name in ENVS for n in sizes]
+
+    ray.init(num_cpus=8, num_gpus=1 if args.device.startswith("cuda") else 0, include_dashboard=False,
+             log_to_driver=False, configure_logging=False)
+    steps = 20_000 if args.quick else 5_000_000
+    envs = 64 if args.quick else 8192
+    result["end_to_end"] = []
+    for name, config in ENVS.items():
+        s = train_rate(config, args.device, steps, [f"workers.num_envs={envs}", "target_return=null", "max_wall_s=120"],
+                       out / "runs" / f"e2e_{name}")
+        result["end_to_end"].append({"env": name, "envs_per_worker": envs, "env_steps": s["env_steps"],
+                                     "steps_per_s": s["steps_per_s"]})
+    s = train_rate("launch/configs/cartpole_ppo.yaml", args.device, 60_000 if args.quick else 2_000_000,
+                   ["max_wall_s=300"], out / "runs" / "cartpole_475")
+    result["cartpole_475"] = {"reached": s["reached_target"], "time_to_target_s": s["time_to_target_s"],
+                              "steps_to_target": s["steps_to_target"]}
+    result["learners"] = learner_table(args.device, args.quick)
+    ray.shutdown()
+
+    text = render(result)
+    print(text)
+    (out / "gpu_check.md").write_text(text)
+    (out / "gpu_check.json").write_text(json.dumps(result, indent=2))
+
+
+def render(r: dict) -> str:
+    m = r["meta"]
+    lines = [f"# GPU check ({m['date_utc']}, commit {m['commit']})", "",
+             f"`python -m bench.gpu_check` on {r['gpu'] or r['device']}; {m['cpu']} ({m['cores']} cores), "
+             f"torch {m['torch']}, Ray {m['ray']}.", "",
+             f"CUDA tests: exit {r['cuda_tests']['rc']}, {r['cuda_tests']['tail'][0]}", "",
+             "| env | envs | env-only steps/s |", "|---|---:|---:|"]
+    lines += [f"| {e['env']} | {e['envs']:,} | {e['steps_per_s']:,.0f} |" for e in r["env_only"]]
+    lines += ["", "| env | envs per worker (2 workers) | env steps | end-to-end steps/s |", "|---|---:|---:|---:|"]
+    lines += [f"| {e['env']} | {e['envs_per_worker']:,} | {e['env_steps']:,} | {e['steps_per_s']:,.0f} |"
+              for e in r["end_to_end"]]
+    c = r["cartpole_475"]
+    shown = f"{c['time_to_target_s']:.1f} s ({c['steps_to_target']:,} env steps)" if c["reached"] else "not reached"
+    lines += ["", f"CartPole to a mean return of 475: {shown}", "",
+              "| learners | learner samples/s | ms per update |", "|---:|---:|---:|"]
+    lines += [f"| {x['learners']} | {x['samples_per_s']:,.0f} | {x['ms_per_update']:.1f} |" for x in r["learners"]]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""The learner group (``learner.num_learners``) on real Ray actors and a real gloo process group:
+N learners given one global batch take the same steps as one learner given all of it; any
+checkpoint resumes on any number of learners; a dead learner is rebuilt inside the run."""
+
+import threading
+import time
+
+import pytest
+import ray
+import torch
+
+from rl_system.config import ConfigError, load_config
+from rl_system.driver import train
+from rl_system.learner_group import LearnerGroup, merged_metrics, shares
+from rl_system.placement import PlacementError, check_placement
+from rl_system.worker import RolloutWorker
+
+COMMON = ["workers.num_workers=3", "learner.num_cpus=0", "tensorboard=false"]
+PPO = "launch/configs/cartpole_ppo.yaml", COMMON + [
+    "workers.num_envs=16", "workers.rollout_len=16", "model.hidden_sizes=[32, 32]", "ppo.num_minibatches=4",
+    "ppo.num_epochs=2"]
+VARIANTS = {
+    # Observation and reward normalisers: their statistics must be the group's, not a shard's.
+    "feedforward": (PPO[0], PPO[1] + ["model.normalize_obs=true", "ppo.normalize_reward=true"]),
+    # Minibatches of whole env sequences, replayed from their initial state; burn-in steps.
+    "recurrent": (PPO[0], PPO[1] + ["model.recurrent=gru", "model.recurrent_size=16", "ppo.burn_in=4"]),
+    # Chunks and skill windows drawn over the group, value normalisers, the novelty bonus's scale
+    # and the success gate, both levels' advantage statistics.
+    "hmasd": ("launch/configs/alice_bob_hmasd.yaml", COMMON + [
+        "workers.num_envs=8", "workers.rollout_len=50", "hmasd.num_minibatches=3", "hmasd.num_epochs=2",
+        "hmasd.high_norm_adv=true", "hmasd.novelty_coef=0.1", "hmasd.novelty_gate=success"]),
+}
+
+
+def _group(cfg, specs, name: str, size: int) -> LearnerGroup:
+    cfg = cfg.model_copy(update={"learner": cfg.learner.model_copy(update={"num_learners": size})})
+    group = LearnerGroup(cfg, specs, name)
+    ray.get(list(group.start_refs()))
+    group.form()
+    return group
+
+
+def _update(group: LearnerGroup, refs) -> tuple[dict, dict]:
+    metrics_refs, weights_ref = group.update(refs)
+    return merged_metrics(group.wait(metrics_refs)), ray.get(weights_ref)
+
+
+def _same(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for k in a:
+        assert torch.allclose(a[k].double(), b[k].double(), rtol=1e-4, atol=1e-5), (k, (a[k] - b[k]).abs().max())
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_two_learners_hold_the_weights_of_one_and_checkpoints_resume_on_any_number(ray_session, variant):
+    cfg = load_config(*VARIANTS[variant])
+    workers = [RolloutWorker(i, cfg) for i in range(3)]  # 3 rollouts split 2 + 1: unequal shares
+    specs = workers[0].specs()
+    groups = []
+
+    def rounds(pairs: list[LearnerGroup], weights: dict, version: int, k: int) -> tuple[dict, int]:
+        for _ in range(k):
+            refs = [ray.put(w.sample(weights, version)[1]) for w in workers]
+            out = [_update(g, refs) for g in pairs]
+            (m0, w0), rest = out[0], out[1:]
+            for m, w in rest:
+                _same(w0, w)
+                assert m["version"] == m0["version"] == version + 1
+                assert m["system"]["learner_env_steps"] == m0["system"]["learner_env_steps"]
+                assert m["train"].keys() == m0["train"].keys()
+                for key, value in m0["train"].items():  # losses, KL, normaliser and reward statistics
+                    assert m["train"][key] == pytest.approx(value, rel=1e-3, abs=1e-5, nan_ok=True), key
+            weights, version = w0, version + 1
+        return weights, version
+
+    try:
+        one, two = _group(cfg, specs, f"lg1-{variant}", 1), _group(cfg, specs, f"lg2-{variant}", 2)
+        groups += [one, two]
+        weights = ray.get(one.lead.get_weights.remote())
+        _same(weights, ray.get(two.lead.get_weights.remote()))  # one seed: the same initial weights
+        weights, version = rounds([one, two], weights, 0, 3 if variant == "feedforward" else 2)
+        if variant != "feedforward":
+            return  # resuming is the same for every algorithm: a state dict on every learner
+        assert any("obs_norm" in k for k in weights)  # the normaliser's buffers travel and agree
+
+        # The two learners' checkpoint, resumed on one learner and on two, goes on exactly like
+        # the one learner's checkpoint resumed on one.
+        state_one, state_two = ray.get([one.lead.state.remote(), two.lead.state.remote()])
+        resumed = [_group(cfg, specs, f"lg-resume{i}-{variant}", size) for i, size in enumerate((1, 1, 2))]
+        groups += resumed
+        for group, state in zip(resumed, (state_one, state_two, state_two)):
+            group.wait(group.on_all("load_state", state))
+        rounds(resumed, weights, version, 2)
+    finally:
+        for group in groups:
+            group.kill()
+
+
+def test_shares_are_contiguous_and_cover_every_rollout():
+    assert shares(3, 2) == [range(0, 2), range(2, 3)]
+    assert shares(4, 4) == [range(i, i + 1) for i in range(4)]
+    assert [len(s) for s in shares(10, 3)] == [4, 3, 3]
+
+
+def _kill_when_checkpointed(path, name: str, stop: threading.Event) -> threading.Thread:
+    def run():
+        while not stop.is_set() and not path.exists():
+            time.sleep(0.1)
+        if not stop.is_set():
+            ray.kill(ray.get_actor(name), no_restart=True)
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def test_a_killed_learner_fails_the_group_over_and_the_run_reaches_its_target(ray_session, tmp_path):
+    cfg = load_config("launch/configs/cartpole_ppo.yaml", [
+        "tensorboard=false", "log_every_s=30", "learner.num_learners=2", "learner.num_cpus=0.5",
+        "target_return=195", "return_window=50", "max_env_steps=1500000", "checkpoint.every_rounds=2"])
+    stop = threading.Event()
+    killer = _kill_when_checkpointed(tmp_path / "checkpoints" / "latest.json", "learner-1", stop)
+    try:
+        summary = train(cfg, run_dir=tmp_path, quiet=True)
+    finally:
+        stop.set()
+        killer.join()
+    assert summary["status"] == "completed" and summary["reached_target"], summary
+    assert summary["learner_restarts"] == 1 and summary["num_learners"] == 2
+    assert len(summary["placement"]["learners"]) == 2
+    log = (tmp_path / "console.log").read_text()
+    assert "the learner died" in log and "learner rebuilt from its checkpoint of round" in log
+
+
+@pytest.mark.parametrize("overrides, needle", [
+    (["learner.num_learners=3"], r"learner.num_learners \(3\) exceeds workers.num_workers \(2\)"),
+    (["learner.backend=nccl"], "learner.backend=nccl needs GPU learners"),
+])
+def test_bad_learner_group_settings_are_one_line_config_errors(overrides, needle):
+    with pytest.raises(ConfigError, match=needle):
+        load_config("launch/configs/cartpole_ppo.yaml", overrides)
+
+
+def test_more_learners_than_the_cluster_can_place_is_one_line_naming_the_shortfall(ray_session):
+    cfg = load_config("launch/configs/cartpole_ppo.yaml", [
+        "workers.num_workers=4", "workers.num_cpus=0.5", "learner.num_learners=4", "learner.num_cpus=1"])
+    with pytest.raises(PlacementError, match=r"needs 6 CPU \(4 workers × 0.5 \+ 4 learners × 1\) but the cluster "
+                                             r"has 4 CPU .*or learner.num_learners"):
+        check_placement(cfg)
