@@ -114,10 +114,12 @@ class PPO:
             perm = torch.randperm(B, device=data["logp"].device)
             local, bounds = shard.localize(perm, self.recurrent)
             shuffled = {k: _rows(k, v, local, self.recurrent) for k, v in data.items()}  # one gather
-            for start in range(0, B, mb_size):
-                lo, hi = bounds(start), bounds(min(start + mb_size, B))
-                mb = {k: _rows(k, v, slice(lo, hi), self.recurrent) for k, v in shuffled.items()}
-                out = self._minibatch_step(mb, (min(start + mb_size, B) - start) * seq_rows)
+            starts = range(0, B, mb_size)
+            spans = [(bounds(a), bounds(min(a + mb_size, B))) for a in starts]
+            adv_stats = self._advantage_stats(shuffled["advantage"], spans)
+            for i, start in enumerate(starts):
+                mb = {k: _rows(k, v, slice(*spans[i]), self.recurrent) for k, v in shuffled.items()}
+                out = self._minibatch_step(mb, (min(start + mb_size, B) - start) * seq_rows, adv_stats[i])
                 if out is None:
                     skipped += 1
                     continue
@@ -139,10 +141,29 @@ class PPO:
                        explained_variance=self.group.explained_variance(data["value"].flatten(), data["ret"].flatten()))
         return metrics
 
-    def _losses(self, mb: dict[str, torch.Tensor], rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def _advantage_stats(self, adv: torch.Tensor, spans: list[tuple[int, int]]) -> list[tuple | None]:
+        """Per minibatch (this learner's rows ``spans`` of the shuffled ``adv``): the mean and
+        standard deviation of the whole minibatch's advantages over the group, for every minibatch
+        of an epoch in one all-reduce (None for one learner: each minibatch takes its own)."""
+        if self.group.world == 1 or not self.cfg.norm_adv:
+            return [None] * len(spans)
+        sums = torch.zeros(len(spans), 3, dtype=torch.float64, device=adv.device)
+        for i, (lo, hi) in enumerate(spans):
+            a = _rows("advantage", adv, slice(lo, hi), self.recurrent)
+            a = a[self.cfg.burn_in:] if self.recurrent else a  # the rows the losses see
+            a = a.double()
+            sums[i, 0], sums[i, 1], sums[i, 2] = a.numel(), a.sum(), a.square().sum()
+        count, total, squares = self.group.all_reduce(sums).unbind(1)
+        mean = total / count.clamp(min=1)
+        var = (squares - count * mean.square()).clamp(min=0) / (count - 1).clamp(min=1)
+        return list(zip(mean.float().tolist(), var.sqrt().float().tolist()))
+
+    def _losses(self, mb: dict[str, torch.Tensor], rows: int, adv_stats: tuple | None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(loss, sums)`` over this learner's rows of a minibatch of ``rows`` loss rows in all:
         the loss (its share of the global minibatch mean, differentiable) and the sums of the
-        minibatch statistics :data:`_STATS` (no grad)."""
+        minibatch statistics :data:`_STATS` (no grad). ``adv_stats``: the minibatch's advantage
+        mean and std over the group (None: of ``mb``, one learner)."""
         cfg = self.cfg
         if self.recurrent:
             new_logp, entropy, new_value = self.policy.evaluate_sequence(observations(mb), mb["action"],
@@ -156,7 +177,7 @@ class PPO:
         ratio = log_ratio.exp()
         adv = mb["advantage"]
         if cfg.norm_adv and rows > 1:
-            mean, std = self.group.mean_std(adv)  # of the whole minibatch, over the group
+            mean, std = adv_stats if adv_stats is not None else (adv.mean(), adv.std())
             adv = (adv - mean) / (std + 1e-8)
         pg = torch.max(-adv * ratio, -adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).sum()
         if cfg.clip_vloss:
@@ -172,13 +193,14 @@ class PPO:
             sums = torch.stack([pg, v, ent, kl, clip]).detach()
         return loss, sums
 
-    def _minibatch_step(self, mb: dict[str, torch.Tensor], rows: int) -> dict[str, float] | None:
+    def _minibatch_step(self, mb: dict[str, torch.Tensor], rows: int, adv_stats: tuple | None = None
+                        ) -> dict[str, float] | None:
         """One gradient step on a minibatch of ``rows`` loss rows (this learner holds ``mb``, maybe
         none of them); returns None (weights untouched) if the loss or grads are not finite."""
         cfg = self.cfg
         self.optimizer.zero_grad(set_to_none=True)
         if mb["logp"].numel():
-            loss, sums = self._losses(mb, rows)
+            loss, sums = self._losses(mb, rows, adv_stats)
             loss.backward()
         else:  # a learner group member holding no row of this minibatch still joins the reduce
             sums = torch.zeros(len(_STATS), device=mb["logp"].device)
