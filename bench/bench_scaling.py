@@ -40,8 +40,8 @@ def sampling_rate(cfg, seconds: float = 4.0) -> tuple[float, float]:
     steps, nbytes, t0 = 0, 0, time.perf_counter()
     while time.perf_counter() - t0 < seconds:
         metas = ray.get([w.sample.options(num_returns=2).remote(weights, 0)[0] for w in workers])
-        steps += sum(m["env_steps"] for m in metas)
-        nbytes += sum(m["payload_bytes"] for m in metas)
+        steps += sum(m.env_steps for m in metas)
+        nbytes += sum(m.payload_bytes for m in metas)
     rate = steps / (time.perf_counter() - t0)
     for w in workers:
         ray.kill(w)
@@ -89,6 +89,32 @@ def learner_rows(args) -> list[tuple]:
     return rows
 
 
+STEPS_PER_UPDATE = 16  # the throughput config: 4 epochs x 4 minibatches
+ROLLOUT = 512 * 16     # env steps per worker per round: 512 envs x 16 steps
+
+
+def projection(rows: list[tuple], sample_rate: float) -> list[tuple]:
+    """Measured-cost projection of synchronous rounds for W workers and N learners.
+
+    From the measurements: ``c``, one learner's seconds per env step trained on (one thread);
+    ``o``, the group's extra seconds per minibatch step (``t_2 - t_1 / 2`` over the minibatch
+    steps of an update: the all-reduce and whatever two learners lose to each other on this
+    machine); ``s``, one worker's sampling rate. A round of W rollouts then takes
+    ``ROLLOUT / s + W * ROLLOUT * c / N + STEPS_PER_UPDATE * o`` (``o`` = 0 for one learner).
+    Returns ``(W, N, env steps/s, share of the round spent learning)``."""
+    t1 = next(r[3] for r in rows if r[:2] == (1, 1)) / 1e3
+    t2 = next(r[3] for r in rows if r[:2] == (2, 1)) / 1e3
+    c = t1 / (4 * ROLLOUT)  # the measured update trained on 4 rollouts
+    o = max(t2 - t1 / 2, 0.0) / STEPS_PER_UPDATE
+    out = []
+    for w in (8, 64, 512):
+        for n in (1, 8, 64):
+            learn = w * ROLLOUT * c / n + (STEPS_PER_UPDATE * o if n > 1 else 0.0)
+            round_s = ROLLOUT / sample_rate + learn
+            out.append((w, n, w * ROLLOUT / round_s, learn / round_s))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=400_000)
@@ -106,6 +132,13 @@ def main() -> None:
         print(f"{'learners':>8} {'threads':>8} {'learner samples/s':>18} {'ms/update':>10} {'e2e steps/s':>12}")
         for r in rows:
             print(f"{r[0]:>8} {r[1]:>8} {r[2]:>18,.0f} {r[3]:>10.1f} {r[4]:>12,.0f}")
+        sample_rate, _ = sampling_rate(load_config(CONFIG, ["workers.num_workers=1", "workers.num_envs=512",
+                                                            "compression=none"]))
+        print(f"projection (synchronous rounds, 512 envs x 16 steps per worker; one worker samples "
+              f"{sample_rate:,.0f} steps/s here)")
+        print(f"{'workers':>7} {'learners':>8} {'env steps/s':>12} {'learning share':>15}")
+        for w, n, rate, share in projection(rows, sample_rate):
+            print(f"{w:>7} {n:>8} {rate:>12,.0f} {share:>15.0%}")
 
 
 def worker_table(args) -> None:
