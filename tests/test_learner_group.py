@@ -9,6 +9,7 @@ import pytest
 import ray
 import torch
 
+from rl_system.checkpoint import find_resume
 from rl_system.config import ConfigError, load_config
 from rl_system.driver import train
 from rl_system.learner_group import LearnerGroup, merged_metrics, shares
@@ -114,6 +115,7 @@ def _kill_when_checkpointed(path, name: str, stop: threading.Event) -> threading
 
 
 def test_a_killed_learner_fails_the_group_over_and_the_run_reaches_its_target(ray_session, tmp_path):
+    """A learner group of two (a single learner takes the same path: a group of one)."""
     cfg = load_config("launch/configs/cartpole_ppo.yaml", [
         "tensorboard=false", "log_every_s=30", "learner.num_learners=2", "learner.num_cpus=0.5",
         "target_return=195", "return_window=50", "max_env_steps=1500000", "checkpoint.every_rounds=2"])
@@ -129,6 +131,8 @@ def test_a_killed_learner_fails_the_group_over_and_the_run_reaches_its_target(ra
     assert len(summary["placement"]["learners"]) == 2
     log = (tmp_path / "console.log").read_text()
     assert "the learner died" in log and "learner rebuilt from its checkpoint of round" in log
+    # Versions only went up: the final checkpoint is the run's newest policy.
+    assert find_resume(str(tmp_path), cfg, None).state["learner"]["version"] == summary["policy_version"]
 
 
 @pytest.mark.parametrize("overrides, needle", [
