@@ -8,7 +8,7 @@
 3. end-to-end PPO training steps/s with GPU workers and a GPU learner on each of those envs;
 4. wall time to a CartPole mean return of 475 (``cartpole_ppo.yaml``, GPU worker and learner);
 5. learner samples/s (env steps trained on per second) for 1 and 2 learners on one round.
-   Two learners on one GPU use gloo (NCCL wants one GPU per rank).
+   Two learners on one GPU use gloo (NCCL wants a GPU per rank; ``backend: auto`` picks gloo for shares).
 
 Prints one markdown table per part and writes ``gpu_check.md`` / ``gpu_check.json`` under
 ``--out`` with the GPU's name, the commit and the date. ``--quick --device cpu`` runs every part
@@ -82,7 +82,7 @@ def gpu_settings(device: str, learners: int = 1) -> list[str]:
     if not device.startswith("cuda"):
         return ["workers.device=cpu", "learner.device=cpu", "learner.num_cpus=0", "workers.num_cpus=0"]
     return ["workers.device=cuda", "workers.num_gpus=0.2", "learner.device=cuda", f"learner.num_gpus={0.4 / learners}",
-            "learner.num_cpus=0", "workers.num_cpus=0", *(["learner.backend=gloo"] if learners > 1 else [])]
+            "learner.num_cpus=0", "workers.num_cpus=0"]  # GPU shares: the group uses gloo
 
 
 def train_rate(config: str, device: str, steps: int, extra: list[str], out: Path) -> dict:

@@ -53,9 +53,6 @@ class Collective:
         total, count = self.all_reduce(both).tolist()
         return torch.tensor(total / count if count else float("nan"), dtype=x.dtype, device=x.device)
 
-    def close(self) -> None:
-        pass
-
     # -- built on the two primitives -----------------------------------------------------------
     def moments(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(count, mean, biased variance)`` over the group of the rows of ``x [B, *F]`` (float64;
@@ -106,10 +103,6 @@ class ProcessGroup(Collective):
     def all_reduce(self, tensor: torch.Tensor, op: str = "sum") -> torch.Tensor:
         dist.all_reduce(tensor, op=dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM)
         return tensor
-
-    def close(self) -> None:
-        if dist.is_initialized():
-            dist.destroy_process_group()
 
 
 class Shard:

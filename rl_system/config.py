@@ -151,8 +151,8 @@ class LearnerConfig(_Strict):
     round's rollouts and every minibatch step all-reduces the gradients, so all hold the same
     weights. Each learner gets ``num_cpus`` / ``num_gpus`` / ``resources``. 1: a single learner."""
     backend: Literal["auto", "gloo", "nccl"] = "auto"
-    """``torch.distributed`` backend of a learner group: ``auto`` is NCCL for GPU learners, gloo
-    for CPU ones."""
+    """``torch.distributed`` backend of a learner group: ``auto`` is NCCL for learners with a whole
+    GPU each, gloo otherwise (CPU learners, GPU shares that may sit on one device)."""
     placement: Literal["pack", "spread"] = "pack"
     """A learner group's placement group: ``pack`` on as few nodes as fit (cheaper all-reduce),
     ``spread`` over nodes where it can."""
@@ -386,9 +386,9 @@ class RunConfig(_Strict):
         if lc.num_learners > self.workers.num_workers:
             raise ValueError(f"learner.num_learners ({lc.num_learners}) exceeds workers.num_workers "
                              f"({self.workers.num_workers}): each learner trains on whole rollouts")
-        if lc.backend == "nccl" and (lc.num_gpus == 0 or lc.device == "cpu"):
-            raise ValueError("learner.backend=nccl needs GPU learners (learner.num_gpus > 0, learner.device "
-                             "auto or cuda); CPU learners use gloo")
+        if lc.backend == "nccl" and (lc.num_gpus < 1 or lc.device == "cpu"):
+            raise ValueError("learner.backend=nccl needs a whole GPU per learner (learner.num_gpus >= 1, "
+                             "learner.device auto or cuda); CPU learners and GPU shares use gloo")
         return self
 
     @model_validator(mode="before")

@@ -36,11 +36,12 @@ _SETTLE_S = 30.0
 
 
 def backend_of(cfg: RunConfig) -> str:
-    """The ``torch.distributed`` backend of the group: as configured, or NCCL for GPU learners."""
+    """The ``torch.distributed`` backend of the group: as configured, or NCCL for learners with a
+    whole GPU each (learners with GPU shares may share a device, which NCCL refuses: gloo)."""
     lc = cfg.learner
     if lc.backend != "auto":
         return lc.backend
-    return "nccl" if lc.num_gpus > 0 and lc.device != "cpu" else "gloo"
+    return "nccl" if lc.num_gpus >= 1 and lc.device != "cpu" else "gloo"
 
 
 def shares(n_items: int, n_learners: int) -> list[range]:

@@ -77,7 +77,7 @@ def test_gpu_workers_and_learners_train_cartpole(tmp_path, learners):
         cfg = load_config("launch/configs/cartpole_ppo.yaml", [
             "tensorboard=false", "target_return=195", "return_window=50", "workers.device=cuda",
             "workers.num_gpus=0.25", "learner.device=cuda", f"learner.num_gpus={0.25 / learners}",
-            f"learner.num_learners={learners}", "learner.backend=gloo", "checkpoint.every_rounds=0"])
+            f"learner.num_learners={learners}", "checkpoint.every_rounds=0"])  # GPU shares: gloo
         summary = train(cfg, run_dir=tmp_path, quiet=True)
     finally:
         ray.shutdown()

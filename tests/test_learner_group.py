@@ -12,7 +12,7 @@ import torch
 from rl_system.checkpoint import find_resume
 from rl_system.config import ConfigError, load_config
 from rl_system.driver import train
-from rl_system.learner_group import LearnerGroup, merged_metrics, shares
+from rl_system.learner_group import LearnerGroup, backend_of, merged_metrics, shares
 from rl_system.placement import PlacementError, check_placement
 from rl_system.worker import RolloutWorker
 
@@ -99,6 +99,13 @@ def test_two_learners_hold_the_weights_of_one_and_checkpoints_resume_on_any_numb
             group.kill()
 
 
+def test_auto_backend_is_nccl_only_with_a_whole_gpu_per_learner():
+    def backend(*overrides):
+        return backend_of(load_config("launch/configs/cartpole_ppo.yaml", list(overrides)))
+    assert backend() == "gloo" and backend("learner.num_gpus=0.5") == "gloo"
+    assert backend("learner.num_gpus=1") == "nccl" and backend("learner.num_gpus=1", "learner.device=cpu") == "gloo"
+
+
 def test_shares_are_contiguous_and_cover_every_rollout():
     assert shares(3, 2) == [range(0, 2), range(2, 3)]
     assert shares(4, 4) == [range(i, i + 1) for i in range(4)]
@@ -139,7 +146,8 @@ def test_a_killed_learner_fails_the_group_over_and_the_run_reaches_its_target(ra
 
 @pytest.mark.parametrize("overrides, needle", [
     (["learner.num_learners=3"], r"learner.num_learners \(3\) exceeds workers.num_workers \(2\)"),
-    (["learner.backend=nccl"], "learner.backend=nccl needs GPU learners"),
+    (["learner.backend=nccl"], "learner.backend=nccl needs a whole GPU per learner"),
+    (["learner.backend=nccl", "learner.num_gpus=0.5"], "learner.backend=nccl needs a whole GPU per learner"),
 ])
 def test_bad_learner_group_settings_are_one_line_config_errors(overrides, needle):
     with pytest.raises(ConfigError, match=needle):
