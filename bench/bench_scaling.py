@@ -89,6 +89,42 @@ def learner_rows(args) -> list[tuple]:
     return rows
 
 
+def _allreduce_rank(rank: int, port: int, sizes: tuple[int, ...], out) -> None:
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+    for n in sizes:
+        t = torch.zeros(n)
+        for _ in range(50):  # warm-up
+            dist.all_reduce(t)
+        t0 = time.perf_counter()
+        for _ in range(500):
+            dist.all_reduce(t)
+        if rank == 0:
+            out[n] = (time.perf_counter() - t0) / 500
+    dist.destroy_process_group()
+
+
+def allreduce_latency(sizes: tuple[int, ...] = (3_000, 300_000)) -> dict[int, float]:
+    """Seconds per gloo all-reduce of ``n`` float32 between two processes on this machine (no Ray)."""
+    import socket
+
+    import torch.multiprocessing as mp
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    out = mp.Manager().dict()
+    procs = [mp.Process(target=_allreduce_rank, args=(r, port, sizes, out)) for r in range(2)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join()
+    return dict(out)
+
+
 STEPS_PER_UPDATE = 16  # the throughput config: 4 epochs x 4 minibatches
 ROLLOUT = 512 * 16     # env steps per worker per round: 512 envs x 16 steps
 
@@ -132,6 +168,8 @@ def main() -> None:
         print(f"{'learners':>8} {'threads':>8} {'learner samples/s':>18} {'ms/update':>10} {'e2e steps/s':>12}")
         for r in rows:
             print(f"{r[0]:>8} {r[1]:>8} {r[2]:>18,.0f} {r[3]:>10.1f} {r[4]:>12,.0f}")
+        for n, sec in allreduce_latency().items():
+            print(f"gloo all-reduce of {n:,} float32 between two processes (no Ray): {1e3 * sec:.2f} ms")
         sample_rate, _ = sampling_rate(load_config(CONFIG, ["workers.num_workers=1", "workers.num_envs=512",
                                                             "compression=none"]))
         print(f"projection (synchronous rounds, 512 envs x 16 steps per worker; one worker samples "
