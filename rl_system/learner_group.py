@@ -4,7 +4,7 @@ one (data parallel).
 * **Placement.** One learner is a plain actor (today's single learner). N learners are placed
   together in a placement group of N bundles, ``pack``ed or ``spread`` by ``learner.placement``.
 * **Rendezvous through Ray.** Rank 0 names a free port on its node; every rank joins one
-  ``torch.distributed`` group there (gloo for CPU learners, NCCL for GPU ones).
+  ``torch.distributed`` group there (NCCL for learners with a whole GPU each, else gloo).
 * **Data.** Each round's rollouts (in worker order) are split into N contiguous shares; each
   learner gets its share as object refs straight from the workers, so the driver never opens
   rollout bytes and no learner fetches another's share. Worker ``w`` always feeds the same
