@@ -134,12 +134,12 @@ def main() -> None:
     envs = 64 if args.quick else 8192
     result["end_to_end"] = []
     for name, config in ENVS.items():
-        s = train_rate(config, args.device, steps, [f"workers.num_envs={envs}", "target_return=null", "max_wall_s=120"],
+        s = train_rate(config, args.device, steps, [f"workers.num_envs={envs}", "target_return=null", "max_wall_s=60"],
                        out / "runs" / f"e2e_{name}")
         result["end_to_end"].append({"env": name, "envs_per_worker": envs, "env_steps": s["env_steps"],
                                      "steps_per_s": s["steps_per_s"]})
     s = train_rate("launch/configs/cartpole_ppo.yaml", args.device, 60_000 if args.quick else 2_000_000,
-                   ["max_wall_s=300"], out / "runs" / "cartpole_475")
+                   ["max_wall_s=120"], out / "runs" / "cartpole_475")
     result["cartpole_475"] = {"reached": s["reached_target"], "time_to_target_s": s["time_to_target_s"],
                               "steps_to_target": s["steps_to_target"]}
     result["learners"] = learner_table(args.device, args.quick)
