@@ -48,6 +48,15 @@ def sampling_rate(cfg, seconds: float = 4.0) -> tuple[float, float]:
     return rate, nbytes / steps
 
 
+def fixed_round(cfg) -> tuple[list, tuple]:
+    """One round of ``cfg``'s workers (in-process) sampled with fresh weights, put in the object
+    store: ``(payload refs in worker order, the env's specs)``, for :func:`learner_rate`."""
+    workers = [RolloutWorker(i, cfg) for i in range(cfg.workers.num_workers)]
+    specs = workers[0].specs()
+    weights = Learner(cfg, *specs).get_weights()
+    return [ray.put(w.sample(weights, 0)[1]) for w in workers], specs
+
+
 def learner_rate(cfg, payload_refs: list, seconds: float, specs) -> tuple[float, float]:
     """``(env steps trained on per second, seconds per update)`` of a learner group of
     ``cfg.learner.num_learners`` updating on ``payload_refs`` again and again. The gate is off
@@ -74,15 +83,12 @@ def learner_rows(args) -> list[tuple]:
     rows = []
     base = ["workers.num_workers=4", "workers.num_envs=512", "tensorboard=false", "log_every_s=1000",
             "checkpoint.every_rounds=0", "target_return=null", "max_policy_lag=1000000", "learner.num_cpus=0.5"]
-    cfg = load_config(CONFIG, base)
-    workers = [RolloutWorker(i, cfg) for i in range(cfg.workers.num_workers)]
-    weights = Learner(cfg, *workers[0].specs()).get_weights()
-    refs = [ray.put(w.sample(weights, 0)[1]) for w in workers]
+    refs, specs = fixed_round(load_config(CONFIG, base))
     # One learner with one and with two threads, two learners with one thread each (the same two
     # cores); target_kl off so that every update runs all its minibatch steps.
     for n, threads in ((1, 1), (1, 2), (2, 1)):
         setting = [f"learner.num_learners={n}", f"learner.torch_threads={threads}", "ppo.target_kl=null"]
-        rate, dt = learner_rate(load_config(CONFIG, base + setting), refs, args.learner_seconds, workers[0].specs())
+        rate, dt = learner_rate(load_config(CONFIG, base + setting), refs, args.learner_seconds, specs)
         e2e = train(load_config(CONFIG, base + setting + ["max_policy_lag=0", f"max_env_steps={args.steps}"]),
                     run_dir=f"/tmp/rl_scaling/learners{n}x{threads}", quiet=True)
         rows.append((n, threads, rate, 1e3 * dt, e2e["steps_per_s"]))

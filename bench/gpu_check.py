@@ -27,14 +27,12 @@ from pathlib import Path
 import ray
 import torch
 
-from bench.bench_scaling import learner_rate
+from bench.bench_scaling import fixed_round, learner_rate
 from bench.report import stamp
 from envs import make_env
 from envs.base import Box, Discrete, MultiDiscrete
 from rl_system.config import load_config
 from rl_system.driver import train
-from rl_system.learner import Learner
-from rl_system.worker import RolloutWorker
 
 ENVS = {"CartPole": "launch/configs/cartpole_ppo_throughput.yaml", "Navigation": "launch/configs/navigation_ppo.yaml",
         "AirCombat": "launch/configs/air_combat_ppo.yaml"}
@@ -97,10 +95,7 @@ def learner_table(device: str, quick: bool) -> list[dict]:
     base = ["workers.num_workers=2", f"workers.num_envs={envs}", "tensorboard=false", "max_policy_lag=1000000",
             "ppo.target_kl=null"]
     cfg = load_config(ENVS["CartPole"], base + ["workers.device=" + ("cuda" if device.startswith("cuda") else "cpu")])
-    workers = [RolloutWorker(i, cfg) for i in range(2)]
-    specs = workers[0].specs()
-    weights = Learner(cfg, *specs).get_weights()
-    refs = [ray.put(w.sample(weights, 0)[1]) for w in workers]
+    refs, specs = fixed_round(cfg)
     for n in (1, 2):
         cfg_n = load_config(ENVS["CartPole"], base + [f"learner.num_learners={n}", *gpu_settings(device, n)])
         rate, dt = learner_rate(cfg_n, refs, 2.0 if quick else 10.0, specs)

@@ -156,6 +156,19 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_grafana_dashboard(args: argparse.Namespace) -> int:
+    from rl_system.filesystems import write_json
+    from rl_system.grafana import dashboard
+
+    try:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        write_json(args.out, dashboard())
+    except OSError as err:
+        return _fail(f"cannot write {args.out}: {err}", 1)
+    print(f"wrote {args.out} (Grafana: Dashboards > Import)")
+    return 0
+
+
 def env_kwarg(assignment: str) -> str:
     """``assignment`` if it reads ``KWARG=VALUE`` (an ``--env`` flag), else ConfigError."""
     if "=" not in assignment or assignment.startswith("="):
@@ -276,16 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "eval":
             return cmd_eval(args)
         if args.command == "grafana-dashboard":
-            from rl_system.filesystems import write_json
-            from rl_system.grafana import dashboard
-
-            try:
-                args.out.parent.mkdir(parents=True, exist_ok=True)
-                write_json(args.out, dashboard())
-            except OSError as err:
-                return _fail(f"cannot write {args.out}: {err}", 1)
-            print(f"wrote {args.out} (Grafana: Dashboards > Import)")
-            return 0
+            return cmd_grafana_dashboard(args)
         if args.command == "air-combat":
             from rl_system.cli_air_combat import cmd_range_map
 

@@ -125,18 +125,18 @@ class Shard:
         before global position ``i``, so global minibatch ``[a, b)`` is local ``[bounds(a), bounds(b))``."""
         if self.local_envs == self.global_envs:
             return perm, lambda i: i
-        env = perm if recurrent else perm % self.global_envs
-        mine = (env >= self.offset) & (env < self.offset + self.local_envs)
-        local = env - self.offset if recurrent else (perm // self.global_envs) * self.local_envs + env - self.offset
+        rows = self.inverse(perm.device, per_env=recurrent)[perm]
+        mine = rows >= 0
         before = torch.cat([mine.new_zeros(1, dtype=torch.int64), mine.cumsum(0)]).tolist()
-        return local[mine], lambda i: before[i]
+        return rows[mine], lambda i: before[i]
 
-    def inverse(self, device: torch.device) -> torch.Tensor:
-        """``[T * global_envs]``: the local row of each global row ``t * N + env`` (-1: another
-        learner's), for :func:`take_local`."""
-        t = torch.arange(self.T, device=device).repeat_interleave(self.local_envs)
-        env = torch.arange(self.local_envs, device=device).repeat(self.T)
-        return inverse(t * self.global_envs + self.offset + env, self.T * self.global_envs)
+    def inverse(self, device: torch.device, per_env: bool = False) -> torch.Tensor:
+        """The local row of each global row (``[T * global_envs]`` steps ``t * N + env``, or
+        ``[global_envs]`` envs where ``per_env``; -1: another learner's), for :func:`take_local`."""
+        T = 1 if per_env else self.T
+        t = torch.arange(T, device=device).repeat_interleave(self.local_envs)
+        env = torch.arange(self.local_envs, device=device).repeat(T)
+        return inverse(t * self.global_envs + self.offset + env, T * self.global_envs)
 
 
 def inverse(global_ids: torch.Tensor, size: int) -> torch.Tensor:

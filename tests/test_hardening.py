@@ -7,14 +7,13 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import threading
 import time
-from pathlib import Path
 
 import pytest
 import ray
 from ray.cluster_utils import Cluster
 
+from killing import train_killing
 from rl_system.checkpoint import find_resume
 from rl_system.config import load_config
 from rl_system.driver import train
@@ -133,35 +132,6 @@ def test_actors_that_fit_but_stay_pending_give_up_after_startup_timeout(two_cpu_
 
 
 # -- recovery ------------------------------------------------------------------------------------
-
-def _kill_when(path: Path, name_prefix: str, stop: threading.Event) -> threading.Thread:
-    """Once ``path`` exists (a checkpoint was written), kill the actor whose name starts with
-    ``name_prefix`` outright, as the OOM killer would (Ray may restart it, as after a crash). A
-    killed learner: ``tests/test_learner_group.py``."""
-    def run():
-        while not stop.is_set() and not path.exists():
-            time.sleep(0.1)
-        if stop.is_set():
-            return
-        for actor in ray.util.list_named_actors(all_namespaces=True):
-            if actor["name"].startswith(name_prefix):
-                ray.kill(ray.get_actor(actor["name"], namespace=actor["namespace"]), no_restart=False)
-                return
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    return t
-
-
-def train_killing(cfg, run_dir: Path, when: Path, name_prefix: str) -> dict:
-    """Train ``cfg`` while :func:`_kill_when` kills ``name_prefix`` once ``when`` exists."""
-    stop = threading.Event()
-    killer = _kill_when(when, name_prefix, stop)
-    try:
-        return train(cfg, run_dir=run_dir, quiet=True)
-    finally:
-        stop.set()
-        killer.join()
-
 
 def test_a_killed_checkpointer_is_restarted_and_no_written_checkpoint_is_lost(ray_session, tmp_path):
     cfg = load_config("launch/configs/cartpole_ppo.yaml", FAST + [

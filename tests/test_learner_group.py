@@ -2,16 +2,13 @@
 N learners given one global batch take the same steps as one learner given all of it; any
 checkpoint resumes on any number of learners; a dead learner is rebuilt inside the run."""
 
-import threading
-import time
-
 import pytest
 import ray
 import torch
 
+from killing import train_killing
 from rl_system.checkpoint import find_resume
 from rl_system.config import ConfigError, load_config
-from rl_system.driver import train
 from rl_system.learner_group import LearnerGroup, backend_of, merged_metrics, shares
 from rl_system.placement import PlacementError, check_placement
 from rl_system.worker import RolloutWorker
@@ -112,29 +109,12 @@ def test_shares_are_contiguous_and_cover_every_rollout():
     assert [len(s) for s in shares(10, 3)] == [4, 3, 3]
 
 
-def _kill_when_checkpointed(path, name: str, stop: threading.Event) -> threading.Thread:
-    def run():
-        while not stop.is_set() and not path.exists():
-            time.sleep(0.1)
-        if not stop.is_set():
-            ray.kill(ray.get_actor(name), no_restart=True)
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    return t
-
-
 def test_a_killed_learner_fails_the_group_over_and_the_run_reaches_its_target(ray_session, tmp_path):
     """A learner group of two (a single learner takes the same path: a group of one)."""
     cfg = load_config("launch/configs/cartpole_ppo.yaml", [
         "tensorboard=false", "log_every_s=30", "learner.num_learners=2", "learner.num_cpus=0.5",
         "target_return=195", "return_window=50", "max_env_steps=1500000", "checkpoint.every_rounds=2"])
-    stop = threading.Event()
-    killer = _kill_when_checkpointed(tmp_path / "checkpoints" / "latest.json", "learner-1", stop)
-    try:
-        summary = train(cfg, run_dir=tmp_path, quiet=True)
-    finally:
-        stop.set()
-        killer.join()
+    summary = train_killing(cfg, tmp_path, tmp_path / "checkpoints" / "latest.json", "learner-1")
     assert summary["status"] == "completed" and summary["reached_target"], summary
     assert summary["learner_restarts"] == 1 and summary["num_learners"] == 2
     assert len(summary["placement"]["learners"]) == 2

@@ -27,9 +27,3 @@ def compute_gae(reward: torch.Tensor, value: torch.Tensor, done: torch.Tensor,
         running = delta[t] + discount[t] * running
         adv[t] = running
     return adv, adv + value
-
-
-def explained_variance(pred: torch.Tensor, target: torch.Tensor) -> float:
-    """``1 - Var(target - pred) / Var(target)``; NaN when the target is constant."""
-    var = target.var()
-    return float("nan") if var == 0 else float(1 - (target - pred).var() / var)
