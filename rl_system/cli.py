@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rl_system.cli_air_combat import add_eval_flags
 from rl_system.cli_air_combat import add_parser as add_air_combat_parser
+from rl_system.cli_tune import add_parser as add_tune_parser
 from rl_system.config import ConfigError, apply_override, build_config, load_config
 from rl_system.errors import one_line
 
@@ -72,6 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     st.add_argument("--address", default="auto", help="Ray cluster address (default: auto)")
 
     add_air_combat_parser(sub)
+    add_tune_parser(sub)
 
     g = sub.add_parser("grafana-dashboard", help="write the Grafana dashboard of the rl_system_* series (JSON)")
     g.add_argument("--out", type=Path, default=Path("rl_system_grafana_dashboard.json"))
@@ -282,6 +284,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "train":
             return cmd_train(args)
+        if args.command == "tune":
+            from rl_system.cli_tune import cmd_tune
+
+            return cmd_tune(args)
         if args.command == "status":
             return cmd_status(args)
         if args.command == "check-env":

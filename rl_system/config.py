@@ -414,14 +414,19 @@ def apply_override(tree: dict[str, Any], assignment: str) -> None:
     key, sep, raw = assignment.partition("=")
     if not sep or not key.strip():
         raise ConfigError(f"--set {assignment!r}: expected KEY=VALUE, e.g. workers.num_envs=256")
-    parts = key.strip().split(".")
+    set_key(tree, key.strip(), _parse_value(raw))
+
+
+def set_key(tree: dict[str, Any], key: str, value: Any) -> None:
+    """Set the dotted ``key`` (``ppo.lr``) of a nested dict in place."""
+    parts = key.split(".")
     node = tree
     for part in parts[:-1]:
         child = node.setdefault(part, {})
         if not isinstance(child, dict):
-            raise ConfigError(f"--set {key}: {part!r} is a value, not a section")
+            raise ConfigError(f"{key}: {part!r} is a value, not a section")
         node = child
-    node[parts[-1]] = _parse_value(raw)
+    node[parts[-1]] = value
 
 
 def _format_error(err: ValidationError) -> str:

@@ -17,7 +17,7 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import ray
 import yaml
@@ -30,7 +30,12 @@ from rl_system.filesystems import write_json
 from rl_system.gate import PolicyVersionGate
 from rl_system.learner_group import LearnerGroup, merged_metrics
 from rl_system.metrics import ReturnWindow, RunLogger
-from rl_system.placement import StartupError, check_placement, wait_for_actors
+from rl_system.placement import (
+    ActorScope,
+    StartupError,
+    check_placement,
+    wait_for_actors,
+)
 from rl_system.reporting import RunStats
 from rl_system.rollout import RolloutMeta
 from rl_system.selfplay import SnapshotPool
@@ -38,6 +43,21 @@ from rl_system.startup import default_run_dir, init_ray, probe_specs
 from rl_system.storage import RunStorage
 from rl_system.telemetry import Telemetry
 from rl_system.worker import RolloutWorker
+
+
+class RoundReporter(Protocol):
+    """Told of every round by the run loop (e.g. :class:`rl_system.tuning.trial.TuneReporter`)."""
+
+    def checkpoint_due(self, steps_before: int, steps_now: int) -> bool:
+        """True to checkpoint after the round that took the run from ``steps_before`` to
+        ``steps_now`` env steps, besides ``checkpoint.every_rounds``."""
+
+    stop_requested: bool
+    """Set by :meth:`after_round` to end the run after this round (state ``stopped``)."""
+
+    def after_round(self, run: RunLoop, checkpointed: bool, last: bool = False) -> None:
+        """After the round's records (``checkpointed``: a checkpoint of it was requested); the
+        ``last`` round's once the run has flushed its checkpoints and written its summary."""
 
 
 @dataclass
@@ -54,10 +74,14 @@ class RunLoop:
 
     def __init__(self, cfg: RunConfig, run_dir: Path | None = None, quiet: bool = False,
                  resume_state: dict[str, Any] | None = None, specs: tuple[Any, Any] | None = None,
-                 log_level: str = "info"):
+                 log_level: str = "info", namespace: str | None = None, reporter: RoundReporter | None = None):
         """``specs``: what :func:`probe_specs` returned for ``cfg``, where the caller already probed.
-        ``quiet`` is ``log_level="warning"``: no progress lines, only what went wrong."""
+        ``quiet`` is ``log_level="warning"``: no progress lines, only what went wrong.
+        ``namespace``: the Ray namespace of the run's named actors (default: the job's).
+        ``reporter``: told of every round (a Tune trial reports through it)."""
         self.cfg = cfg
+        self.namespace, self.reporter = namespace, reporter
+        self.scope = ActorScope()
         self.resume_state = resume_state
         self.specs = specs or probe_specs(cfg)
         self.run_dir = Path(run_dir) if run_dir else default_run_dir(cfg)
@@ -82,19 +106,20 @@ class RunLoop:
     def _start_actors(self) -> None:
         cfg, wc = self.cfg, self.cfg.workers
         if check_placement(cfg):
-            self.log.warn("the actors fit only once the cluster has grown: waiting for the autoscaler")
+            self.log.warning("the actors fit only once the cluster has grown: waiting for the autoscaler")
         cfg_dict = cfg.model_dump()
         worker_cls = ray.remote(RolloutWorker)
+        scope = self.scope = ActorScope.current(cfg, self.namespace)
         self.workers = [
             # SPREAD: on a cluster, workers go to different nodes (more env throughput, and one
-            # lost node takes fewer workers with it).
-            worker_cls.options(name=f"rollout-worker-{i}", num_cpus=wc.num_cpus, num_gpus=wc.num_gpus,
+            # lost node takes fewer workers with it); in a reserved placement group, their bundles.
+            worker_cls.options(**scope.named(f"rollout-worker-{i}"), num_cpus=wc.num_cpus, num_gpus=wc.num_gpus,
                                max_restarts=wc.max_restarts, max_task_retries=0, resources=wc.resources,
-                               scheduling_strategy="SPREAD").remote(i, cfg_dict)
+                               **{"scheduling_strategy": "SPREAD", **scope.worker(i)}).remote(i, cfg_dict)
             for i in range(wc.num_workers)
         ]
-        self.storage = RunStorage(cfg, self.run_dir, self.log)
-        self.learner = LearnerGroup(cfg, self.specs, "learner")
+        self.storage = RunStorage(cfg, self.run_dir, self.log, scope)
+        self.learner = LearnerGroup(cfg, self.specs, "learner", scope)
         pings = {w.ping.remote(): f"rollout-worker-{i}" for i, w in enumerate(self.workers)}
         wait_for_actors({**pings, **self.learner.start_refs()}, cfg.startup_timeout_s, self.log.line)
         self.learner.form()
@@ -181,7 +206,7 @@ class RunLoop:
                 if job.worker in self._sampled_before:
                     # Ray restarted it while idle (no call failed): count the restart.
                     self.stats.worker_restarts += 1
-                    self.log.warn(f"worker {job.worker} was restarted")
+                    self.log.warning(f"worker {job.worker} was restarted")
             self._sampled_before.add(job.worker)
             if self.gate.check(meta.version, self.version):
                 accepted.append((job.worker, job.payload_ref, meta))
@@ -210,7 +235,7 @@ class RunLoop:
             self._sampled_before.discard(w)  # its next fresh rollout is this restart, not another
             self.stats.worker_restarts += 1
         what = "died" if died else f"raised {one_line(err)}"
-        self.log.warn(f"worker {w} {what}; re-requesting its rollout")
+        self.log.warning(f"worker {w} {what}; re-requesting its rollout")
         self.log.detail(str(err))
         if consecutive[w] > max(3, self.cfg.workers.max_restarts):
             raise TrainingError(f"worker {w} failed {consecutive[w]} times in a row; last error: {one_line(err)}")
@@ -287,8 +312,13 @@ class RunLoop:
                 self._progress_line(elapsed)
             stop = self._should_stop(elapsed)
             every = cfg.checkpoint.every_rounds
-            if stop or (every and st.rounds % every == 0):
+            due = self.reporter is not None and self.reporter.checkpoint_due(steps_before, st.env_steps)
+            checkpointed = stop or bool(every and st.rounds % every == 0) or due
+            if checkpointed:
                 self._checkpoint(elapsed, pending)
+            if self.reporter is not None and not stop:  # the last round is reported by _finish
+                self.reporter.after_round(self, checkpointed)
+                stop = self.reporter.stop_requested
             if stop:
                 break
         return self._finish(pending, t0, startup_s)
@@ -345,9 +375,12 @@ class RunLoop:
         self._flush_checkpoints()
         wall = time.perf_counter() - t0
         self._progress_line(wall)
-        summary = reporting.summary(self, wall, startup_s, state="completed")
+        state = "stopped" if self.reporter is not None and self.reporter.stop_requested else "completed"
+        summary = reporting.summary(self, wall, startup_s, state=state)
         self._write_summary(summary)
-        self._publish("completed", wall)
+        self._publish(state, wall)
+        if state == "completed" and self.reporter is not None:
+            self.reporter.after_round(self, checkpointed=True, last=True)  # with the run's outputs complete
         return summary
 
     # -- reseed on stall ----------------------------------------------------------------------
@@ -380,7 +413,7 @@ class RunLoop:
         best = st.attempt_best_return if math.isfinite(st.attempt_best_return) else None
         st.reseeds.append({"env_steps": st.env_steps, "round": st.rounds, "best_return": best, "seed": seed})
         shown = "none (no full window)" if best is None else f"{best:.3f}"
-        self.log.warn(f"reseed on stall: best mean return {shown} < {self.cfg.reseed.below_return} "
+        self.log.warning(f"reseed on stall: best mean return {shown} < {self.cfg.reseed.below_return} "
                       f"at {st.env_steps:,} env steps; starting over from seed {seed} "
                       f"(policy version {self.version}; {in_flight} in-flight rollouts dropped); the step budget "
                       f"carries on")
@@ -428,7 +461,7 @@ class RunLoop:
             st.nonfinite_rounds = 0
             return
         st.nonfinite_rounds += 1
-        self.log.warn(f"round {st.rounds + 1}: {skipped} minibatch steps skipped "
+        self.log.warning(f"round {st.rounds + 1}: {skipped} minibatch steps skipped "
                       f"(non-finite loss or gradients); weights untouched by them")
         if st.nonfinite_rounds >= self.cfg.checkpoint.max_nonfinite_rounds:
             self._checkpoint(0.0, pending)

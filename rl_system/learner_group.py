@@ -29,6 +29,7 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from rl_system.config import RunConfig
 from rl_system.learner import Learner
+from rl_system.placement import ActorScope
 
 # How long to wait for the other learners' outcome once one has failed: a death and its peers'
 # broken collectives arrive close together, and the death is the cause worth reporting.
@@ -59,8 +60,11 @@ def shares(n_items: int, n_learners: int) -> list[range]:
 class LearnerGroup:
     """``cfg.learner.num_learners`` learner actors named ``<name>`` (one) or ``<name>-<rank>``."""
 
-    def __init__(self, cfg: RunConfig, specs: tuple[Any, Any], name: str = "learner"):
+    def __init__(self, cfg: RunConfig, specs: tuple[Any, Any], name: str = "learner", scope: ActorScope | None = None):
+        """``scope``: where the run's actors go (:class:`ActorScope`); inside a reserved placement
+        group the learners take its learner bundles instead of a group of their own."""
         self.cfg, lc = cfg, cfg.learner
+        scope = scope or ActorScope()
         self.size = lc.num_learners
         self.pg: PlacementGroup | None = None
         options: dict[str, Any] = {"num_cpus": lc.num_cpus, "num_gpus": lc.num_gpus, "resources": lc.resources,
@@ -69,7 +73,9 @@ class LearnerGroup:
                                    # actor restart could not do.
                                    "max_restarts": 0}
         bundle = {k: v for k, v in {"CPU": lc.num_cpus, "GPU": lc.num_gpus, **lc.resources}.items() if v > 0}
-        if self.size > 1 and bundle:
+        if scope.pg is not None:
+            pass  # the enclosing reservation already holds a bundle per learner
+        elif self.size > 1 and bundle:
             self.pg = placement_group([bundle] * self.size, strategy="PACK" if lc.placement == "pack" else "SPREAD",
                                       name=f"{name}-group")
         elif self.size > 1 and lc.placement == "spread":  # learners that request nothing: no bundles
@@ -78,8 +84,10 @@ class LearnerGroup:
         cls = ray.remote(Learner)
         self.actors = []
         for rank, actor_name in enumerate(self.names):
-            opts = dict(options, name=actor_name)
-            if self.pg is not None:
+            opts = dict(options, **scope.named(actor_name))
+            if scope.pg is not None:
+                opts.update(scope.learner(rank))
+            elif self.pg is not None:
                 opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(self.pg, placement_group_bundle_index=rank)
             self.actors.append(cls.options(**opts).remote(cfg.model_dump(), *specs))
         self.nodes: list[str] = []

@@ -18,10 +18,13 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+from ray.util.placement_group import PlacementGroup, get_current_placement_group
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from rl_system.config import ConfigError, RunConfig
 from rl_system.errors import one_line
@@ -55,6 +58,73 @@ def actor_requests(cfg: RunConfig) -> list[tuple[str, Resources]]:
         (f"learner-{r}", learner) for r in range(lc.num_learners)]
     out = [(f"rollout-worker-{i}", worker) for i in range(wc.num_workers)] + learners
     return [(name, {k: v for k, v in req.items() if v > 0}) for name, req in out]
+
+
+def _bundle(num_cpus: float, num_gpus: float, resources: Resources) -> Resources:
+    return {k: v for k, v in {"CPU": num_cpus, "GPU": num_gpus, **resources}.items() if v > 0}
+
+
+def run_bundles(cfg: RunConfig, head_cpus: float) -> list[Resources]:
+    """The placement-group bundles that hold one whole run (a Tune trial's reservation): the run
+    loop itself (``head_cpus``), then one bundle per worker and one per learner, in the order
+    :class:`ActorScope` reads them. A role whose actors request nothing gets no bundles."""
+    wc, lc = cfg.workers, cfg.learner
+    worker, learner = _bundle(wc.num_cpus, wc.num_gpus, wc.resources), _bundle(lc.num_cpus, lc.num_gpus, lc.resources)
+    return ([{"CPU": head_cpus}] + [worker] * (wc.num_workers if worker else 0)
+            + [learner] * (lc.num_learners if learner else 0))
+
+
+@dataclass
+class ActorScope:
+    """Where a run's actors are created and under which names.
+
+    A plain run (``pg`` None) names its actors in the job's namespace and lets Ray place them
+    (workers spread). A run that lives inside a placement group reserved by :func:`run_bundles`
+    (a Tune trial) puts every worker and learner in its own bundle of that group and every named
+    actor in the run's own ``namespace``, so the trials of one sweep, all in one Ray job, can each
+    have a ``learner``."""
+
+    pg: PlacementGroup | None = None
+    namespace: str | None = None
+    num_workers: int = 0
+    worker_bundles: bool = False
+    learner_bundles: bool = False
+
+    @classmethod
+    def current(cls, cfg: RunConfig, namespace: str | None = None) -> ActorScope:
+        """The scope of a run started here: inside the caller's placement group when the caller
+        runs in one that captures its children (a Tune trial), else a plain run."""
+        pg = get_current_placement_group()
+        if pg is None:
+            return cls(namespace=namespace)
+        wc, lc = cfg.workers, cfg.learner
+        expected = len(run_bundles(cfg, 1.0))
+        if len(pg.bundle_specs) != expected:
+            raise PlacementError(f"the run's placement group has {len(pg.bundle_specs)} bundles, its config needs "
+                                 f"{expected} (placement.run_bundles): reserve the run with the config it runs")
+        return cls(pg, namespace, wc.num_workers, bool(_bundle(wc.num_cpus, wc.num_gpus, wc.resources)),
+                   bool(_bundle(lc.num_cpus, lc.num_gpus, lc.resources)))
+
+    def named(self, name: str) -> dict[str, Any]:
+        """Options that name an actor in this scope."""
+        return {"name": name, "namespace": self.namespace} if self.namespace else {"name": name}
+
+    def _in_bundle(self, index: int) -> dict[str, Any]:
+        return {"scheduling_strategy": PlacementGroupSchedulingStrategy(
+            self.pg, placement_group_bundle_index=index, placement_group_capture_child_tasks=False)}
+
+    def worker(self, i: int) -> dict[str, Any]:
+        """Placement options of worker ``i`` (empty: the caller's own choice)."""
+        return self._in_bundle(1 + i) if self.pg is not None and self.worker_bundles else {}
+
+    def learner(self, rank: int) -> dict[str, Any] | None:
+        """Placement options of learner ``rank``; None outside a reserved group (the learner
+        group then places itself)."""
+        if self.pg is None:
+            return None
+        if not self.learner_bundles:  # learners that request nothing: anywhere, not captured
+            return {"scheduling_strategy": "DEFAULT"}
+        return self._in_bundle(1 + (self.num_workers if self.worker_bundles else 0) + rank)
 
 
 def _autoscaler_shapes() -> tuple[Resources, list[Resources]] | None:

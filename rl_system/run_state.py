@@ -86,7 +86,7 @@ def rebuild_learner(run: RunLoop, err: Exception) -> None:
     run.learner.kill()  # a learner group goes as a whole: its peers' collectives are broken
     run.storage.flush(None)  # what the checkpointer still holds of the dead learner's saves
     state = run.storage.newest_checkpoint()
-    run.learner = LearnerGroup(run.cfg, run.specs, f"learner-r{st.learner_restarts}")
+    run.learner = LearnerGroup(run.cfg, run.specs, f"learner-r{st.learner_restarts}", run.scope)
     try:
         wait_for_actors(run.learner.start_refs(), run.cfg.startup_timeout_s, run.log.line)
         run.learner.form()

@@ -21,6 +21,7 @@ from rl_system.config import RunConfig
 from rl_system.errors import one_line
 from rl_system.filesystems import is_remote
 from rl_system.metrics import RunLogger
+from rl_system.placement import ActorScope
 
 
 def storage_placement(root: str) -> Any:
@@ -37,22 +38,23 @@ class RunStorage:
     MAX_ARCHIVE_WRITES = 4
     _COUNTS = ("saved", "skipped", "failed")
 
-    def __init__(self, cfg: RunConfig, run_dir: Path, log: RunLogger):
+    def __init__(self, cfg: RunConfig, run_dir: Path, log: RunLogger, scope: ActorScope | None = None):
         self.log = log
+        scope = scope or ActorScope()
         self.ckpt_root = cfg.checkpoint.dir or str((run_dir / "checkpoints").resolve())
         # Ray restarts a dead checkpointer or archiver, and retries the calls it was running on the
         # new process (max_task_retries=-1): a save whose state is still in the object store is
         # written after all, and what was written before stays (every write is atomic).
         restarts = {"max_restarts": cfg.checkpoint.max_restarts, "max_task_retries": -1}
         self.checkpointer = ray.remote(Checkpointer).options(
-            name="checkpointer", num_cpus=0, max_concurrency=4, **restarts,
+            **scope.named("checkpointer"), num_cpus=0, max_concurrency=4, **restarts,
             scheduling_strategy=storage_placement(self.ckpt_root),
         ).remote(self.ckpt_root, keep_last=cfg.checkpoint.keep_last)
         self.archiver = None
         if cfg.archive_every:
             root = cfg.archive_dir or str((run_dir / "rollouts").resolve())
             self.archiver = ray.remote(RolloutArchiver).options(
-                name="rollout-archiver", num_cpus=0, scheduling_strategy=storage_placement(root), **restarts,
+                **scope.named("rollout-archiver"), num_cpus=0, scheduling_strategy=storage_placement(root), **restarts,
             ).remote(root)
         self.checkpoint_stats: dict[str, Any] = {}
         self.checkpoints_requested = 0

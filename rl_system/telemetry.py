@@ -89,7 +89,9 @@ class StatusBoardClient:
         try:
             self.actor = ray.remote(StatusBoard).options(
                 name=STATUS_ACTOR, namespace=NAMESPACE, get_if_exists=True, lifetime="detached",
-                num_cpus=0, max_restarts=-1).remote()
+                # DEFAULT: never captured into the placement group of the run that created it
+                # (a Tune trial's), which goes away with that run.
+                num_cpus=0, max_restarts=-1, scheduling_strategy="DEFAULT").remote()
         except Exception:  # noqa: BLE001 - status is a convenience, never a reason to fail
             self.actor = None
 

@@ -1,0 +1,1 @@
+"""Hyperparameter sweeps of whole runs on Ray Tune: ``rl-system tune`` (:mod:`.sweep`)."""
