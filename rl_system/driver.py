@@ -106,7 +106,7 @@ class RunLoop:
     def _start_actors(self) -> None:
         cfg, wc = self.cfg, self.cfg.workers
         if check_placement(cfg):
-            self.log.warning("the actors fit only once the cluster has grown: waiting for the autoscaler")
+            self.log.warn("the actors fit only once the cluster has grown: waiting for the autoscaler")
         cfg_dict = cfg.model_dump()
         worker_cls = ray.remote(RolloutWorker)
         scope = self.scope = ActorScope.current(cfg, self.namespace)
@@ -206,7 +206,7 @@ class RunLoop:
                 if job.worker in self._sampled_before:
                     # Ray restarted it while idle (no call failed): count the restart.
                     self.stats.worker_restarts += 1
-                    self.log.warning(f"worker {job.worker} was restarted")
+                    self.log.warn(f"worker {job.worker} was restarted")
             self._sampled_before.add(job.worker)
             if self.gate.check(meta.version, self.version):
                 accepted.append((job.worker, job.payload_ref, meta))
@@ -235,7 +235,7 @@ class RunLoop:
             self._sampled_before.discard(w)  # its next fresh rollout is this restart, not another
             self.stats.worker_restarts += 1
         what = "died" if died else f"raised {one_line(err)}"
-        self.log.warning(f"worker {w} {what}; re-requesting its rollout")
+        self.log.warn(f"worker {w} {what}; re-requesting its rollout")
         self.log.detail(str(err))
         if consecutive[w] > max(3, self.cfg.workers.max_restarts):
             raise TrainingError(f"worker {w} failed {consecutive[w]} times in a row; last error: {one_line(err)}")
@@ -413,7 +413,7 @@ class RunLoop:
         best = st.attempt_best_return if math.isfinite(st.attempt_best_return) else None
         st.reseeds.append({"env_steps": st.env_steps, "round": st.rounds, "best_return": best, "seed": seed})
         shown = "none (no full window)" if best is None else f"{best:.3f}"
-        self.log.warning(f"reseed on stall: best mean return {shown} < {self.cfg.reseed.below_return} "
+        self.log.warn(f"reseed on stall: best mean return {shown} < {self.cfg.reseed.below_return} "
                       f"at {st.env_steps:,} env steps; starting over from seed {seed} "
                       f"(policy version {self.version}; {in_flight} in-flight rollouts dropped); the step budget "
                       f"carries on")
@@ -461,7 +461,7 @@ class RunLoop:
             st.nonfinite_rounds = 0
             return
         st.nonfinite_rounds += 1
-        self.log.warning(f"round {st.rounds + 1}: {skipped} minibatch steps skipped "
+        self.log.warn(f"round {st.rounds + 1}: {skipped} minibatch steps skipped "
                       f"(non-finite loss or gradients); weights untouched by them")
         if st.nonfinite_rounds >= self.cfg.checkpoint.max_nonfinite_rounds:
             self._checkpoint(0.0, pending)
