@@ -5,6 +5,7 @@ Ray Tune."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import signal
@@ -89,37 +90,15 @@ def test_a_trial_reserves_one_bundle_for_its_loop_and_one_per_worker_and_learner
     assert run_bundles(idle, 0.25) == [{"CPU": 0.25}, {"CPU": 1.0}]
 
 
-# -- population-based training, in this process ---------------------------------------------------
-def test_pbt_trials_go_on_from_another_trials_checkpoint_with_a_perturbed_config(ray_session, tmp_path):
-    from rl_system.tuning.results import write_outputs
-    from rl_system.tuning.sweep import tuner
+def test_asha_rungs_count_env_steps_and_leave_the_budget_to_the_trial():
+    from rl_system.tuning.sweep import _scheduler
 
-    # 4,096 env steps a round: both trials wait at round 2 of 4, then the worse one clones the better.
-    sweep = Sweep(config=_tree("max_env_steps=16000", "workers.num_envs=256"), search=["ppo.lr=loguniform(3e-4, 1e-2)"],
-                  scheduler="pbt", num_samples=2, perturbation_steps=8000, pbt_synch=True, seed=3)
-    sweep.check()
-    grid = tuner(sweep, tmp_path / "pbt").fit()
-    assert grid.num_errors == 0 and grid.num_terminated == 2
-    logs = {r.metrics["trial_id"]: (Path(r.path) / f"rl_system_{r.metrics['trial_id']}" / "console.log").read_text()
-            for r in grid}
-    exploited = [t for t, log in logs.items() if "resumed at round" in log]
-    assert exploited, "no trial was exploited"
-    for result in grid:
-        assert result.metrics["env_steps"] == 16384  # a clone goes on from the donor's steps to the budget
-    # An exploited trial goes on with a perturbed lr: its history has more than one.
-    lrs = {r.metrics["trial_id"]: r.metrics_dataframe["config/ppo.lr"] for r in grid}
-    assert any(lrs[t].nunique() > 1 for t in exploited)
-    final = {t: lr.iloc[-1] for t, lr in lrs.items()}
-    # Each PBT report that crossed a perturbation point carried one of our checkpoints.
-    ckpt = next(r.checkpoint for r in grid if r.checkpoint is not None)
-    rlck = list(Path(ckpt.path).glob("*.rlck"))
-    assert len(rlck) == 1 and load_checkpoint(str(rlck[0]))[0]["driver"]["env_steps"] >= 8000
-    table, best = write_outputs(grid, sweep, tmp_path / "pbt")
-    assert len(table) == 2 and set(table["status"]) == {"done"}
-    assert load_config(best).ppo.lr == pytest.approx(final[table.iloc[0]["trial_id"]])
+    asha = _scheduler(Sweep(config=_tree("max_env_steps=160000"), search=["ppo.lr=choice(0.001)"]))
+    assert asha._time_attr == "env_steps" and asha._max_t == 320000  # a trial ends itself at its budget
+    assert sorted(m for m, _ in asha._brackets[0]._rungs) == [10000, 30000, 90000, 270000]  # budget / 16, then x3
 
 
-# -- the CLI: ASHA, Ctrl-C, --resume, the outputs ----------------------------------------------------
+# -- the CLI end to end: PBT, Ctrl-C, --resume, the outputs --------------------------------------------
 def _tune(*args: str, **kw) -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.pop("RAY_ADDRESS", None)
@@ -127,14 +106,18 @@ def _tune(*args: str, **kw) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
-def test_an_asha_sweep_survives_ctrl_c_resumes_and_names_its_best_config(tmp_path):
-    # 4,096 env steps a round, 3 rounds a trial, ASHA's first rung after the first round.
-    sets = [a for s in [*SMALL, "max_env_steps=12000", "workers.num_envs=256", "checkpoint.every_rounds=1"]
+def _configs_seen(trial_dir: Path) -> list[dict]:
+    return [json.loads(line)["config"] for line in (trial_dir / "result.json").read_text().splitlines() if line]
+
+
+def test_a_pbt_sweep_survives_ctrl_c_resumes_exploits_and_names_its_best_config(tmp_path):
+    # Two members (seed 0 and 1), 4,096 env steps a round, 4 rounds; both wait at 8,000 steps
+    # (--pbt-synch), then the worse goes on from the better one's checkpoint with a perturbed lr.
+    sets = [a for s in [*SMALL, "max_env_steps=16000", "workers.num_envs=256", "checkpoint.every_rounds=1"]
             for a in ("--set", s)]
-    # Two trials, one at a time (each trial's start costs seconds of imports on a small machine).
-    args = [CARTPOLE, *sets, "--search", "ppo.lr=grid(0.0001, 0.005)", "--search", "ppo.ent_coef=choice(0.0, 0.01)",
-            "--num-samples", "1", "--scheduler", "asha", "--grace-steps", "4000", "--max-concurrent", "1",
-            "--seed", "0", "--out", str(tmp_path), "--name", "cp"]
+    args = [CARTPOLE, *sets, "--search", "seed=grid(0, 1)", "--search", "ppo.lr=loguniform(3e-4, 1e-2)",
+            "--num-samples", "1", "--scheduler", "pbt", "--perturbation-steps", "8000", "--pbt-synch",
+            "--seed", "3", "--out", str(tmp_path), "--name", "cp"]
     exp = tmp_path / "cp"
     first = _tune(*args, start_new_session=True)
     deadline = time.monotonic() + 240
@@ -152,13 +135,16 @@ def test_an_asha_sweep_survives_ctrl_c_resumes_and_names_its_best_config(tmp_pat
     assert "resuming the sweep" in out and "top 2 of 2 trials by return" in out
     table = pd.read_parquet(exp / RESULTS_FILE)
     assert len(table) == 2 and set(table["status"]) == {"done"}
-    assert sorted(table["ppo.lr"]) == [0.0001, 0.005]
-    assert {"ppo.lr", "ppo.ent_coef", "return", "best_return", "env_steps", "checkpoint"} <= set(table.columns)
-    assert table["return"].is_monotonic_decreasing
-    assert any("resumed at round" in p.read_text() for p in exp.glob("*/rl_system_*/console.log"))
-    best = exp / BEST_FILE
-    cfg = load_config(best)
+    assert {"seed", "ppo.lr", "return", "best_return", "env_steps", "checkpoint"} <= set(table.columns)
+    assert list(table["env_steps"]) == [16384, 16384]  # a clone goes on from the donor's steps to the budget
+    assert table["return"].is_monotonic_decreasing and math.isfinite(table.iloc[0]["return"])
+    # PBT exploited: a member's lr changed on the way (the grid's seed is never perturbed, only copied).
+    lrs = [{c["ppo.lr"] for c in _configs_seen(Path(p))} for p in table["path"]]
+    assert max(len(s) for s in lrs) > 1
+    # The reports at the perturbation point carried our checkpoints.
+    rlck = sorted(exp.glob("*/checkpoint_*/*.rlck"))
+    assert rlck and max(load_checkpoint(str(f))[0]["driver"]["env_steps"] for f in rlck) >= 8000
+    best = load_config(exp / BEST_FILE)  # a whole config `rl-system train` takes as it is
     top = table.iloc[0]
-    assert cfg.ppo.lr == pytest.approx(top["ppo.lr"]) and cfg.ppo.ent_coef == pytest.approx(top["ppo.ent_coef"])
-    assert cfg.max_env_steps == 12000 and cfg.workers.num_workers == 1  # the sweep's --set kept
-    assert math.isfinite(top["return"])
+    assert best.ppo.lr == pytest.approx(top["ppo.lr"]) and best.seed == top["seed"]
+    assert best.max_env_steps == 16000 and best.workers.num_workers == 1  # the sweep's --set kept
