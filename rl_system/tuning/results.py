@@ -91,11 +91,12 @@ def print_top(table: pd.DataFrame, sweep: Sweep, k: int) -> None:
     keys, metric = [s.key for s in sweep.specs()], sweep.metric
     out = Table(title=f"top {min(k, len(table))} of {len(table)} trials by {metric}")
     for col in ["trial", "status", *keys, metric, f"best {metric}", "env steps", "time s"]:
-        out.add_column(col, justify="left" if col in ("trial", "status") else "right")
+        out.add_column(col, justify="left" if col in ("trial", "status") else "right", no_wrap=True)
     for _, row in table.head(k).iterrows():
         out.add_row(str(row["trial_id"]), str(row["status"]), *(_fmt(row[key]) for key in keys),
                     _fmt(row[metric]), _fmt(row[f"best_{metric}"]), f"{row['env_steps']:,}", f"{row['time_s']:.0f}")
-    Console().print(out)
+    # Wider than a pipe's default 80 columns: trial ids and searched values are not cut.
+    Console(width=max(Console().width, 160)).print(out)
 
 
 def _fmt(value: Any) -> str:
