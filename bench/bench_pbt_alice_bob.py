@@ -1,0 +1,123 @@
+"""Population-based training of the HMASD preset on Alice_and_Bob beside the preset's reseed on
+stall, on the same seeds and the same total env-step budget.
+
+The PBT population is an ``rl-system tune`` experiment: one member per seed (``seed=grid(...)``),
+every member starting at the preset's values (``--pbt-start config``), the reseed on stall off
+(exploiting a better member does its job), each member with the preset's budget:
+
+    rl-system tune launch/configs/alice_bob_hmasd.yaml --scheduler pbt --metric success_rate \\
+        --num-samples 1 --search 'seed=grid(2, 6, 13, 16)' --search 'hmasd.lr=loguniform(3e-4, 3e-3)' \\
+        --search 'hmasd.lambda_h=choice(0.0, 0.0003, 0.001, 0.003)' --search 'hmasd.lambda_l=choice(0.02, 0.05, 0.1)' \\
+        --set 'reseed.at_env_steps=[]' --set max_wall_s=null --perturbation-steps 300000 --pbt-start config \\
+        --max-concurrent 4 --seed 0 --out runs/tune --name pbt-alicebob
+
+This script then tests each member's final policy and its best one (the Tune checkpoint with the
+highest training success, chosen by the training return as ``best.json`` is, never by test
+episodes) exactly as ``bench.bench_hmasd`` tests a run: 200 fresh episodes of the task's own start
+(the config's ``eval_kwargs``), both levels sampled, seed 10,000 + the member's seed. Beside them
+it prints the preset's figures for the same seeds from ``bench/results/hmasd_default.txt`` (the
+runs of the reseed-on-stall preset, 3M env steps each):
+
+    python -m bench.bench_pbt_alice_bob --experiment runs/tune/pbt-alicebob
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from rl_system.checkpoint import load_checkpoint, read_manifest
+from rl_system.cli import with_env_kwargs
+from rl_system.evaluate import evaluate
+
+RESULTS = Path(__file__).resolve().parent / "results" / "hmasd_default.txt"
+PRESET_BLOCK = re.compile(r"^# == 2026-11-27 · 649ff2f.*(restart on stall|reseed on stall)")
+
+
+def preset_rows(seeds: list[int], path: Path = RESULTS) -> dict[int, dict[str, str]]:
+    """The reseed-on-stall preset's row of each seed (its last, where a seed ran twice)."""
+    rows: dict[int, dict[str, str]] = {}
+    in_block, header = False, None
+    for line in path.read_text().splitlines():
+        if line.startswith("# =="):
+            in_block = bool(PRESET_BLOCK.match(line)) and "flat MAPPO" not in line
+            continue
+        cells = [c.strip() for c in line.split("|")]
+        if cells[0] == "method":
+            header = cells if "seed" in cells else None  # per-seed tables only, not the summaries
+        elif in_block and header and cells[0] == "hmasd" and len(cells) == len(header):
+            row = dict(zip(header, cells))
+            if int(row["seed"]) in seeds:
+                rows[int(row["seed"])] = row
+    return rows
+
+
+def members(exp: Path) -> list[dict[str, Any]]:
+    """Each trial: its first config, its last, its Tune checkpoints (manifest and path)."""
+    out = []
+    for trial in sorted(p for p in exp.iterdir() if (p / "result.json").is_file()):
+        results = [json.loads(line) for line in (trial / "result.json").read_text().splitlines() if line]
+        ckpts = []
+        for f in sorted(trial.glob("checkpoint_*/*.rlck")):
+            ckpts.append({"path": f, **read_manifest(str(f))})
+        log = next(trial.glob("rl_system_*/console.log"), None)
+        out.append({"trial": trial.name, "first": results[0]["config"], "last": results[-1]["config"],
+                    "env_steps": results[-1]["env_steps"], "train_success": results[-1].get("success_rate"),
+                    "checkpoints": ckpts, "starts": log.read_text().count("resumed at round") if log else 0})
+    return out
+
+
+def test(path: Path, seed: int) -> float:
+    state, _ = load_checkpoint(str(path))
+    return evaluate(with_env_kwargs(state, []), episodes=200, deterministic=False, seed=10_000 + seed).get(
+        "success_rate", 0.0)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--experiment", type=Path, required=True, help="the rl-system tune experiment directory")
+    args = ap.parse_args()
+    population = members(args.experiment)
+    seeds = [m["first"]["seed"] for m in population]
+    print(f"PBT population of {len(population)} in {args.experiment}")
+    print("member | seed | starts from a checkpoint | env steps | train success | last hmasd.lr | lambda_h | lambda_l"
+          " | final test success | best checkpoint at env steps | its train success | best test success")
+    print("---|---|---|---|---|---|---|---|---|---|---|---")
+    finals, bests = [], []
+    for m in population:
+        seed = m["first"]["seed"]
+        final = max(m["checkpoints"], key=lambda c: (c["env_steps"], c["path"].parent.name))
+        best = max(m["checkpoints"], key=lambda c: (c.get("mean_return") or -1.0, c["env_steps"]))
+        f, b = test(final["path"], seed), test(best["path"], seed)
+        finals.append(f)
+        bests.append(b)
+        last = m["last"]
+        print(f"{m['trial']} | {seed} | {m['starts']} | {m['env_steps']:,} | {m['train_success']:.2f} | "
+              f"{last['hmasd.lr']:.2e} | {last['hmasd.lambda_h']} | {last['hmasd.lambda_l']} | {f:.3f} | "
+              f"{best['env_steps']:,} | {best.get('mean_return') or 0:.2f} | {b:.3f}")
+    print(f"\nPBT: mean final test success {sum(finals) / len(finals):.3f}, mean best {sum(bests) / len(bests):.3f}; "
+          f"members >= 0.8: final {sum(x >= 0.8 for x in finals)}/{len(finals)}, "
+          f"best {sum(x >= 0.8 for x in bests)}/{len(bests)}")
+    preset = preset_rows(seeds)
+    print(f"\nThe reseed-on-stall preset on the same seeds ({RESULTS.name}, 649ff2f, 3M env steps each):")
+    print("seed | reseeded at | test success (final) | best.json test success")
+    print("---|---|---|---")
+    pf, pb = [], []
+    for seed in seeds:
+        row = preset.get(seed)
+        if row is None:
+            print(f"{seed} | not in the results file | - | -")
+            continue
+        pf.append(float(row["test success"]))
+        pb.append(float(row["best.json test success"]))
+        print(f"{seed} | {row.get('restarted at', 'not in that table')} | {row['test success']} | {row['best.json test success']}")
+    if pf:
+        print(f"\npreset: mean final test success {sum(pf) / len(pf):.3f}, mean best {sum(pb) / len(pb):.3f}; "
+              f"seeds >= 0.8: final {sum(x >= 0.8 for x in pf)}/{len(pf)}, best {sum(x >= 0.8 for x in pb)}/{len(pb)}")
+
+
+if __name__ == "__main__":
+    main()
