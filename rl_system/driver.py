@@ -30,12 +30,7 @@ from rl_system.filesystems import write_json
 from rl_system.gate import PolicyVersionGate
 from rl_system.learner_group import LearnerGroup, merged_metrics
 from rl_system.metrics import ReturnWindow, RunLogger
-from rl_system.placement import (
-    ActorScope,
-    StartupError,
-    check_placement,
-    wait_for_actors,
-)
+from rl_system.placement import ActorScope, StartupError, check_placement, wait_for_actors
 from rl_system.reporting import RunStats
 from rl_system.rollout import RolloutMeta
 from rl_system.selfplay import SnapshotPool
