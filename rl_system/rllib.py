@@ -11,7 +11,10 @@ into one vector (Gymnasium's ``FlattenObservation``) so RLlib's default models t
 connector; AirCombat's action mask then rides along as 12 0/1 features. ``env_config`` items
 are the env's constructor kwargs, plus ``seed``.
 
-AliceBob is multi-agent (see :mod:`envs.pettingzoo_view`) and is not registered here.
+AliceBob, multi-agent, is registered as ``rl_system/AliceBob-v0``: RLlib's own
+``ParallelPettingZooEnv`` over the PettingZoo view of one env (:mod:`envs.pettingzoo_view`), so
+``PPOConfig().environment("rl_system/AliceBob-v0").multi_agent(...)`` trains it with RLlib's
+multi-agent runners (one shared policy or one per agent, as ``policy_mapping_fn`` says).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from gymnasium.wrappers import FlattenObservation
 
 ENV_IDS = {"rl_system/CartPole-v0": "CartPole", "rl_system/Navigation-v0": "Navigation",
            "rl_system/AirCombat-v0": "AirCombat"}
+MULTI_AGENT_IDS = {"rl_system/AliceBob-v0": "AliceBob"}
 
 
 def make(name: str, env_config: dict | None = None, **kwargs: Any) -> gymnasium.Env:
@@ -45,10 +49,31 @@ def _creator(name: str) -> Callable[..., gymnasium.Env]:
     return create
 
 
+def make_multi_agent(name: str, env_config: dict | None = None, **kwargs: Any) -> Any:
+    """RLlib's ``MultiAgentEnv`` of built-in multi-agent env ``name`` (agent ids: the env's
+    agent names); ``env_config`` and ``kwargs`` are its constructor kwargs, ``seed`` included."""
+    from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
+
+    from envs.pettingzoo_view import parallel_env
+
+    kwargs = {**dict(env_config or {}), **kwargs}
+    return ParallelPettingZooEnv(parallel_env(name, seed=kwargs.pop("seed", None), **kwargs))
+
+
+def _multi_agent_creator(name: str) -> Callable[..., Any]:
+    def create(env_config: dict | None = None) -> Any:
+        return make_multi_agent(name, env_config)
+
+    return create
+
+
 def register() -> list[str]:
-    """Register every id of :data:`ENV_IDS` with Ray's env registry; returns the ids."""
+    """Register every id of :data:`ENV_IDS` and :data:`MULTI_AGENT_IDS` with Ray's env registry;
+    returns the ids."""
     from ray.tune.registry import register_env
 
     for env_id, name in ENV_IDS.items():
         register_env(env_id, _creator(name))
-    return list(ENV_IDS)
+    for env_id, name in MULTI_AGENT_IDS.items():
+        register_env(env_id, _multi_agent_creator(name))
+    return [*ENV_IDS, *MULTI_AGENT_IDS]

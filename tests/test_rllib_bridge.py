@@ -10,7 +10,7 @@ import pytest
 from gymnasium import spaces
 from gymnasium.utils.env_checker import check_env
 
-from rl_system.rllib import ENV_IDS, make
+from rl_system.rllib import ENV_IDS, MULTI_AGENT_IDS, make, make_multi_agent
 
 
 @pytest.mark.parametrize("env_id", sorted(ENV_IDS))
@@ -29,7 +29,7 @@ def test_rllib_ppo_trains_on_a_registered_id(ray_session):
 
     from rl_system.rllib import register
 
-    assert register() == list(ENV_IDS)
+    assert register() == [*ENV_IDS, *MULTI_AGENT_IDS]
     config = (PPOConfig()
               .environment("rl_system/CartPole-v0", env_config={"seed": 0})
               .framework("torch")
@@ -46,3 +46,21 @@ def test_rllib_ppo_trains_on_a_registered_id(ray_session):
     runners = result["env_runners"]
     assert runners["num_env_steps_sampled_lifetime"] >= 1024
     assert runners["num_episodes_lifetime"] > 0 and runners["episode_return_mean"] > 0
+
+
+def test_alice_bob_is_an_rllib_multi_agent_env_that_passes_rllibs_checker():
+    pytest.importorskip("ray.rllib", reason="RLlib: pip install 'ray[rllib]'")
+    from ray.rllib.env.multi_agent_env import MultiAgentEnv
+    from ray.rllib.utils.pre_checks.env import check_multiagent_environments
+
+    env = make_multi_agent(MULTI_AGENT_IDS["rl_system/AliceBob-v0"], {"seed": 3})
+    assert isinstance(env, MultiAgentEnv) and sorted(env.possible_agents) == ["alice", "bob"]
+    check_multiagent_environments(env)  # RLlib's own pre-check of a MultiAgentEnv
+    obs, _ = env.reset(seed=3)
+    assert set(obs) == set(env.possible_agents)
+    for _ in range(120):  # past the episode limit: the "__all__" done comes with the team's end
+        obs, rew, term, trunc, _ = env.step({a: env.action_space[a].sample() for a in obs})
+        assert rew["alice"] == rew["bob"]  # one team reward
+        if term["__all__"] or trunc["__all__"]:
+            break
+    assert term["__all__"] or trunc["__all__"]
