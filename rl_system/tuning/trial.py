@@ -38,7 +38,8 @@ def trial_metrics(run: Any, metric: str) -> dict[str, Any]:
         "return": window.mean if window.returns else -math.inf,
         "best_return": st.best_return,
         **{f"{k}_rate": v for k, v in window.rates.items()},
-        "env_steps": st.env_steps, "rounds": st.rounds, "policy_version": run.version, "reseeds": len(st.reseeds), "dropped_rollouts": run.gate.dropped,
+        "env_steps": st.env_steps, "rounds": st.rounds, "policy_version": run.version,
+        "reseeds": len(st.reseeds), "dropped_rollouts": run.gate.dropped,
     }
     out.setdefault(metric, -math.inf)  # an outcome no episode has reported yet
     return out
@@ -77,10 +78,13 @@ class TuneReporter:
             # with SystemExit. End the run the ordinary way instead (its summary says
             # "stopped"), as far as the trial's process lives on.
             self.stop_requested = True
+        finally:
+            if checkpoint is not None:  # report() has copied it into the trial's storage
+                shutil.rmtree(checkpoint.path, ignore_errors=True)
 
     def _take_checkpoint(self, run: Any) -> tune.Checkpoint | None:
-        """Wait for the round's checkpoint file and hand Tune a copy (Tune moves what it is
-        given into the trial's storage; the run's store keeps its own)."""
+        """Wait for the round's checkpoint file and hand Tune a copy in a staging directory
+        (Tune copies it into the trial's storage; the run's store keeps its own)."""
         run.storage.flush(run.learner.lead)
         path = run.storage.checkpoint_stats.get("last_path")
         if not path or path == self._last_path:
@@ -104,9 +108,7 @@ def run_trial(params: dict[str, Any], base: dict[str, Any], metric: str,
               checkpoint_every_steps: int | None) -> None:
     """The trainable: ``params`` are the searched keys (dotted) of this trial, ``base`` the
     sweep's config tree."""
-    from rl_system.driver import (
-        RunLoop,  # imports the run's actors: only inside a trial
-    )
+    from rl_system.driver import RunLoop  # imports the run's actors: only inside a trial
 
     ctx = tune.get_context()
     cfg = trial_config(base, params)
