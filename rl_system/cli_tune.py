@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -83,6 +85,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
     except Exception as err:  # noqa: BLE001 - Ray raises a bare Exception when its node fails to start
         print(f"rl-system: cannot start or join Ray ({args.address or 'local'}): {one_line(err)}", file=sys.stderr)
         return 1
+    # SIGTERM (`ray job stop`, a batch scheduler) ends the sweep as Ctrl-C does: Tune's SIGUSR1
+    # handler saves the experiment's state for --resume (ray.init's own SIGTERM handler aborts).
+    signal.signal(signal.SIGTERM, lambda signum, frame: os.kill(os.getpid(), signal.SIGUSR1))
     if args.resume is not None:
         sweep, t = restore(exp_dir)
         print(f"resuming the sweep in {exp_dir}")
