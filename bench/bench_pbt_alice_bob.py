@@ -63,10 +63,11 @@ def members(exp: Path) -> list[dict[str, Any]]:
         ckpts = []
         for f in sorted(trial.glob("checkpoint_*/*.rlck")):
             ckpts.append({"path": f, **read_manifest(str(f))})
-        log = next(trial.glob("rl_system_*/console.log"), None)
+        # An exploit shows as a change of config between two reports (the clone's perturbed one).
+        exploits = sum(a["config"] != b["config"] for a, b in zip(results, results[1:]))
         out.append({"trial": trial.name, "first": results[0]["config"], "last": results[-1]["config"],
                     "env_steps": results[-1]["env_steps"], "train_success": results[-1].get("success_rate"),
-                    "checkpoints": ckpts, "starts": log.read_text().count("resumed at round") if log else 0})
+                    "checkpoints": ckpts, "exploits": exploits})
     return out
 
 
@@ -83,7 +84,7 @@ def main() -> None:
     population = members(args.experiment)
     seeds = [m["first"]["seed"] for m in population]
     print(f"PBT population of {len(population)} in {args.experiment}")
-    print("member | seed | starts from a checkpoint | env steps | train success | last hmasd.lr | lambda_h | lambda_l"
+    print("member | first seed | exploits | env steps | train success | last hmasd.lr | lambda_h | lambda_l"
           " | final test success | best checkpoint at env steps | its train success | best test success")
     print("---|---|---|---|---|---|---|---|---|---|---|---")
     finals, bests = [], []
@@ -95,7 +96,7 @@ def main() -> None:
         finals.append(f)
         bests.append(b)
         last = m["last"]
-        print(f"{m['trial']} | {seed} | {m['starts']} | {m['env_steps']:,} | {m['train_success']:.2f} | "
+        print(f"{m['trial']} | {seed} | {m['exploits']} | {m['env_steps']:,} | {m['train_success']:.2f} | "
               f"{last['hmasd.lr']:.2e} | {last['hmasd.lambda_h']} | {last['hmasd.lambda_l']} | {f:.3f} | "
               f"{best['env_steps']:,} | {best.get('mean_return') or 0:.2f} | {b:.3f}")
     print(f"\nPBT: mean final test success {sum(finals) / len(finals):.3f}, mean best {sum(bests) / len(bests):.3f}; "
