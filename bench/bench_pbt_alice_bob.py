@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,7 @@ def members(exp: Path) -> list[dict[str, Any]]:
         for f in sorted(trial.glob("checkpoint_*/*.rlck")):
             ckpts.append({"path": f, **read_manifest(str(f))})
         # An exploit shows as a change of config between two reports (the clone's perturbed one).
-        exploits = sum(a["config"] != b["config"] for a, b in zip(results, results[1:]))
+        exploits = sum(a["config"] != b["config"] for a, b in pairwise(results))
         out.append({"trial": trial.name, "first": results[0]["config"], "last": results[-1]["config"],
                     "env_steps": results[-1]["env_steps"], "train_success": results[-1].get("success_rate"),
                     "checkpoints": ckpts, "exploits": exploits})
