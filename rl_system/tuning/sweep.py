@@ -31,7 +31,7 @@ import yaml
 from rl_system.config import ConfigError, RunConfig, build_config
 from rl_system.placement import run_bundles
 from rl_system.tuning.space import Spec, parse_search, trial_config
-from rl_system.tuning.trial import TRAINABLE, run_trial
+from rl_system.tuning.trial import CHECKPOINT_CLOCK, TRAINABLE, run_trial
 
 SWEEP_FILE, RESULTS_FILE, BEST_FILE = "sweep.yaml", "results.parquet", "best_config.yaml"
 
@@ -112,7 +112,7 @@ def _scheduler(sweep: Sweep) -> Any:
         return ASHAScheduler(time_attr="env_steps", max_t=2 * sweep.base.max_env_steps,
                              grace_period=sweep.grace_period, reduction_factor=3)
     if sweep.scheduler == "pbt":
-        return PopulationBasedTraining(time_attr="env_steps", perturbation_interval=sweep.perturbation_interval,
+        return PopulationBasedTraining(time_attr=CHECKPOINT_CLOCK, perturbation_interval=sweep.perturbation_interval,
                                        hyperparam_mutations={s.key: s.mutation() for s in sweep.specs() if s.perturbed},
                                        quantile_fraction=0.25, resample_probability=0.25, synch=sweep.pbt_synch)
     return FIFOScheduler()

@@ -5,10 +5,10 @@ the trial's placement group) that reports every round to Tune.
   an episode has finished), each ``<outcome>_rate``, ``best_return``, ``env_steps`` (the
   schedulers' clock), ``rounds``, ``policy_version``, ``steps_per_s``, ``reseeds``.
 * **Checkpoints** go through the run's own checkpoint store, as in any run; a round that was
-  checkpointed waits for the file and hands a copy of it to Tune with that round's report. Besides
-  ``checkpoint.every_rounds``, a trial checkpoints each time its env steps pass a multiple of
-  ``checkpoint_every_steps`` (population-based training's perturbation interval), so the report
-  that PBT exploits always carries one.
+  checkpointed waits for the file and hands a copy of it to Tune with that round's report. Under
+  PBT a trial also checkpoints on its first round and every ``checkpoint_every_steps`` env steps
+  (the perturbation interval), and PBT's clock is :data:`CHECKPOINT_CLOCK`, so the report that
+  PBT checks always carries the checkpoint it exploits.
 * **Starting from a checkpoint** (PBT's exploit, or a sweep resumed after Ctrl-C or a crash):
   Tune hands back a checkpoint; the trial loads it as ``--resume`` does (weights, optimiser,
   normalisers, counters, the return window) and goes on with its own, possibly perturbed, config.
@@ -29,6 +29,11 @@ from rl_system.checkpoint import load_checkpoint
 from rl_system.tuning.space import trial_config
 
 TRAINABLE = "rl_system"  # the name trials carry: rl_system_<id>_<index>
+# PBT's clock: the env steps of the trial's newest Tune checkpoint. It moves only in reports that
+# carry a checkpoint, so PBT (which checks a trial on the first report its clock has moved
+# --perturbation-steps past the last check) always finds the checkpoint it exploits in the report
+# it checks, whatever its own state: fresh, restored by --resume (reset to zero), or a clone's.
+CHECKPOINT_CLOCK = "checkpoint_env_steps"
 
 
 def trial_metrics(run: Any, metric: str) -> dict[str, Any]:
@@ -55,17 +60,27 @@ class TuneReporter:
         self.every = checkpoint_every_steps
         self._last_path: str | None = None
         self._start = (time.perf_counter(), start_steps)
+        self._first_round = True
+        self.checkpoint_steps = start_steps  # env steps of the newest checkpoint handed to Tune
         self.stop_requested = False
 
     def checkpoint_due(self, steps_before: int, steps_now: int) -> bool:
-        return bool(self.every) and steps_before // self.every < steps_now // self.every
+        """Under PBT: this process's first round (a restarted trial's first report may be where
+        PBT checks it), then every ``every`` env steps since the last checkpoint."""
+        if not self.every:
+            return False
+        return self._first_round or steps_now - self.checkpoint_steps >= self.every
 
     def after_round(self, run: Any, checkpointed: bool, last: bool = False) -> None:
         if self.stop_requested:
             return
         now, steps = time.perf_counter(), run.stats.env_steps
+        self._first_round = False
         checkpoint = self._take_checkpoint(run) if checkpointed else None
+        if checkpoint is not None:
+            self.checkpoint_steps = steps
         metrics = trial_metrics(run, self.metric)
+        metrics[CHECKPOINT_CLOCK] = self.checkpoint_steps
         metrics["steps_per_s"] = (steps - self._start[1]) / max(now - self._start[0], 1e-9)
         if last:
             # Tune's "done": the trial is over, so no scheduler acts on this report (PBT would
