@@ -23,6 +23,7 @@ import math
 import os
 import random
 from dataclasses import asdict, dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -53,12 +54,18 @@ class Sweep:
     head_cpus: float = 0.25  # each trial's run loop (it mostly waits on its actors)
     seed: int | None = None  # the search's own random state (the trials' seeds are config.seed)
 
-    @property
+    # Parsed once: specs() is asked for by every trial's resources and by the scheduler, and
+    # parsing checks each value against the config.
+    @cached_property
     def base(self) -> RunConfig:
         return build_config(self.config)
 
-    def specs(self) -> list[Spec]:
+    @cached_property
+    def _specs(self) -> list[Spec]:
         return parse_search(self.search, self.config)
+
+    def specs(self) -> list[Spec]:
+        return self._specs
 
     def check(self) -> None:
         """Every choice made before a trial starts: one :class:`ConfigError` line if any is bad."""
