@@ -20,6 +20,7 @@ WORK=$(mktemp -d /tmp/rl_system_local_cluster.XXXXXX)
 SSHD_PID=""
 
 say() { printf '\n== %s\n' "$*"; }
+ssh_port_open() { "$PY" -c 'import socket,sys; s=socket.socket(); sys.exit(s.connect_ex(("127.0.0.1", 22)) != 0)'; }
 free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 cleanup() {
@@ -36,7 +37,7 @@ trap cleanup EXIT
 for tool in /usr/sbin/sshd rsync unshare ssh-keygen; do
   command -v "$tool" >/dev/null || { echo "local_cluster.sh: $tool missing: apt-get install -y openssh-server rsync" >&2; exit 2; }
 done
-if "$PY" -c 'import socket,sys; s=socket.socket(); sys.exit(s.connect_ex(("127.0.0.1", 22)) != 0)'; then
+if ssh_port_open; then
   echo "local_cluster.sh: 127.0.0.1:22 is taken (another sshd?); Ray's SSH runner always uses port 22" >&2; exit 2
 fi
 
@@ -70,7 +71,7 @@ unshare --pid --fork --kill-child --mount-proc --mount bash -c \
   2> "$WORK/sshd.log" &
 SSHD_PID=$!
 for _ in $(seq 50); do
-  "$PY" -c 'import socket,sys; s=socket.socket(); sys.exit(s.connect_ex(("127.0.0.1", 22)) != 0)' && break
+  ssh_port_open && break
   sleep 0.2
 done
 

@@ -64,3 +64,40 @@ def test_alice_bob_is_an_rllib_multi_agent_env_that_passes_rllibs_checker():
         if term["__all__"] or trunc["__all__"]:
             break
     assert term["__all__"] or trunc["__all__"]
+
+
+@pytest.mark.parametrize("env", ["CartPole", "Navigation", "AirCombat", "AliceBob"])
+def test_the_rllib_peer_runs_each_shipped_configs_ppo(env):
+    # bench/bench_rllib_envs.py: RLlib gets the same batch per update, minibatches, epochs, lr and net.
+    pytest.importorskip("ray.rllib", reason="RLlib: pip install 'ray[rllib]'")
+    from bench.bench_rllib_envs import ENVS
+    from bench.peers.rllib_builtin import make_config
+    from rl_system.config import load_config
+
+    path, outcome = ENVS[env]
+    cfg = load_config(path, ["seed=5"])
+    config = make_config(cfg, outcome)
+    w, algo = cfg.workers, (cfg.hmasd if cfg.algo == "hmasd" else cfg.ppo)
+    batch = w.num_workers * w.num_envs * w.rollout_len
+    assert config.env == f"rl_system/{env}-v0" and config.env_config == {**cfg.env.kwargs, "seed": 5}
+    assert config.train_batch_size_per_learner == batch
+    assert config.minibatch_size == batch // algo.num_minibatches and config.num_epochs == algo.num_epochs
+    assert (config.lr, config.gamma, config.lambda_) == (algo.lr, algo.gamma, algo.gae_lambda)
+    if env == "AliceBob":
+        assert set(config.policies) == {"shared"}
+    else:
+        assert config.model_config["fcnet_hiddens"] == cfg.model.hidden_sizes
+
+
+def test_the_rllib_beside_table_compares_at_equal_env_steps():
+    from bench.bench_rllib_envs import table
+
+    ours = {"env": "Navigation", "peer": "rl_system", "outcome": "success", "build_s": 20.0, "steps_per_s": 1000.0,
+            "curve": [(1000, 1.0, -5.0, 0.1), (2000, 2.0, -1.0, 0.4), (3000, 3.0, 2.0, 0.8)]}
+    peer = {"env": "Navigation", "peer": "RLlib PPO", "outcome": "success", "build_s": 2.0, "steps_per_s": 500.0,
+            "curve": [(800, 1.5, -6.0, 0.0), (1600, 3.2, -2.0, 0.3)]}
+    for r in (ours, peer):
+        r["final"] = r["curve"][-1]
+    text = table([ours, peer])
+    assert "rl_system at RLlib's 1,600 env steps: return -1.00, success 0.40" in text
+    assert "reached RLlib's final success rate 0.30 after 2.0 s (2,000 steps)" in text
