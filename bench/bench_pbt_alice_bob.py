@@ -16,9 +16,11 @@ highest training success, chosen by the training return as ``best.json`` is, nev
 episodes) exactly as ``bench.bench_hmasd`` tests a run: 200 fresh episodes of the task's own start
 (the config's ``eval_kwargs``), both levels sampled, seed 10,000 + the member's seed. Beside them
 it prints the preset's figures for the same seeds from ``bench/results/hmasd_default.txt`` (the
-runs of the reseed-on-stall preset, 3M env steps each):
+runs of the reseed-on-stall preset, 3M env steps each, at ``--preset-commit``; by default the rerun
+at the commit the PBT run ended on, ``python -m bench.bench_hmasd --seeds 2 6 --methods hmasd``
+beside ``--seeds 13 16``):
 
-    python -m bench.bench_pbt_alice_bob --experiment runs/tune/pbt-alicebob
+    python -m bench.bench_pbt_alice_bob --experiment runs/tune/pbt-alicebob [--preset-commit 649ff2f]
 """
 
 from __future__ import annotations
@@ -35,16 +37,18 @@ from rl_system.cli import with_env_kwargs
 from rl_system.evaluate import evaluate
 
 RESULTS = Path(__file__).resolve().parent / "results" / "hmasd_default.txt"
-PRESET_BLOCK = re.compile(r"^# == 2026-11-27 · 649ff2f.*(restart on stall|reseed on stall)")
+PRESET_COMMIT = "9eb0479"  # the preset rerun on the PBT seeds at the commit the PBT run ended on
 
 
-def preset_rows(seeds: list[int], path: Path = RESULTS) -> dict[int, dict[str, str]]:
-    """The reseed-on-stall preset's row of each seed (its last, where a seed ran twice)."""
+def preset_rows(seeds: list[int], commit: str = PRESET_COMMIT, path: Path = RESULTS) -> dict[int, dict[str, str]]:
+    """The reseed-on-stall preset's row of each seed in the blocks of ``path`` run at ``commit``
+    (its last, where a seed ran twice)."""
+    block = re.compile(rf"^# == \S+ · {re.escape(commit)}.*(restart on stall|reseed on stall)")
     rows: dict[int, dict[str, str]] = {}
     in_block, header = False, None
     for line in path.read_text().splitlines():
         if line.startswith("# =="):
-            in_block = bool(PRESET_BLOCK.match(line)) and "flat MAPPO" not in line
+            in_block = bool(block.match(line)) and "flat MAPPO" not in line
             continue
         cells = [c.strip() for c in line.split("|")]
         if cells[0] == "method":
@@ -81,6 +85,8 @@ def test(path: Path, seed: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--experiment", type=Path, required=True, help="the rl-system tune experiment directory")
+    ap.add_argument("--preset-commit", default=PRESET_COMMIT,
+                    help=f"the commit of the preset's runs to print beside ({RESULTS.name}'s blocks)")
     args = ap.parse_args()
     population = members(args.experiment)
     seeds = [m["first"]["seed"] for m in population]
@@ -103,8 +109,8 @@ def main() -> None:
     print(f"\nPBT: mean final test success {sum(finals) / len(finals):.3f}, mean best {sum(bests) / len(bests):.3f}; "
           f"members >= 0.8: final {sum(x >= 0.8 for x in finals)}/{len(finals)}, "
           f"best {sum(x >= 0.8 for x in bests)}/{len(bests)}")
-    preset = preset_rows(seeds)
-    print(f"\nThe reseed-on-stall preset on the same seeds ({RESULTS.name}, 649ff2f, 3M env steps each):")
+    preset = preset_rows(seeds, args.preset_commit)
+    print(f"\nThe reseed-on-stall preset on the same seeds ({RESULTS.name}, {args.preset_commit}, 3M env steps each):")
     print("seed | reseeded at | test success (final) | best.json test success")
     print("---|---|---|---")
     pf, pb = [], []
@@ -115,7 +121,7 @@ def main() -> None:
             continue
         pf.append(float(row["test success"]))
         pb.append(float(row["best.json test success"]))
-        print(f"{seed} | {row.get('restarted at', 'not in that table')} | {row['test success']} | {row['best.json test success']}")
+        print(f"{seed} | {row.get('reseeded at', row.get('restarted at', 'not in that table'))} | {row['test success']} | {row['best.json test success']}")
     if pf:
         print(f"\npreset: mean final test success {sum(pf) / len(pf):.3f}, mean best {sum(pb) / len(pb):.3f}; "
               f"seeds >= 0.8: final {sum(x >= 0.8 for x in pf)}/{len(pf)}, best {sum(x >= 0.8 for x in pb)}/{len(pb)}")
