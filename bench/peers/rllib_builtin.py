@@ -16,20 +16,20 @@ clipping range, and for the multi-agent env its recurrent MAPPO model and centra
 (RLlib trains one shared MLP policy over each agent's own observation, as
 ``examples/rllib_alice_bob.py`` does). The RLlib env is the Gymnasium single-env view of one torch
 env per copy (RLlib's ``SyncVectorEnv`` steps them one by one); on 2 cores everything runs in the
-driver (``num_env_runners=0``, ``num_learners=0``), which was RLlib's fastest geometry on
-CartPole (``bench/peers/rllib_ppo.py``).
+driver (``num_env_runners=0``, ``num_learners=0``) with one torch thread, which was RLlib's
+fastest geometry on CartPole (``bench/peers/rllib_ppo.py``).
 """
 
 from __future__ import annotations
 
 import collections
 import functools
-import logging
 import math
 import time
 import warnings
 from typing import Any
 
+from bench.peers.rllib_ppo import _lifetime_steps, _quiet, _torch_threads, series
 from rl_system.config import RunConfig
 
 RETURNS_KEY = "peer_episode_returns"
@@ -48,20 +48,6 @@ def _on_episode_end(*, episode, prev_episode_chunks=None, metrics_logger=None, o
         if agents > 1:  # {agent: info}: the team outcome is the same in every agent's info
             info = next(iter(info.values()), {})
         metrics_logger.log_value(OUTCOME_KEY, float(bool(info.get(outcome, False))), reduce="item_series")
-
-
-def _series(result: dict, key: str) -> list[float]:
-    v = result.get("env_runners", {}).get(key, [])
-    if v is None:
-        return []
-    return [float(v)] if isinstance(v, (int, float)) else [float(x) for x in v]
-
-
-def _steps(result: dict) -> int:
-    v = result.get("num_env_steps_sampled_lifetime")
-    if v is None:
-        v = result.get("env_runners", {}).get("num_env_steps_sampled_lifetime", 0)
-    return int(v)
 
 
 def make_config(cfg: RunConfig, outcome: str | None, envs_per_runner: int = 32):
@@ -109,9 +95,10 @@ def run(cfg: RunConfig, seconds: float, outcome: str | None = None, window: int 
     """Train RLlib PPO for ``seconds`` of wall time (whole ``train()`` iterations, build time
     apart). Returns totals and a ``curve`` of ``(env_steps, wall_s, mean return, outcome rate)``
     after each iteration, both over the last ``window`` finished episodes."""
-    for name in ("ray.rllib", "ray.tune"):
-        logging.getLogger(name).setLevel(logging.ERROR)
-    with warnings.catch_warnings():
+    _quiet()
+    # One intra-op thread in this process, where RLlib's env runner and learner run: as for the
+    # CartPole peer, two threads on two cores spin-wait and make the small MLPs far slower.
+    with _torch_threads(1), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t0 = time.perf_counter()
         algo = make_config(cfg, outcome).build_algo()
@@ -123,9 +110,9 @@ def run(cfg: RunConfig, seconds: float, outcome: str | None = None, window: int 
         try:
             while wall < seconds:
                 result = algo.train()
-                wall, steps = time.perf_counter() - t_start, _steps(result)
-                returns.extend(_series(result, RETURNS_KEY))
-                outcomes.extend(_series(result, OUTCOME_KEY))
+                wall, steps = time.perf_counter() - t_start, _lifetime_steps(result)
+                returns.extend(series(result, RETURNS_KEY))
+                outcomes.extend(series(result, OUTCOME_KEY))
                 curve.append((steps, wall, _mean(returns), _mean(outcomes)))
         finally:
             algo.stop()

@@ -178,13 +178,18 @@ def _rllib_mean(result: dict) -> float:
         return math.nan
 
 
-def _new_returns(result: dict) -> list:
-    v = result.get("env_runners", {}).get(EP_RETURNS_KEY, [])
+def series(result: dict, key: str) -> list[float]:
+    """The items an ``item_series`` metric ``key`` collected during this iteration."""
+    v = result.get("env_runners", {}).get(key, [])
     if v is None:
         return []
     if isinstance(v, (int, float)):
         return [float(v)]
     return [float(x) for x in v]
+
+
+def _new_returns(result: dict) -> list:
+    return series(result, EP_RETURNS_KEY)
 
 
 def run_rllib_ppo(
