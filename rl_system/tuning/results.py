@@ -35,7 +35,7 @@ def _cell(value: Any) -> Any:
 def results_table(grid: Any, sweep: Sweep) -> pd.DataFrame:
     """One row per trial, best first: id, status, searched values, the metric (last and best
     reported), env steps, wall time, where its newest checkpoint and directory are."""
-    metric, keys = sweep.metric, [s.key for s in sweep.specs()]
+    metric, keys = sweep.metric, [s.key for s in sweep.specs]
     rows = []
     for result in grid:
         m, config = result.metrics or {}, result.config or {}  # None for a trial not started yet
@@ -63,7 +63,7 @@ def best_params(grid: Any, sweep: Sweep, table: pd.DataFrame) -> dict[str, Any] 
     best_id = finite.iloc[0]["trial_id"]
     for result in grid:
         if (result.metrics or {}).get("trial_id", Path(result.path).name) == best_id:
-            return {s.key: result.config[s.key] for s in sweep.specs() if s.key in result.config}
+            return {s.key: result.config[s.key] for s in sweep.specs if s.key in result.config}
     return None
 
 
@@ -88,7 +88,7 @@ def print_top(table: pd.DataFrame, sweep: Sweep, k: int) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    keys, metric = [s.key for s in sweep.specs()], sweep.metric
+    keys, metric = [s.key for s in sweep.specs], sweep.metric
     out = Table(title=f"top {min(k, len(table))} of {len(table)} trials by {metric}")
     for col in ["trial", "status", *keys, metric, f"best {metric}", "env steps", "time s"]:
         out.add_column(col, justify="left" if col in ("trial", "status") else "right", no_wrap=True)

@@ -54,22 +54,19 @@ class Sweep:
     head_cpus: float = 0.25  # each trial's run loop (it mostly waits on its actors)
     seed: int | None = None  # the search's own random state (the trials' seeds are config.seed)
 
-    # Parsed once: specs() is asked for by every trial's resources and by the scheduler, and
+    # Parsed once: the specs are asked for by every trial's resources and by the scheduler, and
     # parsing checks each value against the config.
     @cached_property
     def base(self) -> RunConfig:
         return build_config(self.config)
 
     @cached_property
-    def _specs(self) -> list[Spec]:
-        return parse_search(self.search, self.config)
-
     def specs(self) -> list[Spec]:
-        return self._specs
+        return parse_search(self.search, self.config)
 
     def check(self) -> None:
         """Every choice made before a trial starts: one :class:`ConfigError` line if any is bad."""
-        base, specs = self.base, self.specs()
+        base, specs = self.base, self.specs
         if not specs:
             raise ConfigError("tune: nothing to search; give at least one --search KEY=SPEC")
         if self.pbt_start not in ("sampled", "config"):
@@ -120,7 +117,7 @@ def _scheduler(sweep: Sweep) -> Any:
                              grace_period=sweep.grace_period, reduction_factor=3)
     if sweep.scheduler == "pbt":
         return PopulationBasedTraining(time_attr=CHECKPOINT_CLOCK, perturbation_interval=sweep.perturbation_interval,
-                                       hyperparam_mutations={s.key: s.mutation() for s in sweep.specs() if s.perturbed},
+                                       hyperparam_mutations={s.key: s.mutation() for s in sweep.specs if s.perturbed},
                                        quantile_fraction=0.25, resample_probability=0.25, synch=sweep.pbt_synch)
     return FIFOScheduler()
 
@@ -134,7 +131,7 @@ def trial_resources(sweep: Sweep) -> Any:
     from ray import tune
 
     def resources(params: dict[str, Any]) -> Any:
-        cfg = trial_config(sweep.config, {s.key: params[s.key] for s in sweep.specs() if s.key in params})
+        cfg = trial_config(sweep.config, {s.key: params[s.key] for s in sweep.specs if s.key in params})
         return tune.PlacementGroupFactory(run_bundles(cfg, sweep.head_cpus))
 
     return resources
@@ -176,7 +173,7 @@ def param_space(sweep: Sweep) -> dict[str, Any]:
     """Each searched key's initial draw; with ``pbt_start: config`` the perturbed keys start at
     the config's own value (a tuned preset), and PBT explores from there."""
     space = {}
-    for spec in sweep.specs():
+    for spec in sweep.specs:
         if sweep.scheduler == "pbt" and sweep.pbt_start == "config" and spec.perturbed:
             space[spec.key] = _value_at(sweep.config, spec.key)
         else:
