@@ -9,7 +9,8 @@ rl_system trains each env's shipped config (``launch/configs/``; AliceBob: the f
 RLlib's multi-agent PPO being flat too) with ``max_wall_s`` = the budget. RLlib trains the same env
 through its registry id (:mod:`rl_system.rllib`) with that config's PPO hyperparameters and
 network where RLlib has them (:mod:`bench.peers.rllib_builtin` says which); it stops at the first
-``train()`` iteration that ends past the budget. Start-up (Ray, actors, RLlib's build) is not in
+``train()`` iteration that ends past the budget. Both get ``max_env_steps`` 1e9 so the wall budget
+ends them (which also leaves rl_system's linear ``lr`` annealing to ``max_env_steps`` negligible). Start-up (Ray, actors, RLlib's build) is not in
 the budget for either and is printed apart. One seed per env: this is a throughput and
 learning-speed comparison in wall time, not a final-performance study.
 """

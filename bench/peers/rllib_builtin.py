@@ -11,8 +11,8 @@ What is mapped from the rl_system config (so both peers run the same PPO where t
   (RLlib's default ``vf_share_layers=False``), and RLlib's ``MeanStdFilter`` connector where
   ``model.normalize_obs`` is on.
 
-Not mapped: rl_system's linear ``lr`` annealing (RLlib's ``lr`` stays constant), its value-loss
-clipping range, and for the multi-agent env its recurrent MAPPO model and centralised critic
+Not mapped: rl_system's linear ``lr`` annealing (RLlib's ``lr`` stays constant; the bench makes
+rl_system's negligible with a far ``max_env_steps``), its value-loss clipping range, and for the multi-agent env its recurrent MAPPO model and centralised critic
 (RLlib trains one shared MLP policy over each agent's own observation, as
 ``examples/rllib_alice_bob.py`` does). The RLlib env is the Gymnasium single-env view of one torch
 env per copy (RLlib's ``SyncVectorEnv`` steps them one by one); on 2 cores everything runs in the
