@@ -1,6 +1,6 @@
 """GPU check: the CUDA tests and the GPU figures in one unattended run of a few minutes.
 
-    python -m bench.gpu_check [--out bench/results/gpu_check] [--quick] [--device cuda]
+    python -m bench.gpu_check [--out bench/results/gpu_check] [--quick] [--device cuda] [--parts ...]
 
 1. the tests that need CUDA (``pytest -m cuda``; they skip on CPU machines);
 2. env-only steps/s (``env.step`` with pre-generated random actions, synchronised) of CartPole,
@@ -8,7 +8,11 @@
 3. end-to-end PPO training steps/s with GPU workers and a GPU learner on each of those envs;
 4. wall time to a CartPole mean return of 475 (``cartpole_ppo.yaml``, GPU worker and learner);
 5. learner samples/s (env steps trained on per second) for 1 and 2 learners on one round.
-   Two learners on one GPU use gloo (NCCL wants a GPU per rank; ``backend: auto`` picks gloo for shares).
+   Two learners on one GPU use gloo (NCCL wants a GPU per rank; ``backend: auto`` picks gloo for shares);
+6. the model paths beyond the MLP (HMASD on AliceBob, the lidar CNN, recurrent PPO), each trained
+   for ``--models-s`` with GPU workers and learner and, as the baseline in the same run, on CPU.
+
+``--parts`` runs a subset (``tests,env,e2e,target,learners,models``).
 
 Prints one markdown table per part and writes ``gpu_check.md`` / ``gpu_check.json`` under
 ``--out`` with the GPU's name, the commit and the date. ``--quick --device cpu`` runs every part
@@ -103,51 +107,86 @@ def learner_table(device: str, quick: bool) -> list[dict]:
     return rows
 
 
+PARTS = ("tests", "env", "e2e", "target", "learners", "models")
+# The model paths beyond the MLP: HMASD's GRU levels and discriminators, the lidar CNN, recurrent PPO.
+MODELS = {"AliceBob HMASD": "launch/configs/alice_bob_hmasd.yaml",
+          "Navigation lidar CNN": "launch/configs/navigation_scan_ppo.yaml",
+          "CartPole recurrent (GRU)": "launch/configs/cartpole_memory_ppo.yaml"}
+
+
+def model_table(device: str, quick: bool, seconds: float, out: Path) -> list[dict]:
+    """Each model path trained for ``seconds`` on ``device`` and, as the baseline on the same
+    machine, with its shipped (CPU) settings."""
+    rows = []
+    for name, config in MODELS.items():
+        for where in dict.fromkeys([device, "cpu"]):
+            extra = [f"max_wall_s={seconds}", "target_return=null"] + (["workers.num_envs=16"] if quick else [])
+            s = train_rate(config, where, 10_000 if quick else 10**9, extra, out / "runs" / f"model_{len(rows)}")
+            rows.append({"model": name, "device": where, "env_steps": s["env_steps"], "steps_per_s": s["steps_per_s"],
+                         "status": s["status"], "final_mean_return": s["final_mean_return"],
+                         "final_success_rate": s.get("final_success_rate")})
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="bench/results/gpu_check")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--quick", action="store_true", help="toy sizes (a smoke test of the script)")
+    ap.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {','.join(PARTS)}")
     ap.add_argument("--e2e-s", type=float, default=60.0, help="wall seconds per end-to-end run")
     ap.add_argument("--target-s", type=float, default=120.0, help="wall seconds allowed to reach CartPole 475")
+    ap.add_argument("--models-s", type=float, default=45.0, help="wall seconds per model-path run")
     args = ap.parse_args()
+    parts = set(args.parts.split(","))
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         sys.exit("gpu_check: no CUDA device here (run it on a GPU machine, or --device cpu --quick to smoke-test it)")
+    if parts - set(PARTS):
+        sys.exit(f"gpu_check: unknown --parts {sorted(parts - set(PARTS))}; choose from {','.join(PARTS)}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     result: dict = {"meta": stamp(), "device": args.device,
                     "gpu": torch.cuda.get_device_name(0) if args.device.startswith("cuda") else None}
 
-    # Collection errors (an optional benchmark package missing on the GPU image) must not hide the CUDA tests.
-    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "cuda", "--continue-on-collection-errors",
-                            "-p", "no:cacheprovider", "tests"], check=False, capture_output=True, text=True)
-    result["cuda_tests"] = {"rc": tests.returncode, "tail": tests.stdout.strip().splitlines()[-1:] or [""]}
-    (out / "cuda_tests.log").write_text(tests.stdout + tests.stderr)
-    save(result, out)
+    if "tests" in parts:
+        # Collection errors (an optional benchmark package missing on the GPU image) must not hide the CUDA tests.
+        tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "cuda", "--continue-on-collection-errors",
+                                "-p", "no:cacheprovider", "tests"], check=False, capture_output=True, text=True)
+        result["cuda_tests"] = {"rc": tests.returncode, "tail": tests.stdout.strip().splitlines()[-1:] or [""]}
+        (out / "cuda_tests.log").write_text(tests.stdout + tests.stderr)
+        save(result, out)
 
-    sizes = (256, 1024) if args.quick else (4096, 16384, 65536)
-    result["env_only"] = [{"env": name, "envs": n, "steps_per_s": env_rate(name, n, args.device, 0.3 if args.quick else 3.0)}
-                          for name in ENVS for n in sizes]
-    save(result, out)
+    if "env" in parts:
+        sizes = (256, 1024) if args.quick else (4096, 16384, 65536)
+        result["env_only"] = [{"env": name, "envs": n,
+                               "steps_per_s": env_rate(name, n, args.device, 0.3 if args.quick else 3.0)}
+                              for name in ENVS for n in sizes]
+        save(result, out)
 
     ray.init(num_cpus=8, num_gpus=1 if args.device.startswith("cuda") else 0, include_dashboard=False,
              log_to_driver=False, configure_logging=False)
-    steps = 20_000 if args.quick else 5_000_000
-    envs = 64 if args.quick else 8192
-    result["end_to_end"] = []
-    for name, config in ENVS.items():
-        s = train_rate(config, args.device, steps,
-                       [f"workers.num_envs={envs}", "target_return=null", f"max_wall_s={args.e2e_s}"],
-                       out / "runs" / f"e2e_{name}")
-        result["end_to_end"].append({"env": name, "envs_per_worker": envs, "env_steps": s["env_steps"],
-                                     "steps_per_s": s["steps_per_s"]})
+    if "e2e" in parts:
+        steps = 20_000 if args.quick else 5_000_000
+        envs = 64 if args.quick else 8192
+        result["end_to_end"] = []
+        for name, config in ENVS.items():
+            s = train_rate(config, args.device, steps,
+                           [f"workers.num_envs={envs}", "target_return=null", f"max_wall_s={args.e2e_s}"],
+                           out / "runs" / f"e2e_{name}")
+            result["end_to_end"].append({"env": name, "envs_per_worker": envs, "env_steps": s["env_steps"],
+                                         "steps_per_s": s["steps_per_s"]})
+            save(result, out)
+    if "target" in parts:
+        s = train_rate("launch/configs/cartpole_ppo.yaml", args.device, 60_000 if args.quick else 2_000_000,
+                       [f"max_wall_s={args.target_s}"], out / "runs" / "cartpole_475")
+        result["cartpole_475"] = {"reached": s["reached_target"], "time_to_target_s": s["time_to_target_s"],
+                                  "steps_to_target": s["steps_to_target"]}
         save(result, out)
-    s = train_rate("launch/configs/cartpole_ppo.yaml", args.device, 60_000 if args.quick else 2_000_000,
-                   [f"max_wall_s={args.target_s}"], out / "runs" / "cartpole_475")
-    result["cartpole_475"] = {"reached": s["reached_target"], "time_to_target_s": s["time_to_target_s"],
-                              "steps_to_target": s["steps_to_target"]}
-    save(result, out)
-    result["learners"] = learner_table(args.device, args.quick)
+    if "learners" in parts:
+        result["learners"] = learner_table(args.device, args.quick)
+        save(result, out)
+    if "models" in parts:
+        result["models"] = model_table(args.device, args.quick, args.models_s, out)
     ray.shutdown()
     print(save(result, out))
 
@@ -158,6 +197,10 @@ def save(result: dict, out: Path) -> str:
     (out / "gpu_check.md").write_text(text)
     (out / "gpu_check.json").write_text(json.dumps(result, indent=2))
     return text
+
+
+def _num(x: float | None) -> str:
+    return "–" if x is None else f"{x:.3f}"
 
 
 def render(r: dict) -> str:
@@ -182,6 +225,11 @@ def render(r: dict) -> str:
     if "learners" in r:
         lines += ["", "| learners | learner samples/s | ms per update |", "|---:|---:|---:|"]
         lines += [f"| {x['learners']} | {x['samples_per_s']:,.0f} | {x['ms_per_update']:.1f} |" for x in r["learners"]]
+    if r.get("models"):
+        lines += ["", "| model path | workers + learner on | env steps | end-to-end steps/s | final return | success |",
+                  "|---|---|---:|---:|---:|---:|"]
+        lines += [f"| {x['model']} | {x['device']} | {x['env_steps']:,} | {x['steps_per_s']:,.0f} | "
+                  f"{_num(x['final_mean_return'])} | {_num(x['final_success_rate'])} |" for x in r["models"]]
     return "\n".join(lines) + "\n"
 
 if __name__ == "__main__":
