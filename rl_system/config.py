@@ -215,6 +215,11 @@ class HMASDConfig(_Strict):
     finished episodes that terminated on a positive team reward: explore until the task is solved."""
     lambda_h: float = Field(0.001, ge=0)
     """Entropy bonus of the skill coordinator (high level)."""
+    lambda_h_gate: Literal["none", "success"] = "none"
+    """``success``: the coordinator's entropy bonus is ``lambda_h * (1 - p)``, ``p`` the round's
+    success share as for ``novelty_gate`` (not in the paper). The bonus helps the plan form while
+    the task is unsolved; once every window succeeds, the high-level advantages are noise and the
+    bonus alone carries the team-skill choice to uniform (docs/hmasd.md, "Diagnosis")."""
     lambda_l: float = Field(0.01, ge=0)
     """Entropy bonus of the skill discoverer's actor (low level)."""
 

@@ -14,8 +14,9 @@ Order of one ``update(batch, progress)``:
    into chunks of ``chunk_len`` steps (MAPPO-style: BPTT within a chunk from the hidden entering
    it, hiddens zeroed where an episode began); a minibatch is a random set of chunks plus a random
    share of the skill windows. One loss = low PPO + high PPO + discriminator cross-entropies
-   (+ the novelty predictor's error with ``novelty_coef``); gradients clipped per network;
-   non-finite steps skipped.
+   (+ the novelty predictor's error with ``novelty_coef``); the coordinator's entropy bonus is
+   ``lambda_h``, times the round's failure share with ``lambda_h_gate: success``; gradients
+   clipped per network; non-finite steps skipped.
 
 In a learner group (:mod:`rl_system.collective`) each learner holds a contiguous range of the
 round's envs; the chunk and window permutations are drawn over the global batch (same seed on every
@@ -34,6 +35,7 @@ from torch import nn
 from rl_system import collective
 from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.networks import HMASDPolicy
+from rl_system.algos.hmasd.novelty import success_share
 from rl_system.algos.hmasd.returns import chunk_len, low_level_reward, to_chunks, window_gae
 from rl_system.algos.advantages import compute_gae
 from rl_system.algos.recurrent import episode_starts
@@ -95,6 +97,8 @@ class HMASDTrainer:
         self.groups = policy.param_groups()
         self.params = list(policy.parameters())
         self.skipped_updates = 0
+        self.lambda_h = cfg.lambda_h
+        """The coordinator's entropy bonus in this update (``lambda_h_gate`` scales it per round)."""
 
     @property
     def group(self) -> collective.Collective:
@@ -212,6 +216,12 @@ class HMASDTrainer:
         for g in self.optimizer.param_groups:
             g["lr"] = lr
         data, stats = self.prepare(batch)
+        if self.policy.hierarchy:
+            self.lambda_h = cfg.lambda_h
+            if cfg.lambda_h_gate == "success":
+                self.lambda_h *= 1.0 - float(success_share(batch["reward"], batch["terminated"], batch["truncated"],
+                                                           group))
+            stats["lambda_h"] = self.lambda_h
         T = batch["reward"].shape[0]
         L = chunk_len(T, cfg.chunk_len)
         window_gid = data.pop("h_gid", None)
@@ -326,7 +336,7 @@ class HMASDTrainer:
             pg_h, v_h, kl_h, cf_h = _ppo_terms(hlogp, hb["h_logp"], hb["high_adv"], hval, hb["high_old_v"],
                                                hb["high_target"], cfg.clip_coef, cfg.value_clip, count)
             ent_h = hent.sum() / count
-            loss = loss + pg_h - cfg.lambda_h * ent_h + cfg.vf_coef * v_h
+            loss = loss + pg_h - self.lambda_h * ent_h + cfg.vf_coef * v_h
             out.update(high_pg_loss=pg_h, high_v_loss=v_h, high_entropy=ent_h,
                        high_entropy_team=hent[:, 0].sum() / rows[1],
                        high_entropy_agent=hent[:, 1:].sum() / (rows[1] * (width - 1)),
