@@ -11,6 +11,9 @@ seed, sampling as in training and argmax at both levels). Runs checkpoint as the
 *training* return; ``rl-system eval RUN --pick best``) is tested on the same episodes beside it.
 Runs reseed on stall as the preset says (``reseed:``); the table's "reseeded at" column gives
 the env steps of each reseed, and steps to target count from the run's start across attempts.
+"solved at" is where the round's 100-episode training success first reached 0.9 and "lowest
+after" its lowest value from then on; the summary counts the runs that fell below 0.5 after
+solving (collapses).
 
     python -m bench.bench_hmasd --size small --steps 100000 --seeds 0 1 2
     python -m bench.bench_hmasd --size default --steps 3000000 --seeds 0   # ~15-20 min a run here
@@ -51,6 +54,7 @@ from rl_system.cli import with_env_kwargs
 from rl_system.config import RunConfig, load_config
 from rl_system.driver import train
 from rl_system.evaluate import evaluate
+from rl_system.metrics import read_scalars
 
 CONFIGS = {"hmasd": "launch/configs/alice_bob_hmasd.yaml", "mappo": "launch/configs/alice_bob_mappo.yaml"}
 # The skill settings the small-map figures (bench/results/hmasd_small.txt, the learning test) were
@@ -67,6 +71,22 @@ GEOMETRY = {
 }
 
 
+SOLVED = 0.9
+"""Training success that counts as solved for the stability columns: a run that reached it should
+never fall below ``COLLAPSED`` afterwards."""
+COLLAPSED = 0.5
+
+
+def stability(curve: list[tuple[int, float]], solved: float = SOLVED) -> tuple[int | None, float | None]:
+    """(env steps at which the training success ``curve`` -- ``(env steps, 100-episode success)``
+    per round -- first reached ``solved``, its lowest value from then on); ``(None, None)`` if
+    never reached."""
+    first = next((i for i, (_, v) in enumerate(curve) if v >= solved), None)
+    if first is None:
+        return None, None
+    return curve[first][0], min(v for _, v in curve[first:])
+
+
 def bench_config(method: str, size: str, extra: list[str], run: list[str] = ()) -> RunConfig:
     """The method's preset on the map ``size``: then the run's own settings, the map geometry and
     the user's ``--set`` overrides, in that order (later ones win)."""
@@ -77,11 +97,13 @@ def run_one(method: str, seed: int, size: str, steps: int, target: float, root: 
             test_env: list[str], quiet: bool = False) -> dict:
     run_dir = root / f"{method}-s{seed}"
     cfg = bench_config(method, size, extra, [f"seed={seed}", f"max_env_steps={steps}", f"target_return={target}",
-                                             "stop_at_target=false", "return_window=100", "tensorboard=false",
+                                             "stop_at_target=false", "return_window=100", "tensorboard=true",
                                              "log_every_s=60", "max_wall_s=1800"])
     # The trainer's progress lines (one a minute) go to stderr; stdout keeps only the tables.
     with contextlib.redirect_stdout(sys.stderr):
         summary = train(cfg, run_dir=run_dir, quiet=quiet)
+    # The training success every round (100-episode window): when the run solved, how low it fell after.
+    solved_at, lowest = stability(read_scalars(run_dir / "tb", "rollout/success_rate").get("rollout/success_rate", []))
     store = CheckpointStore(str(run_dir / "checkpoints"))
     state = store.load_latest_valid()[0]
     tested = with_env_kwargs(state, test_env)  # over the run's own eval_kwargs
@@ -103,6 +125,7 @@ def run_one(method: str, seed: int, size: str, steps: int, target: float, root: 
             "test_success_argmax": test_argmax.get("success_rate", 0.0), "test_length": test["length_mean"],
             "reseeds": [r["env_steps"] for r in summary["reseeds"]],
             "best_steps": best_state["driver"]["env_steps"], "best_test_success": best.get("success_rate", 0.0),
+            "solved_at": solved_at, "lowest_after_solved": lowest,
             "state": tested}  # the tables below sample the test env too
 
 
@@ -187,9 +210,9 @@ def report(args: argparse.Namespace, root: Path) -> None:
           + (f", overrides {' '.join(args.overrides)}" if args.overrides else "")
           + (f", tested with {' '.join(args.test_env)}" if args.test_env else ""))
     print("method | seed | reseeded at | steps to target | time to target s | env steps | wall s | steps/s | "
-          "train success | test success | test success (argmax) | test length | best.json at env steps | "
-          "best.json test success")
-    print("---|---|---|---|---|---|---|---|---|---|---|---|---|---")
+          f"train success | solved (>= {SOLVED}) at | lowest after | test success | test success (argmax) | "
+          "test length | best.json at env steps | best.json test success")
+    print("---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---")
     for method in args.methods:
         for seed in args.seeds:
             r = run_one(method, seed, args.size, args.steps, args.target, root, args.overrides, args.test_env,
@@ -198,20 +221,24 @@ def report(args: argparse.Namespace, root: Path) -> None:
             stt = f"{r['steps_to_target']:,}" if r["steps_to_target"] else "not reached"
             ttt = f"{r['time_to_target_s']:.0f}" if r["time_to_target_s"] else "-"
             reseeded = ", ".join(f"{s:,}" for s in r["reseeds"]) or "-"
+            solved = f"{r['solved_at']:,}" if r["solved_at"] is not None else "-"
+            lowest = f"{r['lowest_after_solved']:.2f}" if r["lowest_after_solved"] is not None else "-"
             print(f"{method} | {seed} | {reseeded} | {stt} | {ttt} | {r['env_steps']:,} | {r['wall_s']:.0f} | "
-                  f"{r['steps_per_s']:,.0f} | {r['train_success']:.2f} | {r['test_success']:.3f} | "
+                  f"{r['steps_per_s']:,.0f} | {r['train_success']:.2f} | {solved} | {lowest} | {r['test_success']:.3f} | "
                   f"{r['test_success_argmax']:.3f} | {r['test_length']:.1f} | {r['best_steps']:,} | "
                   f"{r['best_test_success']:.3f}", flush=True)
     print("\nmethod | runs reaching target | median steps to target | mean test success | mean test success (argmax) | "
-          "mean best.json test success")
-    print("---|---|---|---|---|---")
+          f"mean best.json test success | final test success >= 0.8 | solved, then below {COLLAPSED}")
+    print("---|---|---|---|---|---|---|---")
     for method in args.methods:
         rs = [r for r in rows if r["method"] == method]
         hit = [r["steps_to_target"] for r in rs if r["steps_to_target"]]
         med = f"{statistics.median(hit):,.0f}" if hit else "-"
         print(f"{method} | {len(hit)}/{len(rs)} | {med} | {statistics.mean(r['test_success'] for r in rs):.3f} | "
               f"{statistics.mean(r['test_success_argmax'] for r in rs):.3f} | "
-              f"{statistics.mean(r['best_test_success'] for r in rs):.3f}")
+              f"{statistics.mean(r['best_test_success'] for r in rs):.3f} | "
+              f"{sum(r['test_success'] >= 0.8 for r in rs)}/{len(rs)} | "
+              f"{sum(r['lowest_after_solved'] is not None and r['lowest_after_solved'] < COLLAPSED for r in rs)}")
     for r in rows:
         table = skill_table(r["state"]) if r["method"] == "hmasd" else []
         if table:

@@ -17,6 +17,7 @@ from rl_system.algos.hmasd.networks import SkillCoordinator
 from rl_system.algos.hmasd.returns import low_level_reward, window_gae
 from rl_system.config import RunConfig, load_config
 from rl_system.learner import Learner, StaleRolloutError
+from rl_system.metrics import read_scalars
 from rl_system.rollout import concat
 from rl_system.worker import RolloutWorker
 
@@ -427,6 +428,7 @@ def _assert_diagnosis_signals(train: dict, cfg) -> None:
         assert 0.0 <= train[key] <= 1.0 + 1e-9
     for level in ("low", "high"):
         assert train[f"{level}_value_norm_std"] > 0 and math.isfinite(train[f"{level}_value_norm_mean"])
+    assert train["lambda_h"] == h.lambda_h  # the coordinator's entropy bonus that round (no gate)
 
 
 def test_skill_usage_reads_the_plan():
@@ -569,10 +571,24 @@ def test_hmasd_learns_small_alice_bob(ray_session, tmp_path):
     cfg = load_config("launch/configs/alice_bob_hmasd.yaml", [
         "env.kwargs.size=small", *SMALL_MAP_SKILLS, "workers.num_envs=16", "workers.rollout_len=30", "hmasd.skill_interval=10",
         "hmasd.lr=0.001", "max_env_steps=100000", "max_wall_s=75", "target_return=0.8", "return_window=100",
-        "tensorboard=false", "log_every_s=30", "checkpoint.every_rounds=0"])
+        "tensorboard=true", "log_every_s=30", "checkpoint.every_rounds=0"])
     summary = train(cfg, run_dir=tmp_path, quiet=True)
     assert summary["final_success_rate"] >= 0.5, summary
     assert summary["dropped_rollouts"] == 0 and summary["policy_version"] == summary["rounds"]
+    # The training-success curve that bench_hmasd's stability columns read, one point a round.
+    curve = read_scalars(tmp_path / "tb", "rollout/success_rate")["rollout/success_rate"]
+    assert len(curve) == summary["rounds"] and curve[-1] == (summary["env_steps"], pytest.approx(
+        summary["final_success_rate"]))
+
+
+def test_stability_finds_the_first_solve_and_the_lowest_success_after_it():
+    from bench.bench_hmasd import stability
+
+    curve = [(100, 0.2), (200, 0.85), (300, 0.93), (400, 0.4), (500, 0.97)]
+    assert stability(curve) == (300, 0.4)  # solved at 300, then fell to 0.4: a collapse
+    assert stability(curve[:3]) == (300, 0.93)
+    assert stability(curve[:2]) == (None, None)  # never solved
+    assert stability([]) == (None, None)
 
 
 # -- the bench's plan table -------------------------------------------------------------------------
