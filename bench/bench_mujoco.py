@@ -11,6 +11,7 @@ lower of the two peers' mean final returns -- which is the "same return" both re
     python -m bench.bench_mujoco                                  # both envs, seeds 0 1 2, 1M steps
     python -m bench.bench_mujoco --envs Hopper-v5 --seeds 0 --steps 300000
     python -m bench.bench_mujoco --only stepping                  # the env stepping table alone
+    python -m bench.bench_mujoco --from-runs RUNS... [--timing-runs RERUNS...] --only training
 
 Writes ``bench/results/mujoco/mujoco.{json,md}`` (``--out``). Needs
 ``pip install 'rl-system[bench]'`` (gymnasium[mujoco], stable-baselines3).
@@ -149,9 +150,12 @@ def machine() -> dict[str, Any]:
             "mujoco": _version("mujoco"), "sb3": _version("stable_baselines3")}
 
 
-def summarise(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (env, peer) with the common return and the times to it."""
+def summarise(runs: list[dict[str, Any]], timing: list[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+    """One row per (env, peer) with the common return and the times to it. A ``timing`` run (the
+    same env, peer and seed rerun, possibly to part of the budget, on a quieter machine) replaces
+    that seed's curve for the time to the common return only; final returns stay the full runs'."""
     rows = []
+    rerun = {(r["env"], r["peer"], r["seed"]): r for r in timing}
     for env_id in sorted({r["env"] for r in runs}):
         mine = [r for r in runs if r["env"] == env_id]
         finals = {p: statistics.fmean(r["final_return"] for r in mine if r["peer"] == p)
@@ -159,10 +163,11 @@ def summarise(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         common = min(finals.values())
         for peer, mean_final in finals.items():
             its = [r for r in mine if r["peer"] == peer]
-            hits = [time_to(r["curve"], common) for r in its]
+            timed = [rerun.get((env_id, peer, r["seed"]), r) for r in its]
+            hits = [time_to(r["curve"], common) for r in timed]
             walls = [h[1] for h in hits if h is not None]
             # SB3's curve rows carry CPU seconds too: its time alone on a machine, under any load.
-            cpus = [next(row[3] for row in r["curve"] if row[2] >= common) for r, h in zip(its, hits)
+            cpus = [next(row[3] for row in r["curve"] if row[2] >= common) for r, h in zip(timed, hits)
                     if h is not None and len(r["curve"][0]) > 3]
             rows.append({"env": env_id, "peer": peer, "seeds": [r["seed"] for r in its],
                          "final_returns": [round(r["final_return"], 1) for r in its], "final_mean": mean_final,
@@ -171,6 +176,8 @@ def summarise(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                          else None,
                          "steps_per_s": statistics.fmean(r["env_steps"] / r["train_wall_s"] for r in its),
                          "common_return": common, "reached": f"{len(walls)}/{len(its)}",
+                         "times_from_reruns": sorted(t["seed"] for t, r in zip(timed, its) if t is not r),
+                         "times_to_common_s": [None if h is None else round(h[1], 1) for h in hits],
                          "time_to_common_s": statistics.median(walls) if walls else None,
                          "cpu_to_common_s": statistics.median(cpus) if cpus else None})
     return rows
@@ -182,11 +189,15 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], step_rows: list[d
              f"Gymnasium {meta['gymnasium']}, MuJoCo {meta['mujoco']}, SB3 {meta['sb3']}.", ""]
     if rows:
         lines += ["| env | peer | seeds | final mean return (per seed) | wall s (CPU s) | env steps/s | common return | "
-                  "reached | median time to it |", "|---|---|---|---|---:|---:|---:|---|---:|"]
+                  "reached | median time to it [per seed] |", "|---|---|---|---|---:|---:|---:|---|---:|"]
         for r in rows:
             ttc = f"{r['time_to_common_s']:.0f} s" if r["time_to_common_s"] is not None else "—"
             if r.get("cpu_to_common_s") is not None:
                 ttc += f" ({r['cpu_to_common_s']:.0f} CPU s)"
+            if len(r.get("times_to_common_s", [])) > 1:
+                ttc += " [" + ", ".join("—" if t is None else f"{t:.0f}" for t in r["times_to_common_s"]) + "]"
+            if r.get("times_from_reruns"):
+                ttc += f" (seeds {', '.join(map(str, r['times_from_reruns']))}: reruns)"
             cpu = f" ({r['cpu_s']:.0f})" if r.get("cpu_s") is not None else ""
             lines.append(f"| {r['env']} | {r['peer']} | {' '.join(map(str, r['seeds']))} | {r['final_mean']:.0f} "
                          f"({', '.join(f'{x:.0f}' for x in r['final_returns'])}) | {r['wall_s']:.0f}{cpu} | "
@@ -212,6 +223,9 @@ def main() -> None:
     ap.add_argument("--from-runs", nargs="+", type=Path, default=None, metavar="PATH",
                     help="build the table from finished runs instead of training: rl_system run dirs and "
                          "bench.peers.sb3_ppo --json files")
+    ap.add_argument("--timing-runs", nargs="+", type=Path, default=[], metavar="PATH",
+                    help="with --from-runs: reruns of some seeds (run dirs or --json files, possibly to part of "
+                         "the budget) whose curves replace those seeds' for the time to the common return only")
     ap.add_argument("--out", type=Path, default=Path("bench/results/mujoco"))
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -231,7 +245,8 @@ def main() -> None:
                     print(f"  {peer}: final {r['final_return']:.0f} in {r['train_wall_s']:.0f}s", flush=True)
                     (args.out / "mujoco.json").write_text(json.dumps({"meta": meta, "runs": runs}))
     step_rows = stepping_table(args.envs) if args.only != "training" else []
-    rows = summarise(runs) if runs else []
+    timing = [read_ours(p) if p.is_dir() else json.loads(p.read_text()) for p in args.timing_runs]
+    rows = summarise(runs, timing) if runs else []
     (args.out / "mujoco.json").write_text(json.dumps({"meta": meta, "runs": runs, "summary": rows,
                                                       "stepping": step_rows}))
     text = markdown(meta, rows, step_rows, "python -m bench.bench_mujoco " + " ".join(sys.argv[1:]))

@@ -28,6 +28,23 @@ def test_common_return_is_the_lower_mean_final_and_times_are_to_it():
     assert "| Hopper-v5 | sb3_zoo | 0 | 1700 (1700) | 10 (45) |" in text
 
 
+def test_a_timing_rerun_replaces_its_seeds_time_to_the_common_return_but_not_its_final_return():
+    runs = [
+        _run("rl_system", 0, 2000.0, [(100, 1.0, 500.0), (200, 2.0, 1600.0), (1000, 10.0, 2000.0)]),
+        _run("rl_system", 1, 1800.0, [(100, 50.0, 900.0), (300, 90.0, 1700.0)]),  # slowed by other jobs
+        _run("sb3_zoo", 0, 1700.0, [(100, 5.0, 300.0, 4.0), (900, 40.0, 1700.0, 38.0)], train_cpu_s=45.0),
+    ]
+    rerun = _run("rl_system", 1, 1750.0, [(100, 1.0, 800.0), (400, 4.0, 1750.0)])  # part of the budget, alone
+    rows = {r["peer"]: r for r in summarise(runs, [rerun])}
+    mine = rows["rl_system"]
+    assert mine["final_returns"] == [2000.0, 1800.0] and mine["times_to_common_s"] == [10.0, 4.0]
+    assert mine["time_to_common_s"] == 7.0 and mine["times_from_reruns"] == [1]
+    assert rows["sb3_zoo"]["times_from_reruns"] == []
+    text = markdown({"date": "d", "commit": "c", "cpu": "2 x cpu", "python": "3", "torch": "t", "ray": "r",
+                     "gymnasium": "g", "mujoco": "m", "sb3": "s"}, list(rows.values()), [], "python -m bench.bench_mujoco")
+    assert "| 7 s [10, 4] (seeds 1: reruns) |" in text
+
+
 def test_the_curve_of_a_run_is_read_back_from_its_tensorboard_files(tmp_path):
     from tensorboardX import SummaryWriter
 
