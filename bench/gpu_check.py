@@ -232,5 +232,6 @@ def render(r: dict) -> str:
                   f"{_num(x['final_mean_return'])} | {_num(x['final_success_rate'])} |" for x in r["models"]]
     return "\n".join(lines) + "\n"
 
+
 if __name__ == "__main__":
     main()
