@@ -32,15 +32,21 @@ RAY = str(Path(sys.executable).with_name("ray")) if Path(sys.executable).with_na
     else (shutil.which("ray") or "ray")
 
 
-def _free_ports(k: int) -> list[int]:
-    socks = [socket.socket() for _ in range(k)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
+def _free_ports(k: int, worker_span: int = 200) -> list[int]:
+    """``k`` free ports; the last starts the workers' range ``[last, last + worker_span]``, which
+    none of the others may fall in (Ray refuses a port used twice)."""
+    while True:
+        socks = [socket.socket() for _ in range(k)]
+        try:
+            for s in socks:
+                s.bind(("127.0.0.1", 0))
+            ports = [s.getsockname()[1] for s in socks]
+        finally:
+            for s in socks:
+                s.close()
+        low = ports[-1]
+        if low + worker_span <= 65535 and not any(low <= p <= low + worker_span for p in ports[:-1]):
+            return ports
 
 
 @pytest.fixture(scope="module")
