@@ -188,10 +188,6 @@ def series(result: dict, key: str) -> list[float]:
     return [float(x) for x in v]
 
 
-def _new_returns(result: dict) -> list:
-    return series(result, EP_RETURNS_KEY)
-
-
 def run_rllib_ppo(
     seed: int,
     time_budget_s: float = 120,
@@ -231,7 +227,7 @@ def _run(seed, time_budget_s, target, config_name, criterion, verbose) -> dict:
             wall = time.perf_counter() - t_start
             iters += 1
             env_steps = _lifetime_steps(result)
-            window.extend(_new_returns(result))
+            window.extend(series(result, EP_RETURNS_KEY))
             true100 = sum(window) / len(window) if len(window) == 100 else math.nan
             rllib_mean = _rllib_mean(result)
             if first["true100"] is None and true100 >= target:
