@@ -22,7 +22,8 @@ Prints one row per run, a summary per method, and (HMASD) the skill table: for e
 individual skill z, the share of steps under that skill spent on each button/diamond cell and in
 the start hall / left / right half of the map, and the plan table: which ``(Z, z_Alice, z_Bob)``
 the coordinator picks in each skill window of an episode and which diamond gets collected in it.
-``--checkpoint RUN`` prints only those two tables of an existing run, and a third: its test success
+``--from-outputs FILE ...`` prints one table and summary from the run rows of stored outputs
+(seeds run in separate invocations). ``--checkpoint RUN`` prints only those two tables of an existing run, and a third: its test success
 with the argmax taken at neither level, at one (``rl-system eval --greedy-level high|low``) or at
 both (``--deterministic``), which shows which level's argmax a policy tolerates:
 
@@ -148,7 +149,12 @@ def main() -> None:
     ap.add_argument("--quiet", action="store_true", help="no training progress lines on stderr")
     ap.add_argument("--keep", action="store_true",
                     help="keep the runs' directories (final checkpoints, for --checkpoint) instead of deleting them")
+    ap.add_argument("--from-outputs", nargs="+", default=None, metavar="FILE",
+                    help="only print one table and summary from the run rows of stored bench_hmasd outputs")
     args = ap.parse_args()
+    if args.from_outputs is not None:
+        report_from_outputs(args.from_outputs)
+        return
     if args.hall_trace is not None:
         found = sorted(Path(args.hall_trace, "checkpoints").glob("ckpt-v*.rlck"))
         if not found:
@@ -203,42 +209,115 @@ def check_configs(args: argparse.Namespace) -> None:
             raise SystemExit(f"bench_hmasd: {method}: {err}") from None
 
 
+ROW_HEADER = ("method | seed | reseeded at | steps to target | time to target s | env steps | wall s | steps/s | "
+              f"train success | solved (>= {SOLVED}) at | lowest after | test success | test success (argmax) | "
+              "test length | best.json at env steps | best.json test success")
+
+
+def format_row(r: dict) -> str:
+    """One run's row of the table under ``ROW_HEADER``."""
+    stt = f"{r['steps_to_target']:,}" if r["steps_to_target"] else "not reached"
+    ttt = f"{r['time_to_target_s']:.0f}" if r["time_to_target_s"] else "-"
+    reseeded = ", ".join(f"{s:,}" for s in r["reseeds"]) or "-"
+    solved = f"{r['solved_at']:,}" if r["solved_at"] is not None else "-"
+    lowest = f"{r['lowest_after_solved']:.2f}" if r["lowest_after_solved"] is not None else "-"
+    return (f"{r['method']} | {r['seed']} | {reseeded} | {stt} | {ttt} | {r['env_steps']:,} | {r['wall_s']:.0f} | "
+            f"{r['steps_per_s']:,.0f} | {r['train_success']:.2f} | {solved} | {lowest} | {r['test_success']:.3f} | "
+            f"{r['test_success_argmax']:.3f} | {r['test_length']:.1f} | {r['best_steps']:,} | "
+            f"{r['best_test_success']:.3f}")
+
+
+def summary_lines(rows: list[dict]) -> list[str]:
+    """Per method: runs reaching the target, median steps to it, mean test successes, final
+    policies at >= 0.8, and the runs that fell below ``COLLAPSED`` after solving."""
+    header = ("method | runs reaching target | median steps to target | mean test success | mean test success (argmax) "
+              f"| mean best.json test success | final test success >= 0.8 | solved, then below {COLLAPSED}")
+    lines = [header, "---|---|---|---|---|---|---|---"]
+    for method in dict.fromkeys(r["method"] for r in rows):
+        rs = [r for r in rows if r["method"] == method]
+        hit = [r["steps_to_target"] for r in rs if r["steps_to_target"]]
+        med = f"{statistics.median(hit):,.0f}" if hit else "-"
+        lines.append(f"{method} | {len(hit)}/{len(rs)} | {med} | {statistics.mean(r['test_success'] for r in rs):.3f} | "
+                     f"{statistics.mean(r['test_success_argmax'] for r in rs):.3f} | "
+                     f"{statistics.mean(r['best_test_success'] for r in rs):.3f} | "
+                     f"{sum(r['test_success'] >= 0.8 for r in rs)}/{len(rs)} | "
+                     f"{sum(r['lowest_after_solved'] is not None and r['lowest_after_solved'] < COLLAPSED for r in rs)}")
+    return lines
+
+
+def _number(text: str) -> float | None:
+    text = text.strip()
+    return None if text in ("-", "not reached", "") else float(text.replace(",", ""))
+
+
+def parse_rows(text: str) -> list[dict]:
+    """The runs' rows of a stored ``bench_hmasd`` output (the table under ``ROW_HEADER``, printed
+    by ``format_row``), so that seeds run in separate invocations make one table. Blocks with
+    older columns are skipped."""
+    rows, header = [], None
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if cells[:2] == ["method", "seed"]:
+            # Only tables with today's columns: older blocks (before the stability columns) are skipped.
+            header = cells if cells == [c.strip() for c in ROW_HEADER.split("|")] else None
+        elif header and cells[0] in CONFIGS and len(cells) == len(header):
+            cell = dict(zip(header, cells))
+            stt = _number(cell["steps to target"])
+            ttt = _number(cell["time to target s"])
+            solved = _number(cell[f"solved (>= {SOLVED}) at"])
+            rows.append({
+                "method": cell["method"], "seed": int(cell["seed"]),
+                "reseeds": [int(_number(x)) for x in cell["reseeded at"].split(", ") if _number(x) is not None],
+                "steps_to_target": int(stt) if stt else None, "time_to_target_s": ttt,
+                "env_steps": int(_number(cell["env steps"])), "wall_s": _number(cell["wall s"]),
+                "steps_per_s": _number(cell["steps/s"]), "train_success": _number(cell["train success"]),
+                "solved_at": int(solved) if solved is not None else None,
+                "lowest_after_solved": _number(cell["lowest after"]),
+                "test_success": _number(cell["test success"]),
+                "test_success_argmax": _number(cell["test success (argmax)"]),
+                "test_length": _number(cell["test length"]),
+                "best_steps": int(_number(cell["best.json at env steps"])),
+                "best_test_success": _number(cell["best.json test success"])})
+    return rows
+
+
+def report_from_outputs(paths: list[str]) -> None:
+    """Print one table and summary from the rows of stored outputs (``--from-outputs``)."""
+    rows = []
+    for path in paths:
+        try:
+            found = parse_rows(Path(path).read_text())
+        except OSError as err:
+            raise SystemExit(f"bench_hmasd: {path}: {err.strerror}") from None
+        if not found:
+            raise SystemExit(f"bench_hmasd: {path}: no run rows under today's table header "
+                             "(not a bench_hmasd output, or one from before the stability columns)")
+        rows += found
+    print(f"Alice_and_Bob, {len(rows)} runs from {len(paths)} stored output(s): {' '.join(paths)}")
+    print(ROW_HEADER)
+    print("---|" * 15 + "---")
+    for r in sorted(rows, key=lambda r: (r["method"], r["seed"])):
+        print(format_row(r))
+    print()
+    print("\n".join(summary_lines(rows)))
+
+
 def report(args: argparse.Namespace, root: Path) -> None:
     """Train every (method, seed) under ``root`` and print the tables."""
     rows = []
     print(f"Alice_and_Bob size={args.size}, budget {args.steps:,} env steps, target train success >= {args.target}"
           + (f", overrides {' '.join(args.overrides)}" if args.overrides else "")
           + (f", tested with {' '.join(args.test_env)}" if args.test_env else ""))
-    print("method | seed | reseeded at | steps to target | time to target s | env steps | wall s | steps/s | "
-          f"train success | solved (>= {SOLVED}) at | lowest after | test success | test success (argmax) | "
-          "test length | best.json at env steps | best.json test success")
-    print("---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---")
+    print(ROW_HEADER)
+    print("---|" * 15 + "---")
     for method in args.methods:
         for seed in args.seeds:
             r = run_one(method, seed, args.size, args.steps, args.target, root, args.overrides, args.test_env,
                         args.quiet)
             rows.append(r)
-            stt = f"{r['steps_to_target']:,}" if r["steps_to_target"] else "not reached"
-            ttt = f"{r['time_to_target_s']:.0f}" if r["time_to_target_s"] else "-"
-            reseeded = ", ".join(f"{s:,}" for s in r["reseeds"]) or "-"
-            solved = f"{r['solved_at']:,}" if r["solved_at"] is not None else "-"
-            lowest = f"{r['lowest_after_solved']:.2f}" if r["lowest_after_solved"] is not None else "-"
-            print(f"{method} | {seed} | {reseeded} | {stt} | {ttt} | {r['env_steps']:,} | {r['wall_s']:.0f} | "
-                  f"{r['steps_per_s']:,.0f} | {r['train_success']:.2f} | {solved} | {lowest} | {r['test_success']:.3f} | "
-                  f"{r['test_success_argmax']:.3f} | {r['test_length']:.1f} | {r['best_steps']:,} | "
-                  f"{r['best_test_success']:.3f}", flush=True)
-    print("\nmethod | runs reaching target | median steps to target | mean test success | mean test success (argmax) | "
-          f"mean best.json test success | final test success >= 0.8 | solved, then below {COLLAPSED}")
-    print("---|---|---|---|---|---|---|---")
-    for method in args.methods:
-        rs = [r for r in rows if r["method"] == method]
-        hit = [r["steps_to_target"] for r in rs if r["steps_to_target"]]
-        med = f"{statistics.median(hit):,.0f}" if hit else "-"
-        print(f"{method} | {len(hit)}/{len(rs)} | {med} | {statistics.mean(r['test_success'] for r in rs):.3f} | "
-              f"{statistics.mean(r['test_success_argmax'] for r in rs):.3f} | "
-              f"{statistics.mean(r['best_test_success'] for r in rs):.3f} | "
-              f"{sum(r['test_success'] >= 0.8 for r in rs)}/{len(rs)} | "
-              f"{sum(r['lowest_after_solved'] is not None and r['lowest_after_solved'] < COLLAPSED for r in rs)}")
+            print(format_row(r), flush=True)
+    print()
+    print("\n".join(summary_lines(rows)))
     for r in rows:
         table = skill_table(r["state"]) if r["method"] == "hmasd" else []
         if table:

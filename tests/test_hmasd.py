@@ -591,6 +591,26 @@ def test_stability_finds_the_first_solve_and_the_lowest_success_after_it():
     assert stability([]) == (None, None)
 
 
+def test_stored_bench_outputs_read_back_into_one_table_and_summary(tmp_path):
+    """Seeds of the 20-seed proof run in separate invocations; their printed rows are the record,
+    and ``--from-outputs`` must rebuild the same rows and count collapses from them."""
+    from bench.bench_hmasd import ROW_HEADER, format_row, parse_rows, summary_lines
+
+    def row(seed, lowest, test, stt=742_400, reseeds=()):
+        return {"method": "hmasd", "seed": seed, "reseeds": list(reseeds), "steps_to_target": stt,
+                "time_to_target_s": 341.0 if stt else None, "env_steps": 3_008_000, "wall_s": 1555.0,
+                "steps_per_s": 1934.0, "train_success": 1.0, "solved_at": 755_200 if lowest is not None else None,
+                "lowest_after_solved": lowest, "test_success": test, "test_success_argmax": 1.0, "test_length": 38.2,
+                "best_steps": 3_008_000, "best_test_success": 1.0}
+
+    runs = [row(100, 0.87, 1.0), row(101, 0.3, 0.62, reseeds=[1_203_200]), row(102, None, 0.0, stt=None)]
+    text = "\n".join(["overrides ...", ROW_HEADER, "---|" * 15 + "---", *map(format_row, runs), "",
+                      *summary_lines(runs), "", "agent | z | steps", "Alice | 0 | 12"])
+    assert parse_rows(text) == runs
+    summary = summary_lines(parse_rows(text))[-1].split(" | ")
+    assert summary[1] == "2/3" and summary[-2] == "1/3" and summary[-1] == "1"  # one collapse: seed 101
+
+
 # -- the bench's plan table -------------------------------------------------------------------------
 
 def test_plan_table_window_counts_agree_with_the_env_episode_info():
