@@ -183,7 +183,52 @@ def summarise(runs: list[dict[str, Any]], timing: list[dict[str, Any]] = ()) -> 
     return rows
 
 
-def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], step_rows: list[dict[str, Any]], argv: str) -> str:
+def level_rows(runs: list[dict[str, Any]], timing: list[dict[str, Any]], levels: list[float]) -> list[dict[str, Any]]:
+    """Time to each of ``levels`` (training returns) per env and peer: how the speed ratio moves with
+    the return, where the common return alone depends on one low or collapsed seed. A peer's time is
+    its CPU seconds where its curve has them (SB3: its time alone on a machine), else wall seconds;
+    ``ratio`` is the other peer's median over ours, given only when every seed of both reached it."""
+    rerun = {(r["env"], r["peer"], r["seed"]): r for r in timing}
+    rows = []
+    for env_id in sorted({r["env"] for r in runs}):
+        mine = [rerun.get((env_id, r["peer"], r["seed"]), r) for r in runs if r["env"] == env_id]
+        for level in levels:
+            row: dict[str, Any] = {"env": env_id, "return": level, "peers": {}}
+            for peer in sorted({r["peer"] for r in mine}):
+                times = []
+                for r in (r for r in mine if r["peer"] == peer):
+                    hit = next((row_ for row_ in r["curve"] if row_[2] >= level), None)
+                    times.append(None if hit is None else (hit[3] if len(hit) > 3 else hit[1]))
+                got = [t for t in times if t is not None]
+                row["peers"][peer] = {"reached": f"{len(got)}/{len(times)}", "all": len(got) == len(times),
+                                      "median_s": statistics.median(got) if got else None,
+                                      "clock": "CPU" if any(len(r["curve"][0]) > 3 for r in mine if r["peer"] == peer)
+                                      else "wall"}
+            ours, others = row["peers"].get("rl_system"), [v for k, v in row["peers"].items() if k != "rl_system"]
+            row["ratio"] = (others[0]["median_s"] / ours["median_s"]
+                            if ours and len(others) == 1 and ours["all"] and others[0]["all"] else None)
+            rows.append(row)
+    return rows
+
+
+def level_markdown(rows: list[dict[str, Any]]) -> list[str]:
+    """The ``level_rows`` table."""
+    if not rows:
+        return []
+    peers = list(rows[0]["peers"])
+    lines = ["Time to each training return (median over the seeds that reached it; SB3 in CPU seconds):", "",
+             "| env | return | " + " | ".join(f"{p}: reached, median s" for p in peers) + " | ratio |",
+             "|---|---:|" + "---|" * len(peers) + "---:|"]
+    for r in rows:
+        cells = [f"{v['reached']}, " + ("—" if v["median_s"] is None else f"{v['median_s']:.0f} {v['clock']} s")
+                 for v in r["peers"].values()]
+        ratio = f"{r['ratio']:.1f}×" if r["ratio"] is not None else "—"
+        lines.append(f"| {r['env']} | {r['return']:.0f} | " + " | ".join(cells) + f" | {ratio} |")
+    return [*lines, ""]
+
+
+def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], step_rows: list[dict[str, Any]], argv: str,
+             levels: list[dict[str, Any]] = ()) -> str:
     lines = [f"# Gymnasium MuJoCo: rl_system beside Stable-Baselines3 ({meta['date']}, commit {meta['commit']})", "",
              f"`{argv}` on {meta['cpu']}; Python {meta['python']}, torch {meta['torch']}, Ray {meta['ray']}, "
              f"Gymnasium {meta['gymnasium']}, MuJoCo {meta['mujoco']}, SB3 {meta['sb3']}.", ""]
@@ -203,6 +248,7 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], step_rows: list[d
                          f"({', '.join(f'{x:.0f}' for x in r['final_returns'])}) | {r['wall_s']:.0f}{cpu} | "
                          f"{r['steps_per_s']:,.0f} | {r['common_return']:.0f} | {r['reached']} | {ttc} |")
         lines.append("")
+    lines += level_markdown(list(levels))
     if step_rows:
         lines += ["Env stepping alone (random actions, `gymnasium.make_vec`):", "",
                   "| env | vectorization | N | env steps/s |", "|---|---|---:|---:|"]
@@ -226,6 +272,9 @@ def main() -> None:
     ap.add_argument("--timing-runs", nargs="+", type=Path, default=[], metavar="PATH",
                     help="with --from-runs: reruns of some seeds (run dirs or --json files, possibly to part of "
                          "the budget) whose curves replace those seeds' for the time to the common return only")
+    ap.add_argument("--levels", nargs="+", type=float, default=[], metavar="RETURN",
+                    help="also print the time to each of these training returns, per env (with --from-runs "
+                         "or after training)")
     ap.add_argument("--out", type=Path, default=Path("bench/results/mujoco"))
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -247,9 +296,10 @@ def main() -> None:
     step_rows = stepping_table(args.envs) if args.only != "training" else []
     timing = [read_ours(p) if p.is_dir() else json.loads(p.read_text()) for p in args.timing_runs]
     rows = summarise(runs, timing) if runs else []
+    levels = level_rows(runs, timing, args.levels) if runs else []
     (args.out / "mujoco.json").write_text(json.dumps({"meta": meta, "runs": runs, "summary": rows,
-                                                      "stepping": step_rows}))
-    text = markdown(meta, rows, step_rows, "python -m bench.bench_mujoco " + " ".join(sys.argv[1:]))
+                                                      "levels": levels, "stepping": step_rows}))
+    text = markdown(meta, rows, step_rows, "python -m bench.bench_mujoco " + " ".join(sys.argv[1:]), levels)
     (args.out / "mujoco.md").write_text(text)
     print(text)
 

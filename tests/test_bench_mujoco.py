@@ -53,3 +53,22 @@ def test_the_curve_of_a_run_is_read_back_from_its_tensorboard_files(tmp_path):
             w.add_scalar("rollout/return_mean", ret, step)
             w.add_scalar("system/steps_per_s", 256.0, step)
     assert tb_curve(tmp_path) == [(512, 2.0, 10.0), (1024, 4.0, 20.0)]
+
+
+def test_times_to_several_returns_give_the_ratio_only_where_every_seed_of_both_peers_got_there():
+    from bench.bench_mujoco import level_markdown, level_rows
+
+    runs = [
+        _run("rl_system", 0, 2000.0, [(100, 1.0, 500.0), (200, 2.0, 1600.0), (1000, 10.0, 2000.0)]),
+        _run("rl_system", 1, 1800.0, [(100, 1.0, 900.0), (300, 3.0, 1700.0)]),
+        _run("sb3_zoo", 0, 1700.0, [(100, 5.0, 300.0, 4.0), (900, 40.0, 1700.0, 38.0)]),
+        _run("sb3_zoo", 1, 200.0, [(100, 5.0, 600.0, 6.0), (900, 40.0, 200.0, 38.0)]),  # rose, then collapsed
+    ]
+    rows = {r["return"]: r for r in level_rows(runs, [], [500.0, 1700.0])}
+    assert rows[500.0]["peers"]["rl_system"]["median_s"] == 1.0
+    assert rows[500.0]["peers"]["sb3_zoo"] == {"reached": "2/2", "all": True, "median_s": 22.0, "clock": "CPU"}
+    assert rows[500.0]["ratio"] == 22.0  # SB3's CPU seconds (median of 38 and 6) over our wall seconds
+    assert rows[1700.0]["peers"]["sb3_zoo"]["reached"] == "1/2" and rows[1700.0]["ratio"] is None
+    text = "\n".join(level_markdown(list(rows.values())))
+    assert "| Hopper-v5 | 500 | 2/2, 1 wall s | 2/2, 22 CPU s | 22.0× |" in text
+    assert "| Hopper-v5 | 1700 | 2/2, 6 wall s | 1/2, 38 CPU s | — |" in text
