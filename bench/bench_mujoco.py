@@ -187,7 +187,9 @@ def level_rows(runs: list[dict[str, Any]], timing: list[dict[str, Any]], levels:
     """Time to each of ``levels`` (training returns) per env and peer: how the speed ratio moves with
     the return, where the common return alone depends on one low or collapsed seed. A peer's time is
     its CPU seconds where its curve has them (SB3: its time alone on a machine), else wall seconds;
-    ``ratio`` is the other peer's median over ours, given only when every seed of both reached it."""
+    ``ratio`` is the other peer's median over ours, given only when every seed of both reached it.
+    A ``timing`` rerun's curve stands for its seed here too, so a rerun to part of the budget
+    shows only the levels reached within it."""
     rerun = {(r["env"], r["peer"], r["seed"]): r for r in timing}
     rows = []
     for env_id in sorted({r["env"] for r in runs}):
