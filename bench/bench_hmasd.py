@@ -24,8 +24,9 @@ the start hall / left / right half of the map, and the plan table: which ``(Z, z
 the coordinator picks in each skill window of an episode and which diamond gets collected in it.
 ``--from-outputs FILE ...`` prints one table and summary from the run rows of stored outputs
 (seeds run in separate invocations). ``--checkpoint RUN`` prints only those two tables of an
-existing run, and a third: its test success with the argmax taken at neither level, at one (``rl-system eval --greedy-level high|low``) or at
-both (``--deterministic``), which shows which level's argmax a policy tolerates:
+existing run, and a third: its test success with the argmax taken at neither level, at one
+(``rl-system eval --greedy-level high|low``) or at both (``--deterministic``), which shows which
+level's argmax a policy tolerates:
 
     python -m bench.bench_hmasd --checkpoint runs/<hmasd run>
 
