@@ -213,6 +213,7 @@ def check_configs(args: argparse.Namespace) -> None:
 ROW_HEADER = ("method | seed | reseeded at | steps to target | time to target s | env steps | wall s | steps/s | "
               f"train success | solved (>= {SOLVED}) at | lowest after | test success | test success (argmax) | "
               "test length | best.json at env steps | best.json test success")
+ROW_RULE = "---|" * 15 + "---"
 
 
 def format_row(r: dict) -> str:
@@ -296,7 +297,7 @@ def report_from_outputs(paths: list[str]) -> None:
         rows += found
     print(f"Alice_and_Bob, {len(rows)} runs from {len(paths)} stored output(s): {' '.join(paths)}")
     print(ROW_HEADER)
-    print("---|" * 15 + "---")
+    print(ROW_RULE)
     for r in sorted(rows, key=lambda r: (r["method"], r["seed"])):
         print(format_row(r))
     print()
@@ -310,7 +311,7 @@ def report(args: argparse.Namespace, root: Path) -> None:
           + (f", overrides {' '.join(args.overrides)}" if args.overrides else "")
           + (f", tested with {' '.join(args.test_env)}" if args.test_env else ""))
     print(ROW_HEADER)
-    print("---|" * 15 + "---")
+    print(ROW_RULE)
     for method in args.methods:
         for seed in args.seeds:
             r = run_one(method, seed, args.size, args.steps, args.target, root, args.overrides, args.test_env,

@@ -72,13 +72,16 @@ def run_sb3(env_id: str, steps: int, seed: int) -> dict[str, Any]:
     return run(env_id, steps, seed)
 
 
+def first_at(curve: list, level: float) -> tuple | None:
+    """The first row of ``curve`` (rows ``(steps, wall, return[, cpu])``) whose return reaches
+    ``level``, or None."""
+    return next((row for row in curve if row[2] >= level), None)
+
+
 def time_to(curve: list, level: float) -> tuple[int, float] | None:
-    """(env steps, wall s) at which ``curve`` (rows ``(steps, wall, return, ...)``) first
-    reaches ``level``."""
-    for steps, wall, ret, *_ in curve:
-        if ret >= level:
-            return steps, wall
-    return None
+    """(env steps, wall s) at which ``curve`` first reaches ``level``."""
+    row = first_at(curve, level)
+    return None if row is None else (row[0], row[1])
 
 
 # -- env stepping ----------------------------------------------------------------------------------
@@ -167,7 +170,7 @@ def summarise(runs: list[dict[str, Any]], timing: list[dict[str, Any]] = ()) -> 
             hits = [time_to(r["curve"], common) for r in timed]
             walls = [h[1] for h in hits if h is not None]
             # SB3's curve rows carry CPU seconds too: its time alone on a machine, under any load.
-            cpus = [next(row[3] for row in r["curve"] if row[2] >= common) for r, h in zip(timed, hits)
+            cpus = [first_at(r["curve"], common)[3] for r, h in zip(timed, hits)
                     if h is not None and len(r["curve"][0]) > 3]
             rows.append({"env": env_id, "peer": peer, "seeds": [r["seed"] for r in its],
                          "final_returns": [round(r["final_return"], 1) for r in its], "final_mean": mean_final,
@@ -199,7 +202,7 @@ def level_rows(runs: list[dict[str, Any]], timing: list[dict[str, Any]], levels:
             for peer in sorted({r["peer"] for r in mine}):
                 times = []
                 for r in (r for r in mine if r["peer"] == peer):
-                    hit = next((row_ for row_ in r["curve"] if row_[2] >= level), None)
+                    hit = first_at(r["curve"], level)
                     times.append(None if hit is None else (hit[3] if len(hit) > 3 else hit[1]))
                 got = [t for t in times if t is not None]
                 row["peers"][peer] = {"reached": f"{len(got)}/{len(times)}", "all": len(got) == len(times),
