@@ -6,7 +6,7 @@ machine, seed by seed, and the env stepping cost on its own.
 For every run the curve (env steps, wall seconds since training started, mean return of the last
 100 finished training episodes) is kept. The table gives per env and peer: the final mean return
 at the budget, the wall time and steps/s, and the wall time to reach the *common return* -- the
-lower of the two peers' mean final returns -- which is the "same return" both reach.
+lower of the peers' mean final returns -- which is the "same return" all reach.
 
     python -m bench.bench_mujoco                                  # both envs, seeds 0 1 2, 1M steps
     python -m bench.bench_mujoco --envs Hopper-v5 --seeds 0 --steps 300000
@@ -27,6 +27,10 @@ from pathlib import Path
 from typing import Any
 
 CONFIGS = {"HalfCheetah-v5": "launch/configs/halfcheetah_ppo.yaml", "Hopper-v5": "launch/configs/hopper_ppo.yaml"}
+#: rl_system peer -> the env.name prefix its runs use: Gymnasium's sync vector env, or EnvPool's
+#: reimplementation of the same MuJoCo tasks (envs/envpool_adapter.py), same config otherwise.
+BACKENDS = {"rl_system": "gym:", "rl_system_envpool": "envpool:"}
+REFERENCE = "sb3_zoo"
 Curve = list[tuple[int, float, float]]
 
 
@@ -44,13 +48,13 @@ def tb_curve(tb_dir: Path) -> Curve:
     return [(s, s / rates[s], r) for s, r in scalars.get("rollout/return_mean", []) if rates.get(s) and r == r]
 
 
-def run_ours(env_id: str, steps: int, seed: int, run_root: Path) -> dict[str, Any]:
+def run_ours(env_id: str, steps: int, seed: int, run_root: Path, peer: str = "rl_system") -> dict[str, Any]:
     from rl_system.config import load_config
     from rl_system.driver import train
 
     cfg = load_config(CONFIGS[env_id], [f"seed={seed}", f"max_env_steps={steps}", "log_every_s=30",
-                                        "checkpoint.every_rounds=0"])
-    run_dir = run_root / f"{env_id}-s{seed}"
+                                        "checkpoint.every_rounds=0", f"env.name={BACKENDS[peer]}{env_id}"])
+    run_dir = run_root / f"{env_id}-s{seed}" if peer == "rl_system" else run_root / f"{env_id}-{peer}-s{seed}"
     train(cfg, run_dir=run_dir, quiet=True)
     return read_ours(run_dir)
 
@@ -61,7 +65,9 @@ def read_ours(run_dir: Path) -> dict[str, Any]:
 
     cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
     summary = json.loads((run_dir / "summary.json").read_text())
-    return {"peer": "rl_system", "env": cfg["env"]["name"].removeprefix("gym:"), "seed": cfg["seed"],
+    name = cfg["env"]["name"]
+    peer = next(p for p, prefix in BACKENDS.items() if name.startswith(prefix))
+    return {"peer": peer, "env": name.removeprefix(BACKENDS[peer]), "seed": cfg["seed"],
             "env_steps": summary["env_steps"], "train_wall_s": summary["wall_time_s"],
             "final_return": summary["final_mean_return"], "curve": tb_curve(run_dir / "tb"), "run_dir": str(run_dir)}
 
@@ -192,7 +198,8 @@ def level_rows(runs: list[dict[str, Any]], timing: list[dict[str, Any]], levels:
     its CPU seconds where its curve has them (SB3: its time alone on a machine), else wall seconds;
     ``ratio`` is the other peer's median over ours, given only when every seed of both reached it.
     A ``timing`` rerun's curve stands for its seed here too, so a rerun to part of the budget
-    shows only the levels reached within it."""
+    shows only the levels reached within it. With both rl_system backends in the runs, ``ratios``
+    holds one ratio per backend (``ratio`` stays the Gymnasium one's)."""
     rerun = {(r["env"], r["peer"], r["seed"]): r for r in timing}
     rows = []
     for env_id in sorted({r["env"] for r in runs}):
@@ -209,9 +216,10 @@ def level_rows(runs: list[dict[str, Any]], timing: list[dict[str, Any]], levels:
                                       "median_s": statistics.median(got) if got else None,
                                       "clock": "CPU" if any(len(r["curve"][0]) > 3 for r in mine if r["peer"] == peer)
                                       else "wall"}
-            ours, others = row["peers"].get("rl_system"), [v for k, v in row["peers"].items() if k != "rl_system"]
-            row["ratio"] = (others[0]["median_s"] / ours["median_s"]
-                            if ours and len(others) == 1 and ours["all"] and others[0]["all"] else None)
+            ref = row["peers"].get(REFERENCE)
+            row["ratios"] = {p: ref["median_s"] / v["median_s"] if ref and ref["all"] and v["all"] else None
+                             for p, v in row["peers"].items() if p != REFERENCE}
+            row["ratio"] = row["ratios"].get("rl_system")
             rows.append(row)
     return rows
 
@@ -221,14 +229,16 @@ def level_markdown(rows: list[dict[str, Any]]) -> list[str]:
     if not rows:
         return []
     peers = list(rows[0]["peers"])
+    ours = list(rows[0]["ratios"])
+    heads = ["ratio"] if ours == ["rl_system"] else [f"ratio, {p}" for p in ours]
     lines = ["Time to each training return (median over the seeds that reached it; SB3 in CPU seconds):", "",
-             "| env | return | " + " | ".join(f"{p}: reached, median s" for p in peers) + " | ratio |",
-             "|---|---:|" + "---|" * len(peers) + "---:|"]
+             "| env | return | " + " | ".join(f"{p}: reached, median s" for p in peers) + " | " + " | ".join(heads) + " |",
+             "|---|---:|" + "---|" * len(peers) + "---:|" * len(heads)]
     for r in rows:
         cells = [f"{v['reached']}, " + ("—" if v["median_s"] is None else f"{v['median_s']:.0f} {v['clock']} s")
                  for v in r["peers"].values()]
-        ratio = f"{r['ratio']:.1f}×" if r["ratio"] is not None else "—"
-        lines.append(f"| {r['env']} | {r['return']:.0f} | " + " | ".join(cells) + f" | {ratio} |")
+        cells += [f"{x:.1f}×" if x is not None else "—" for x in (r["ratios"].get(p) for p in ours)]
+        lines.append(f"| {r['env']} | {r['return']:.0f} | " + " | ".join(cells) + " |")
     return [*lines, ""]
 
 
@@ -269,7 +279,8 @@ def main() -> None:
     ap.add_argument("--envs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--steps", type=int, default=1_000_000)
-    ap.add_argument("--peers", nargs="+", default=["rl_system", "sb3_zoo"], choices=["rl_system", "sb3_zoo"])
+    ap.add_argument("--peers", nargs="+", default=["rl_system", REFERENCE], choices=[*BACKENDS, REFERENCE],
+                    help="rl_system_envpool: the same configs on EnvPool's MuJoCo (pip install 'rl-system[envpool]')")
     ap.add_argument("--only", choices=["training", "stepping"], default=None)
     ap.add_argument("--from-runs", nargs="+", type=Path, default=None, metavar="PATH",
                     help="build the table from finished runs instead of training: rl_system run dirs and "
@@ -293,7 +304,7 @@ def main() -> None:
             for seed in args.seeds:
                 for peer in args.peers:
                     print(f"{env_id} seed {seed}: {peer} ...", flush=True)
-                    r = run_ours(env_id, args.steps, seed, run_root) if peer == "rl_system" else \
+                    r = run_ours(env_id, args.steps, seed, run_root, peer) if peer in BACKENDS else \
                         run_sb3(env_id, args.steps, seed)
                     runs.append(r)
                     print(f"  {peer}: final {r['final_return']:.0f} in {r['train_wall_s']:.0f}s", flush=True)

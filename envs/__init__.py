@@ -9,6 +9,8 @@
 * ``"gym:<id>"``: a Gymnasium env run through :class:`envs.gym_adapter.GymnasiumVecEnv`, e.g.
   ``"gym:Acrobot-v1"``; ``"gym:package.module:EnvId-v0"`` imports ``package.module`` first
   (Gymnasium's own convention), so an env that module registers can be made on every worker.
+* ``"envpool:<id>"``: an EnvPool task (``envpool.list_all_envs()``, e.g. ``"envpool:Hopper-v5"``)
+  run through :class:`envs.envpool_adapter.EnvPoolVecEnv` (the ``envpool`` extra).
 
 A name that cannot be resolved raises :class:`EntryPointError` (a ``ValueError``) with one line
 saying what was expected.
@@ -34,6 +36,7 @@ _REGISTRY: dict[str, str | Callable[..., VecEnv]] = {
 }
 
 GYM_PREFIX = "gym:"
+ENVPOOL_PREFIX = "envpool:"
 
 
 class EntryPointError(ValueError):
@@ -52,7 +55,7 @@ def registered_names() -> list[str]:
 
 def _known() -> str:
     return (f"a registered name ({', '.join(registered_names())}), 'package.module:Name' "
-            "or 'gym:<Gymnasium id>'")
+            "'gym:<Gymnasium id>' or 'envpool:<EnvPool id>'")
 
 
 def import_entry_point(target: str, what: str) -> Any:
@@ -79,7 +82,8 @@ def _import_module(module_name: str, what: str) -> Any:
 
 
 def resolve(name: str) -> Callable[..., VecEnv]:
-    """The constructor ``name`` stands for (a registered name or an entry point; not ``gym:``)."""
+    """The constructor ``name`` stands for (a registered name or an entry point; not ``gym:`` or
+    ``envpool:``)."""
     if name in _REGISTRY:
         target = _REGISTRY[name]
         return target if callable(target) else import_entry_point(target, f"env {name!r}")
@@ -115,6 +119,10 @@ def make_env(name: str, num_envs: int, device: str | torch.device = "cpu", seed:
         from envs.gym_adapter import GymnasiumVecEnv
 
         env: Any = GymnasiumVecEnv(_gym_id(name), num_envs=num_envs, device=device, seed=seed, **kwargs)
+    elif name.startswith(ENVPOOL_PREFIX):
+        from envs.envpool_adapter import EnvPoolVecEnv
+
+        env = EnvPoolVecEnv(name[len(ENVPOOL_PREFIX):], num_envs=num_envs, device=device, seed=seed, **kwargs)
     else:
         env = resolve(name)(num_envs=num_envs, device=device, seed=seed, **kwargs)
         if not isinstance(env, VecEnv):

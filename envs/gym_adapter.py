@@ -118,7 +118,68 @@ def _action_spec(space: spaces.Space) -> Discrete | MultiDiscrete | Box:
                     "supported are Discrete, 1-D MultiDiscrete, 1-D MultiBinary and Box")
 
 
-class GymnasiumVecEnv(VecEnv):
+class NumpyBatchEnv(VecEnv):
+    """The numpy <-> torch boundary of a batch of envs that speak Gymnasium's spaces (this
+    module's Gymnasium adapter and :class:`envs.envpool_adapter.EnvPoolVecEnv`): the specs of the
+    single-env spaces, observations to torch (one copy at most) and actions to numpy."""
+
+    def _init_spaces(self, obs_space: spaces.Space, act_space: spaces.Space) -> None:
+        """Set ``observation_spec`` / ``action_spec`` and the conversions from one env's spaces."""
+        self.observation_spec = _observation_spec(obs_space)
+        self.action_spec = _action_spec(act_space)
+        self._dict_obs = isinstance(obs_space, spaces.Dict)
+        self._obs_dtypes = {k: s.dtype for k, s in self.observation_spec.items()}
+        self._act_space = act_space
+        if isinstance(act_space, spaces.Box):
+            self._act_low = torch.as_tensor(act_space.low, dtype=torch.float32)
+            self._act_high = torch.as_tensor(act_space.high, dtype=torch.float32)
+            self._action_to_numpy: Callable[[torch.Tensor], np.ndarray] = self._box_action
+        else:
+            start = getattr(act_space, "start", 0)  # MultiBinary has none
+            self._action_start = start if np.any(start) else None
+            self._action_to_numpy = self._discrete_action
+
+    def _split(self, obs: Any) -> dict[str, np.ndarray]:
+        return {key: obs[key] for key in self.observation_spec} if self._dict_obs else {"obs": obs}
+
+    def _obs_to_torch(self, obs_np: dict[str, np.ndarray], owned: bool) -> Obs:
+        """numpy -> torch with one copy at most; ``owned=False`` means the arrays are the
+        simulator's reused buffers, so a result that would alias them is cloned."""
+        out = {}
+        for key, arr in obs_np.items():
+            src = torch.from_numpy(np.ascontiguousarray(arr))
+            t = src.to(self.device, self._obs_dtypes[key])
+            if not owned and t.data_ptr() == src.data_ptr():
+                t = t.clone()
+            out[key] = t
+        return out
+
+    def _step_result(self, obs_np: dict[str, np.ndarray], final_np: dict[str, np.ndarray] | None, reward: Any,
+                     terminated: Any, truncated: Any, outcomes: dict[str, torch.Tensor]) -> StepResult:
+        """One step's torch result; ``final_np`` None where no env is done (``final_obs`` is
+        then the ``obs`` tensors themselves)."""
+        obs = self._obs_to_torch(obs_np, owned=False)
+        final_obs = dict(obs) if final_np is None else self._obs_to_torch(final_np, owned=True)
+        return StepResult(
+            obs,
+            torch.from_numpy(np.asarray(reward, dtype=np.float32)).to(self.device),
+            torch.from_numpy(np.asarray(terminated, dtype=np.bool_)).to(self.device),
+            torch.from_numpy(np.asarray(truncated, dtype=np.bool_)).to(self.device),
+            final_obs,
+            outcomes,
+        )
+
+    def _discrete_action(self, action: torch.Tensor) -> np.ndarray:
+        a = check_action(action.detach(), self.action_spec, self.num_envs, _CPU).numpy()
+        return a + self._action_start if self._action_start is not None else a
+
+    def _box_action(self, action: torch.Tensor) -> np.ndarray:
+        a = check_action(action.detach(), self.action_spec, self.num_envs, _CPU)
+        a = torch.clamp(a, self._act_low, self._act_high)
+        return a.numpy().astype(self._act_space.dtype, copy=False)
+
+
+class GymnasiumVecEnv(NumpyBatchEnv):
     """``num_envs`` copies of Gymnasium env ``env_id`` behind the torch ``VecEnv`` API.
 
     ``env_kwargs`` go to the env constructor (``gymnasium.make_vec(id, ..., **env_kwargs)``).
@@ -148,24 +209,10 @@ class GymnasiumVecEnv(VecEnv):
         except (gymnasium.error.UnregisteredEnv, gymnasium.error.DeprecatedEnv) as e:
             raise ValueError(f"unknown Gymnasium env id {env_id!r}: {e}") from e
         try:
-            obs_space = self.gym_env.single_observation_space
-            act_space = self.gym_env.single_action_space
-            self.observation_spec = _observation_spec(obs_space)
-            self.action_spec = _action_spec(act_space)
+            self._init_spaces(self.gym_env.single_observation_space, self.gym_env.single_action_space)
         except Exception:
             self.gym_env.close()
             raise
-        self._dict_obs = isinstance(obs_space, spaces.Dict)
-        self._obs_dtypes = {k: s.dtype for k, s in self.observation_spec.items()}
-        self._act_space = act_space
-        if isinstance(act_space, spaces.Box):
-            self._act_low = torch.as_tensor(act_space.low, dtype=torch.float32)
-            self._act_high = torch.as_tensor(act_space.high, dtype=torch.float32)
-            self._action_to_numpy: Callable[[torch.Tensor], np.ndarray] = self._box_action
-        else:
-            start = getattr(act_space, "start", 0)  # MultiBinary has none
-            self._action_start = start if np.any(start) else None
-            self._action_to_numpy = self._discrete_action
 
     # ------------------------------------------------------------------ public API
 
@@ -179,8 +226,8 @@ class GymnasiumVecEnv(VecEnv):
     def step(self, action: torch.Tensor) -> StepResult:
         obs_np, reward, terminated, truncated, info = self.gym_env.step(self._action_to_numpy(action))
         obs_np = self._split(obs_np)
-        obs = self._obs_to_torch(obs_np, owned=False)
         mask = info.get("_final_obs")
+        final_np, outcomes = None, {}
         if mask is not None and mask.any():
             idx = np.flatnonzero(mask)
             ended = info["final_obs"]
@@ -189,19 +236,8 @@ class GymnasiumVecEnv(VecEnv):
                 final = arr.copy()
                 final[idx] = np.stack([ended[i][key] if self._dict_obs else ended[i] for i in idx])
                 final_np[key] = final
-            final_obs = self._obs_to_torch(final_np, owned=True)
             outcomes = self._outcomes(info)
-        else:
-            final_obs = dict(obs)
-            outcomes = {}
-        return StepResult(
-            obs,
-            torch.from_numpy(np.asarray(reward, dtype=np.float32)).to(self.device),
-            torch.from_numpy(np.asarray(terminated, dtype=np.bool_)).to(self.device),
-            torch.from_numpy(np.asarray(truncated, dtype=np.bool_)).to(self.device),
-            final_obs,
-            outcomes,
-        )
+        return self._step_result(obs_np, final_np, reward, terminated, truncated, outcomes)
 
     def _outcomes(self, info: dict[str, Any]) -> dict[str, torch.Tensor]:
         """The boolean entries of the info the ended episodes finished with, bool ``[N]`` (False
@@ -225,29 +261,3 @@ class GymnasiumVecEnv(VecEnv):
 
     def __repr__(self) -> str:
         return f"GymnasiumVecEnv({self.env_id!r}, num_envs={self.num_envs}, device={str(self.device)!r})"
-
-    # ------------------------------------------------------------------ conversions
-
-    def _split(self, obs: Any) -> dict[str, np.ndarray]:
-        return {key: obs[key] for key in self.observation_spec} if self._dict_obs else {"obs": obs}
-
-    def _obs_to_torch(self, obs_np: dict[str, np.ndarray], owned: bool) -> Obs:
-        """numpy -> torch with one copy at most; ``owned=False`` means the arrays are Gymnasium's
-        reused buffers, so a result that would alias them is cloned."""
-        out = {}
-        for key, arr in obs_np.items():
-            src = torch.from_numpy(np.ascontiguousarray(arr))
-            t = src.to(self.device, self._obs_dtypes[key])
-            if not owned and t.data_ptr() == src.data_ptr():
-                t = t.clone()
-            out[key] = t
-        return out
-
-    def _discrete_action(self, action: torch.Tensor) -> np.ndarray:
-        a = check_action(action.detach(), self.action_spec, self.num_envs, _CPU).numpy()
-        return a + self._action_start if self._action_start is not None else a
-
-    def _box_action(self, action: torch.Tensor) -> np.ndarray:
-        a = check_action(action.detach(), self.action_spec, self.num_envs, _CPU)
-        a = torch.clamp(a, self._act_low, self._act_high)
-        return a.numpy().astype(self._act_space.dtype, copy=False)

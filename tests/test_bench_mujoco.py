@@ -72,3 +72,34 @@ def test_times_to_several_returns_give_the_ratio_only_where_every_seed_of_both_p
     text = "\n".join(level_markdown(list(rows.values())))
     assert "| Hopper-v5 | 500 | 2/2, 1 wall s | 2/2, 22 CPU s | 22.0× |" in text
     assert "| Hopper-v5 | 1700 | 2/2, 6 wall s | 1/2, 38 CPU s | — |" in text
+
+
+def test_both_rl_system_backends_get_a_ratio_each_against_sb3():
+    from bench.bench_mujoco import level_markdown, level_rows
+
+    runs = [
+        _run("rl_system", 0, 2000.0, [(100, 4.0, 500.0)]),
+        _run("rl_system_envpool", 0, 2000.0, [(100, 2.0, 500.0)]),
+        _run("sb3_zoo", 0, 1700.0, [(100, 5.0, 600.0, 8.0)]),
+    ]
+    [row] = level_rows(runs, [], [500.0])
+    assert row["ratios"] == {"rl_system": 2.0, "rl_system_envpool": 4.0} and row["ratio"] == 2.0
+    text = "\n".join(level_markdown([row]))
+    assert "| ratio, rl_system | ratio, rl_system_envpool |" in text
+    assert "| Hopper-v5 | 500 | 1/1, 4 wall s | 1/1, 2 wall s | 1/1, 8 CPU s | 2.0× | 4.0× |" in text
+
+
+def test_a_run_dir_names_its_backend_by_the_env_prefix(tmp_path):
+    import json
+
+    import yaml
+
+    from bench.bench_mujoco import read_ours
+
+    for prefix, peer in (("gym:", "rl_system"), ("envpool:", "rl_system_envpool")):
+        run = tmp_path / peer
+        (run / "tb").mkdir(parents=True)
+        (run / "config.yaml").write_text(yaml.safe_dump({"env": {"name": f"{prefix}Hopper-v5"}, "seed": 1}))
+        (run / "summary.json").write_text(json.dumps({"env_steps": 10, "wall_time_s": 1.0, "final_mean_return": 5.0}))
+        got = read_ours(run)
+        assert (got["peer"], got["env"], got["seed"]) == (peer, "Hopper-v5", 1)
