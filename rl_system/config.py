@@ -24,7 +24,8 @@ class _Strict(BaseModel):
 
 class EnvConfig(_Strict):
     name: str = "CartPole"
-    """A registered env name (``CartPole``) or ``gym:<Gymnasium id>``."""
+    """A registered env name (``CartPole``), an entry point ``package.module:Name``, ``gym:<Gymnasium id>``
+    or ``envpool:<EnvPool id>``."""
     kwargs: dict[str, Any] = Field(default_factory=dict)
     """Passed to the env constructor."""
     eval_kwargs: dict[str, Any] = Field(default_factory=dict)
@@ -222,6 +223,10 @@ class HMASDConfig(_Strict):
     bonus alone carries the team-skill choice to uniform (docs/hmasd.md, "Diagnosis")."""
     lambda_l: float = Field(0.01, ge=0)
     """Entropy bonus of the skill discoverer's actor (low level)."""
+    lambda_l_gate: Literal["none", "success"] = "none"
+    """``success``: the actor's entropy bonus is ``lambda_l * (1 - p)``, ``p`` the round's success
+    share as for ``lambda_h_gate`` (not in the paper): once the task is solved the bonus no longer
+    pulls the agents' actions back toward uniform; it returns as soon as episodes fail."""
 
     # -- PPO, shared by both levels ------------------------------------------------------------
     lr: float = Field(5e-4, gt=0)

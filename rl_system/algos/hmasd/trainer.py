@@ -15,7 +15,8 @@ Order of one ``update(batch, progress)``:
    it, hiddens zeroed where an episode began); a minibatch is a random set of chunks plus a random
    share of the skill windows. One loss = low PPO + high PPO + discriminator cross-entropies
    (+ the novelty predictor's error with ``novelty_coef``); the coordinator's entropy bonus is
-   ``lambda_h``, times the round's failure share with ``lambda_h_gate: success``; gradients
+   ``lambda_h``, times the round's failure share with ``lambda_h_gate: success`` (the actor's,
+   ``lambda_l``, likewise with ``lambda_l_gate: success``); gradients
    clipped per network; non-finite steps skipped.
 
 In a learner group (:mod:`rl_system.collective`) each learner holds a contiguous range of the
@@ -99,6 +100,8 @@ class HMASDTrainer:
         self.skipped_updates = 0
         self.lambda_h = cfg.lambda_h
         """The coordinator's entropy bonus in this update (``lambda_h_gate`` scales it per round)."""
+        self.lambda_l = cfg.lambda_l
+        """The actor's entropy bonus in this update (``lambda_l_gate`` scales it per round)."""
 
     @property
     def group(self) -> collective.Collective:
@@ -216,12 +219,14 @@ class HMASDTrainer:
         for g in self.optimizer.param_groups:
             g["lr"] = lr
         data, stats = self.prepare(batch)
+        failing = None  # the round's failure share, where a gate needs it
+        if "success" in (cfg.lambda_h_gate, cfg.lambda_l_gate):
+            failing = 1.0 - float(success_share(batch["reward"], batch["terminated"], batch["truncated"], group))
         if self.policy.hierarchy:
-            self.lambda_h = cfg.lambda_h
-            if cfg.lambda_h_gate == "success":
-                self.lambda_h *= 1.0 - float(success_share(batch["reward"], batch["terminated"], batch["truncated"],
-                                                           group))
+            self.lambda_h = cfg.lambda_h * (failing if cfg.lambda_h_gate == "success" else 1.0)
             stats["lambda_h"] = self.lambda_h
+        self.lambda_l = cfg.lambda_l * (failing if cfg.lambda_l_gate == "success" else 1.0)
+        stats["lambda_l"] = self.lambda_l
         T = batch["reward"].shape[0]
         L = chunk_len(T, cfg.chunk_len)
         window_gid = data.pop("h_gid", None)
@@ -315,7 +320,7 @@ class HMASDTrainer:
             pg_l, v_l, kl_l, cf_l = _ppo_terms(logp, mb["logp"], mb["low_adv"], value, mb["low_old_v"],
                                                mb["low_target"], cfg.clip_coef, cfg.value_clip, count)
             ent_l = ent.sum() / count
-            loss = loss + pg_l - cfg.lambda_l * ent_l + cfg.vf_coef * v_l
+            loss = loss + pg_l - self.lambda_l * ent_l + cfg.vf_coef * v_l
             out.update(low_pg_loss=pg_l, low_v_loss=v_l, low_entropy=ent_l, low_approx_kl=kl_l, low_clip_frac=cf_l)
             if hier:
                 lq_team = policy.disc.log_q_team(mb["next_state"])
