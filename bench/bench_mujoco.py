@@ -228,15 +228,17 @@ def level_markdown(rows: list[dict[str, Any]]) -> list[str]:
     """The ``level_rows`` table."""
     if not rows:
         return []
-    peers = list(rows[0]["peers"])
-    ours = list(rows[0]["ratios"])
+    # Peers over all envs (an env may lack one: its cells are "—").
+    peers = sorted({p for r in rows for p in r["peers"]})
+    ours = sorted({p for r in rows for p in r["ratios"]})
     heads = ["ratio"] if ours == ["rl_system"] else [f"ratio, {p}" for p in ours]
     lines = ["Time to each training return (median over the seeds that reached it; SB3 in CPU seconds):", "",
              "| env | return | " + " | ".join(f"{p}: reached, median s" for p in peers) + " | " + " | ".join(heads) + " |",
              "|---|---:|" + "---|" * len(peers) + "---:|" * len(heads)]
     for r in rows:
-        cells = [f"{v['reached']}, " + ("—" if v["median_s"] is None else f"{v['median_s']:.0f} {v['clock']} s")
-                 for v in r["peers"].values()]
+        cells = ["—" if v is None else f"{v['reached']}, " +
+                 ("—" if v["median_s"] is None else f"{v['median_s']:.0f} {v['clock']} s")
+                 for v in (r["peers"].get(p) for p in peers)]
         cells += [f"{x:.1f}×" if x is not None else "—" for x in (r["ratios"].get(p) for p in ours)]
         lines.append(f"| {r['env']} | {r['return']:.0f} | " + " | ".join(cells) + " |")
     return [*lines, ""]

@@ -87,6 +87,11 @@ def test_both_rl_system_backends_get_a_ratio_each_against_sb3():
     text = "\n".join(level_markdown([row]))
     assert "| ratio, rl_system | ratio, rl_system_envpool |" in text
     assert "| Hopper-v5 | 500 | 1/1, 4 wall s | 1/1, 2 wall s | 1/1, 8 CPU s | 2.0× | 4.0× |" in text
+    cheetah = [dict(r, env="HalfCheetah-v5") for r in runs if r["peer"] != "rl_system_envpool"]
+    rows = level_rows([*cheetah, *runs], [], [500.0])  # HalfCheetah first, without the EnvPool backend
+    text = "\n".join(level_markdown(rows))
+    assert "| HalfCheetah-v5 | 500 | 1/1, 4 wall s | — | 1/1, 8 CPU s | 2.0× | — |" in text
+    assert "| Hopper-v5 | 500 | 1/1, 4 wall s | 1/1, 2 wall s | 1/1, 8 CPU s | 2.0× | 4.0× |" in text
 
 
 def test_a_run_dir_names_its_backend_by_the_env_prefix(tmp_path):
