@@ -283,35 +283,9 @@ def test_novelty_gate_success_scales_the_bonus_by_the_rounds_failure_share():
     assert float(out["novelty_weight"]) == pytest.approx(0.5)
 
 
-def test_lambda_h_gate_success_turns_the_coordinators_entropy_bonus_off_as_the_task_is_solved():
-    gated = run_config(num_envs=3, rollout_len=10, lambda_h=0.5, lambda_h_gate="success")
-    _, policy, sampler = make_sampler_for(gated)
-    batch = training_batch(sampler.collect()[0])
-    ends = (batch["terminated"] | batch["truncated"]).nonzero().tolist()
-    assert len(ends) >= 2
-    batch["reward"] = torch.zeros_like(batch["reward"])
-    batch["terminated"] |= batch["truncated"]  # every episode ends on a team reward: solved
-    batch["truncated"][:] = False
-    batch["reward"][batch["terminated"]] = 1.0
-
-    def updated(cfg: RunConfig, data: dict) -> dict[str, torch.Tensor]:
-        pol = copy.deepcopy(policy)
-        torch.manual_seed(0)  # the same minibatch permutations
-        metrics = make_trainer(pol, cfg).update({k: v.clone() for k, v in data.items()}, 0.0)
-        return metrics, pol.coordinator.state_dict()
-
-    metrics, weights = updated(gated, batch)
-    _, without = updated(run_config(num_envs=3, rollout_len=10, lambda_h=0.0), batch)
-    _, ungated = updated(run_config(num_envs=3, rollout_len=10, lambda_h=0.5), batch)
-    assert metrics["lambda_h"] == 0.0  # logged
-    assert all(torch.equal(weights[k], without[k]) for k in weights)  # the same step as lambda_h 0
-    assert not all(torch.equal(ungated[k], without[k]) for k in weights)  # which the bonus would change
-    batch["reward"][(batch["terminated"]).nonzero()[0].tolist()] = 0.0  # one episode fails: 1/len(ends) of the bonus
-    assert updated(gated, batch)[0]["lambda_h"] == pytest.approx(0.5 / len(ends))
-
-
-def test_lambda_l_gate_success_turns_the_actors_entropy_bonus_off_as_the_task_is_solved():
-    gated = run_config(num_envs=3, rollout_len=10, lambda_l=0.5, lambda_l_gate="success")
+@pytest.mark.parametrize("bonus", ["lambda_h", "lambda_l"])  # the coordinator's, the actor's
+def test_an_entropy_gate_turns_its_bonus_off_as_the_task_is_solved(bonus):
+    gated = run_config(num_envs=3, rollout_len=10, **{bonus: 0.5, f"{bonus}_gate": "success"})
     _, policy, sampler = make_sampler_for(gated)
     batch = training_batch(sampler.collect()[0])
     ends = (batch["terminated"] | batch["truncated"]).nonzero().tolist()
@@ -328,15 +302,13 @@ def test_lambda_l_gate_success_turns_the_actors_entropy_bonus_off_as_the_task_is
         return metrics, pol.state_dict()
 
     metrics, weights = updated(gated, batch)
-    _, without = updated(run_config(num_envs=3, rollout_len=10, lambda_l=0.0), batch)
-    _, ungated = updated(run_config(num_envs=3, rollout_len=10, lambda_l=0.5), batch)
-    assert metrics["lambda_l"] == 0.0  # logged
-    assert all(torch.equal(weights[k], without[k]) for k in weights)  # the same step as lambda_l 0
+    _, without = updated(run_config(num_envs=3, rollout_len=10, **{bonus: 0.0}), batch)
+    _, ungated = updated(run_config(num_envs=3, rollout_len=10, **{bonus: 0.5}), batch)
+    assert metrics[bonus] == 0.0  # logged
+    assert all(torch.equal(weights[k], without[k]) for k in weights)  # the same step as a bonus of 0
     assert not all(torch.equal(ungated[k], without[k]) for k in weights)  # which the bonus would change
     batch["reward"][(batch["terminated"]).nonzero()[0].tolist()] = 0.0  # one episode fails: 1/len(ends) of it
-    assert updated(gated, batch)[0]["lambda_l"] == pytest.approx(0.5 / len(ends))
-    shipped, _ = updated(run_config(num_envs=3, rollout_len=10, lambda_h=0.5), batch)
-    assert shipped["lambda_h"] == 0.5  # no gate: the bonus whatever the success
+    assert updated(gated, batch)[0][bonus] == pytest.approx(0.5 / len(ends))
 
 
 def test_novelty_norm_initial_keeps_the_first_rounds_scale_so_the_bonus_fades():
