@@ -227,6 +227,10 @@ class HMASDConfig(_Strict):
     """``success``: the actor's entropy bonus is ``lambda_l * (1 - p)``, ``p`` the round's success
     share as for ``lambda_h_gate`` (not in the paper): once the task is solved the bonus no longer
     pulls the agents' actions back toward uniform; it returns as soon as episodes fail."""
+    gate_floor: float = Field(0.0, ge=0, le=1)
+    """The share of ``lambda_h`` / ``lambda_l`` a gate keeps once every episode succeeds: the
+    gated bonus is ``lambda * max(1 - p, gate_floor)``. At 0 a solved run's entropies fall toward 0
+    and one update can flip the near-deterministic policies (docs/hmasd.md, "Diagnosis")."""
 
     # -- PPO, shared by both levels ------------------------------------------------------------
     lr: float = Field(5e-4, gt=0)

@@ -307,8 +307,11 @@ def test_an_entropy_gate_turns_its_bonus_off_as_the_task_is_solved(bonus):
     assert metrics[bonus] == 0.0  # logged
     assert all(torch.equal(weights[k], without[k]) for k in weights)  # the same step as a bonus of 0
     assert not all(torch.equal(ungated[k], without[k]) for k in weights)  # which the bonus would change
+    floored = run_config(num_envs=3, rollout_len=10, **{bonus: 0.5, f"{bonus}_gate": "success", "gate_floor": 0.2})
+    assert updated(floored, batch)[0][bonus] == pytest.approx(0.1)  # a solved round keeps the floor's share
     batch["reward"][(batch["terminated"]).nonzero()[0].tolist()] = 0.0  # one episode fails: 1/len(ends) of it
     assert updated(gated, batch)[0][bonus] == pytest.approx(0.5 / len(ends))
+    assert updated(floored, batch)[0][bonus] == pytest.approx(0.5 * max(1 / len(ends), 0.2))
 
 
 def test_novelty_norm_initial_keeps_the_first_rounds_scale_so_the_bonus_fades():

@@ -16,7 +16,7 @@ Order of one ``update(batch, progress)``:
    share of the skill windows. One loss = low PPO + high PPO + discriminator cross-entropies
    (+ the novelty predictor's error with ``novelty_coef``); the coordinator's entropy bonus is
    ``lambda_h``, times the round's failure share with ``lambda_h_gate: success`` (the actor's,
-   ``lambda_l``, likewise with ``lambda_l_gate: success``); gradients
+   ``lambda_l``, likewise with ``lambda_l_gate: success``; both floored at ``gate_floor``); gradients
    clipped per network; non-finite steps skipped.
 
 In a learner group (:mod:`rl_system.collective`) each learner holds a contiguous range of the
@@ -219,13 +219,14 @@ class HMASDTrainer:
         for g in self.optimizer.param_groups:
             g["lr"] = lr
         data, stats = self.prepare(batch)
-        failing = None  # the round's failure share, where a gate needs it
+        gate = 1.0  # the gated bonuses' share this round: the failure share, floored
         if "success" in (cfg.lambda_h_gate, cfg.lambda_l_gate):
             failing = 1.0 - float(success_share(batch["reward"], batch["terminated"], batch["truncated"], group))
+            gate = max(failing, cfg.gate_floor)
         if self.policy.hierarchy:
-            self.lambda_h = cfg.lambda_h * (failing if cfg.lambda_h_gate == "success" else 1.0)
+            self.lambda_h = cfg.lambda_h * (gate if cfg.lambda_h_gate == "success" else 1.0)
             stats["lambda_h"] = self.lambda_h
-        self.lambda_l = cfg.lambda_l * (failing if cfg.lambda_l_gate == "success" else 1.0)
+        self.lambda_l = cfg.lambda_l * (gate if cfg.lambda_l_gate == "success" else 1.0)
         stats["lambda_l"] = self.lambda_l
         T = batch["reward"].shape[0]
         L = chunk_len(T, cfg.chunk_len)
