@@ -84,12 +84,6 @@ def first_at(curve: list, level: float) -> tuple | None:
     return next((row for row in curve if row[2] >= level), None)
 
 
-def time_to(curve: list, level: float) -> tuple[int, float] | None:
-    """(env steps, wall s) at which ``curve`` first reaches ``level``."""
-    row = first_at(curve, level)
-    return None if row is None else (row[0], row[1])
-
-
 # -- env stepping ----------------------------------------------------------------------------------
 
 
@@ -173,11 +167,10 @@ def summarise(runs: list[dict[str, Any]], timing: list[dict[str, Any]] = ()) -> 
         for peer, mean_final in finals.items():
             its = [r for r in mine if r["peer"] == peer]
             timed = [rerun.get((env_id, peer, r["seed"]), r) for r in its]
-            hits = [time_to(r["curve"], common) for r in timed]
+            hits = [first_at(r["curve"], common) for r in timed]
             walls = [h[1] for h in hits if h is not None]
             # SB3's curve rows carry CPU seconds too: its time alone on a machine, under any load.
-            cpus = [first_at(r["curve"], common)[3] for r, h in zip(timed, hits)
-                    if h is not None and len(r["curve"][0]) > 3]
+            cpus = [h[3] for h in hits if h is not None and len(h) > 3]
             rows.append({"env": env_id, "peer": peer, "seeds": [r["seed"] for r in its],
                          "final_returns": [round(r["final_return"], 1) for r in its], "final_mean": mean_final,
                          "wall_s": statistics.fmean(r["train_wall_s"] for r in its),

@@ -65,11 +65,7 @@ class EnvPoolVecEnv(NumpyBatchEnv):
         if "batch_size" in env_kwargs:
             raise ValueError("envpool: batch_size is not a setting here (the pool is stepped synchronously, "
                              "batch_size = num_envs)")
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
-        self.env_id = env_id
-        self.num_envs = int(num_envs)
-        self.device = torch.device(device)
+        self._init_batch(env_id, num_envs, device)
         self._make_kwargs = {"env_type": "gymnasium", "num_envs": self.num_envs, "batch_size": self.num_envs,
                              "num_threads": int(num_threads), **env_kwargs}
         self._seed = 0 if seed is None else int(seed)
@@ -95,12 +91,12 @@ class EnvPoolVecEnv(NumpyBatchEnv):
             self.pool = self._build(self._seed)
         self._fresh = False
         obs, info = self.pool.reset()
-        return self._obs_to_torch(self._ordered(self._split(obs), info), owned=False)
+        return self._obs_to_torch(self._ordered(self._split(obs), self._order(info)), owned=False)
 
     def step(self, action: torch.Tensor) -> StepResult:
         obs, reward, terminated, truncated, info = self.pool.step(self._action_to_numpy(action))
         order = self._order(info)
-        obs_np = self._ordered(self._split(obs), info)
+        obs_np = self._ordered(self._split(obs), order)
         if order is not None:
             reward, terminated, truncated = reward[order], terminated[order], truncated[order]
         done = np.logical_or(terminated, truncated)
@@ -129,8 +125,8 @@ class EnvPoolVecEnv(NumpyBatchEnv):
         ids = np.asarray(info["env_id"])
         return None if np.all(ids[1:] > ids[:-1]) else np.argsort(ids)
 
-    def _ordered(self, obs_np: dict[str, np.ndarray], info: dict[str, Any]) -> dict[str, np.ndarray]:
-        order = self._order(info)
+    @staticmethod
+    def _ordered(obs_np: dict[str, np.ndarray], order: np.ndarray | None) -> dict[str, np.ndarray]:
         return obs_np if order is None else {k: v[order] for k, v in obs_np.items()}
 
     def _outcomes(self, info: dict[str, Any], order: np.ndarray | None, done: np.ndarray) -> dict[str, torch.Tensor]:

@@ -123,6 +123,14 @@ class NumpyBatchEnv(VecEnv):
     module's Gymnasium adapter and :class:`envs.envpool_adapter.EnvPoolVecEnv`): the specs of the
     single-env spaces, observations to torch (one copy at most) and actions to numpy."""
 
+    def _init_batch(self, env_id: str, num_envs: int, device: str | torch.device) -> None:
+        """The batch's id, size (``ValueError`` below 1) and device."""
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        self.env_id = env_id
+        self.num_envs = int(num_envs)
+        self.device = torch.device(device)
+
     def _init_spaces(self, obs_space: spaces.Space, act_space: spaces.Space) -> None:
         """Set ``observation_spec`` / ``action_spec`` and the conversions from one env's spaces."""
         self.observation_spec = _observation_spec(obs_space)
@@ -193,11 +201,7 @@ class GymnasiumVecEnv(NumpyBatchEnv):
             raise ValueError(
                 f"vectorization_mode must be one of {_MODES}, got {vectorization_mode!r} (\"vector_entry_point\" "
                 "envs use their own autoreset mode and reject the SAME_STEP setting this adapter needs)")
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
-        self.env_id = env_id
-        self.num_envs = int(num_envs)
-        self.device = torch.device(device)
+        self._init_batch(env_id, num_envs, device)
         self._seed = seed
         self._seed_pending = True
         try:

@@ -3,7 +3,7 @@ a run's TensorBoard files (the training runs themselves are benchmarks, not test
 
 from __future__ import annotations
 
-from bench.bench_mujoco import markdown, summarise, tb_curve, time_to
+from bench.bench_mujoco import first_at, markdown, summarise, tb_curve
 
 
 def _run(peer, seed, final, curve, **extra):
@@ -22,7 +22,7 @@ def test_common_return_is_the_lower_mean_final_and_times_are_to_it():
     assert rows["rl_system"]["reached"] == "2/2" and rows["rl_system"]["time_to_common_s"] == 6.5  # median of 10 and 3
     assert rows["sb3_zoo"]["time_to_common_s"] == 40.0 and rows["sb3_zoo"]["cpu_s"] == 45.0
     assert rows["sb3_zoo"]["cpu_to_common_s"] == 38.0 and rows["rl_system"]["cpu_to_common_s"] is None
-    assert time_to([(1, 1.0, 5.0)], 6.0) is None
+    assert first_at([(1, 1.0, 5.0)], 6.0) is None
     text = markdown({"date": "d", "commit": "c", "cpu": "2 x cpu", "python": "3", "torch": "t", "ray": "r",
                      "gymnasium": "g", "mujoco": "m", "sb3": "s"}, list(rows.values()), [], "python -m bench.bench_mujoco")
     assert "| Hopper-v5 | sb3_zoo | 0 | 1700 (1700) | 10 (45) |" in text
