@@ -13,7 +13,7 @@ import torch
 
 from envs.alice_bob import AliceBobVecEnv
 from rl_system.algos.hmasd import make_policy, make_sampler, make_trainer
-from rl_system.algos.hmasd.networks import SkillCoordinator
+from rl_system.algos.hmasd.networks import HMASDPolicy, SkillCoordinator
 from rl_system.algos.hmasd.returns import low_level_reward, window_gae
 from rl_system.config import RunConfig, load_config
 from rl_system.learner import Learner, StaleRolloutError
@@ -312,6 +312,39 @@ def test_an_entropy_gate_turns_its_bonus_off_as_the_task_is_solved(bonus):
     batch["reward"][(batch["terminated"]).nonzero()[0].tolist()] = 0.0  # one episode fails: 1/len(ends) of it
     assert updated(gated, batch)[0][bonus] == pytest.approx(0.5 / len(ends))
     assert updated(floored, batch)[0][bonus] == pytest.approx(0.5 * max(1 / len(ends), 0.2))
+
+
+@pytest.mark.parametrize("tightness", [4, 1000])  # some steps kept; none (back to the sampling weights)
+def test_high_target_kl_undoes_the_step_that_leaves_the_region_and_stops_the_coordinator_alone(tightness):
+    base = {"num_envs": 3, "rollout_len": 12, "lr": 0.003, "num_epochs": 6}  # the coordinator drifts over the epochs
+    _, policy, sampler = make_sampler_for(run_config(**base))
+    batch = training_batch(sampler.collect()[0])
+
+    def updated(cfg: RunConfig) -> tuple[dict, HMASDPolicy, float]:
+        pol = copy.deepcopy(policy)
+        torch.manual_seed(0)  # the same minibatch permutations
+        trainer = make_trainer(pol, cfg)
+        metrics = trainer.update({k: v.clone() for k, v in batch.items()}, 0.0)
+        high = trainer.prepare({k: v.clone() for k, v in batch.items()})[0]
+        return metrics, pol, trainer._high_kl({k: v for k, v in high.items() if k.startswith("h")})
+
+    _, free, free_kl = updated(run_config(**base))
+    target = free_kl / tightness
+    metrics, bound, kl = updated(run_config(**base, high_target_kl=target))
+    assert metrics["high_kl_reverted"] == 1.0 and metrics["high_steps_kept"] < base["num_epochs"]
+    assert kl <= target < free_kl, (kl, target, free_kl)  # the round ends inside the region
+    coord = [k for k in policy.state_dict() if k.startswith("coordinator.")]
+    others = [k for k in policy.state_dict() if k.startswith(("low.actor.", "disc."))]
+    assert (metrics["high_steps_kept"] > 0) == (tightness == 4)
+    if metrics["high_steps_kept"] == 0:
+        assert all(torch.equal(bound.state_dict()[k], policy.state_dict()[k]) for k in coord)
+    # The low level and the discriminators took all their steps: exactly those of the free run.
+    assert all(torch.equal(bound.state_dict()[k], free.state_dict()[k]) for k in others)
+    assert not any(torch.equal(bound.state_dict()[k], policy.state_dict()[k]) for k in others)
+    # A bound the round never reaches changes nothing.
+    loose, loose_pol, _ = updated(run_config(**base, high_target_kl=1e9))
+    assert loose["high_kl_reverted"] == 0.0 and loose["high_steps_kept"] == base["num_epochs"]
+    assert all(torch.equal(loose_pol.state_dict()[k], v) for k, v in free.state_dict().items())
 
 
 def test_novelty_norm_initial_keeps_the_first_rounds_scale_so_the_bonus_fades():

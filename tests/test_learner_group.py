@@ -23,10 +23,12 @@ VARIANTS = {
     # Minibatches of whole env sequences, replayed from their initial state; burn-in steps.
     "recurrent": (PPO[0], PPO[1] + ["model.recurrent=gru", "model.recurrent_size=16", "ppo.burn_in=4"]),
     # Chunks and skill windows drawn over the group, value normalisers, the novelty bonus's scale
-    # and the success gate, both levels' advantage statistics.
+    # and the success gate, both levels' advantage statistics; the coordinator's KL bound (0.003:
+    # both rounds undo a step, the second keeps one), measured over the group's windows.
     "hmasd": ("launch/configs/alice_bob_hmasd.yaml", COMMON + [
         "workers.num_envs=8", "workers.rollout_len=50", "hmasd.num_minibatches=3", "hmasd.num_epochs=2",
-        "hmasd.high_norm_adv=true", "hmasd.novelty_coef=0.1", "hmasd.novelty_gate=success"]),
+        "hmasd.high_norm_adv=true", "hmasd.novelty_coef=0.1", "hmasd.novelty_gate=success",
+        "hmasd.high_target_kl=0.003"]),
 }
 
 

@@ -38,6 +38,7 @@ from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.networks import HMASDPolicy
 from rl_system.algos.hmasd.novelty import success_share
 from rl_system.algos.hmasd.returns import chunk_len, low_level_reward, to_chunks, window_gae
+from rl_system.algos.hmasd.trust import TrustRegion
 from rl_system.algos.advantages import compute_gae
 from rl_system.algos.recurrent import episode_starts
 
@@ -102,6 +103,8 @@ class HMASDTrainer:
         """The coordinator's entropy bonus in this update (``lambda_h_gate`` scales it per round)."""
         self.lambda_l = cfg.lambda_l
         """The actor's entropy bonus in this update (``lambda_l_gate`` scales it per round)."""
+        self.high_region = (TrustRegion(self.groups["coordinator"], cfg.high_target_kl)
+                            if policy.hierarchy and cfg.high_target_kl is not None else None)
 
     @property
     def group(self) -> collective.Collective:
@@ -243,27 +246,53 @@ class HMASDTrainer:
         device = low["reset"].device
         to_local = (shard.inverse(device), collective.inverse(window_gid, W)) if group.world > 1 else None
         sums: dict[str, float] = {}
+        counts: dict[str, int] = {}
         n, skipped = 0, 0
+        region = self.high_region
+        if region is not None:
+            region.start()
         for _ in range(cfg.num_epochs):
             chunks = torch.randperm(C, device=device).chunk(M) if M > 1 else [torch.arange(C, device=device)]
             windows = torch.randperm(W, device=device).tensor_split(M) if M > 1 else [torch.arange(W, device=device)]
             for ci, wi in zip(chunks, windows):
+                if region is not None and not region.active:
+                    wi = wi[:0]  # the coordinator sits out the rest of the round
                 rows = (ci.numel(), wi.numel())  # the global minibatch's chunks and windows
                 if to_local is not None:
                     ci, wi = collective.take_local(to_local[0], ci), collective.take_local(to_local[1], wi)
+                if region is not None and rows[1]:
+                    region.before_step()
                 out = self._minibatch_step(_take(low, ci, env_major=("hid_actor", "hid_critic")),
                                            _take(high, wi), rows)
                 if out is None:
                     skipped += 1
                     continue
+                if region is not None and rows[1]:
+                    region.after_step(out["high_approx_kl"])
                 for k, v in out.items():
                     sums[k] = sums.get(k, 0.0) + v
+                    counts[k] = counts.get(k, 0) + 1
                 n += 1
+        if region is not None:
+            region.finish(self._high_kl(high) if region.active and W else 0.0)
+            stats.update(region.metrics("high_"))
         self.skipped_updates += skipped
-        metrics = {k: v / max(n, 1) for k, v in sums.items()}
+        metrics = {k: v / counts[k] for k, v in sums.items()}  # each over the minibatches that had it
         metrics.update(stats)
         metrics.update(lr=lr, minibatch_steps=n, skipped_minibatches=skipped, chunk_len=L)
         return metrics
+
+    @torch.no_grad()
+    def _high_kl(self, hb: dict[str, torch.Tensor]) -> float:
+        """The coordinator's approximate KL to the sampling policy over all of the round's windows
+        (the group's), with its current weights."""
+        total = torch.zeros(2, device=hb["h_logp"].device)  # [KL sum, rows]
+        if hb["h_Z"].shape[0]:  # a learner of a group may hold none of the windows
+            hlogp = self.policy.coordinator.evaluate(hb["h_state"], hb["h_obs"], hb["h_Z"], hb["h_z"])[0]
+            log_ratio = hlogp - hb["h_logp"]
+            total[0], total[1] = (log_ratio.exp() - 1 - log_ratio).sum(), log_ratio.numel()
+        total = self.group.all_reduce(total)
+        return float(total[0] / total[1].clamp(min=1))
 
     def _stat_keys(self, with_high: bool) -> list[str]:
         """The minibatch statistics, in a fixed order (the group reduces them as one vector)."""
@@ -291,6 +320,11 @@ class HMASDTrainer:
             flat = self.group.all_reduce(torch.cat([collective.flat_grads(self.params), values]))
             collective.set_grads(self.params, flat[:-len(keys)])
             values = flat[-len(keys):]
+            if self.policy.hierarchy and not rows[1]:
+                # No windows anywhere in the group: the coordinator has no gradient, not a zero one
+                # (Adam would still move it with its momentum).
+                for p in self.groups["coordinator"]:
+                    p.grad = None
         stats = dict(zip(keys, values.tolist()))
         finite = all(math.isfinite(v) for v in stats.values())
         for params in self.groups.values():
