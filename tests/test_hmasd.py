@@ -10,11 +10,13 @@ import math
 
 import pytest
 import torch
+from torch import nn
 
 from envs.alice_bob import AliceBobVecEnv
 from rl_system.algos.hmasd import make_policy, make_sampler, make_trainer
 from rl_system.algos.hmasd.networks import HMASDPolicy, SkillCoordinator
 from rl_system.algos.hmasd.returns import low_level_reward, window_gae
+from rl_system.algos.hmasd.trust import TrustRegion
 from rl_system.config import RunConfig, load_config
 from rl_system.learner import Learner, StaleRolloutError
 from rl_system.metrics import read_scalars
@@ -334,10 +336,12 @@ def test_high_target_kl_undoes_the_step_that_leaves_the_region_and_stops_the_coo
     assert metrics["high_kl_reverted"] == 1.0 and metrics["high_steps_kept"] < base["num_epochs"]
     assert kl <= target < free_kl, (kl, target, free_kl)  # the round ends inside the region
     coord = [k for k in policy.state_dict() if k.startswith("coordinator.")]
-    others = [k for k in policy.state_dict() if k.startswith(("low.actor.", "disc."))]
-    assert (metrics["high_steps_kept"] > 0) == (tightness == 4)
-    if metrics["high_steps_kept"] == 0:
-        assert all(torch.equal(bound.state_dict()[k], policy.state_dict()[k]) for k in coord)
+    others = [k for k in policy.state_dict() if k.startswith(("low.", "disc."))]
+    kept = int(metrics["high_steps_kept"])
+    assert (kept > 0) == (tightness == 4)
+    # The coordinator stands where the free run stood after the steps kept (one minibatch per epoch).
+    stood = policy if kept == 0 else updated(run_config(**dict(base, num_epochs=kept)))[1]
+    assert all(torch.equal(bound.state_dict()[k], stood.state_dict()[k]) for k in coord)
     # The low level and the discriminators took all their steps: exactly those of the free run.
     assert all(torch.equal(bound.state_dict()[k], free.state_dict()[k]) for k in others)
     assert not any(torch.equal(bound.state_dict()[k], policy.state_dict()[k]) for k in others)
@@ -345,6 +349,43 @@ def test_high_target_kl_undoes_the_step_that_leaves_the_region_and_stops_the_coo
     loose, loose_pol, _ = updated(run_config(**base, high_target_kl=1e9))
     assert loose["high_kl_reverted"] == 0.0 and loose["high_steps_kept"] == base["num_epochs"]
     assert all(torch.equal(loose_pol.state_dict()[k], v) for k, v in free.state_dict().items())
+
+
+def test_trust_region_undoes_the_step_that_left_it_in_place():
+    p, q = nn.Parameter(torch.zeros(3)), nn.Parameter(torch.zeros(2, 2))
+    region = TrustRegion([p, q], target_kl=0.1)
+    storage = p.data_ptr(), q.data_ptr()
+
+    def step() -> None:  # one optimiser step: +1 on every weight
+        region.before_step()
+        with torch.no_grad():
+            p.add_(1.0)
+            q.add_(1.0)
+
+    def at(value: float) -> bool:
+        return bool((p == value).all() and (q == value).all())
+
+    region.start()
+    step(); region.after_step(0.0)     # the sampling weights: KL 0
+    step(); region.after_step(0.05)    # the weights after step 1 are inside
+    step(); region.after_step(0.5)     # those after step 2 are not: steps 2 and 3 undone
+    assert at(1.0) and region.steps_kept == 1 and region.reverted and not region.active
+    region.finish(9.0)                 # nothing left to undo
+    assert at(1.0) and region.metrics("high_") == {"high_kl_reverted": 1.0, "high_steps_kept": 1.0}
+    region.start()
+    step(); region.after_step(0.0)
+    step(); region.after_step(0.01)
+    region.before_step()               # a skipped (non-finite) step: a snapshot, no step, no report
+    region.finish(0.2)                 # the final weights are outside: the last step taken undone
+    assert at(2.0) and region.steps_kept == 1 and region.reverted
+    region.start()
+    step(); region.after_step(0.3)     # a round that starts outside (a stale rollout) stays put
+    assert at(2.0) and region.steps_kept == 0 and not region.active
+    region.start()
+    step(); region.after_step(0.0)
+    region.finish(0.05)                # inside: nothing undone
+    assert at(3.0) and region.steps_kept == 1 and not region.reverted
+    assert (p.data_ptr(), q.data_ptr()) == storage  # restored in place, not as views of a snapshot
 
 
 def test_novelty_norm_initial_keeps_the_first_rounds_scale_so_the_bonus_fades():

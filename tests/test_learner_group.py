@@ -70,6 +70,8 @@ def test_two_learners_hold_the_weights_of_one_and_checkpoints_resume_on_any_numb
                 assert m["train"].keys() == m0["train"].keys()
                 for key, value in m0["train"].items():  # losses, KL, normaliser and reward statistics
                     assert m["train"][key] == pytest.approx(value, rel=1e-3, abs=1e-5, nan_ok=True), key
+            if variant == "hmasd":
+                assert m0["train"]["high_kl_reverted"] == 1.0  # the bound acts in every round
             weights, version = w0, version + 1
         return weights, version
 

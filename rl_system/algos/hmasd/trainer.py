@@ -17,7 +17,8 @@ Order of one ``update(batch, progress)``:
    (+ the novelty predictor's error with ``novelty_coef``); the coordinator's entropy bonus is
    ``lambda_h``, times the round's failure share with ``lambda_h_gate: success`` (the actor's,
    ``lambda_l``, likewise with ``lambda_l_gate: success``; both floored at ``gate_floor``); gradients
-   clipped per network; non-finite steps skipped.
+   clipped per network; non-finite steps skipped. With ``high_target_kl`` the coordinator's steps
+   are held within that KL of the sampling policy (:mod:`rl_system.algos.hmasd.trust`).
 
 In a learner group (:mod:`rl_system.collective`) each learner holds a contiguous range of the
 round's envs; the chunk and window permutations are drawn over the global batch (same seed on every
@@ -252,7 +253,7 @@ class HMASDTrainer:
         if region is not None:
             region.start()
         for _ in range(cfg.num_epochs):
-            chunks = torch.randperm(C, device=device).chunk(M) if M > 1 else [torch.arange(C, device=device)]
+            chunks = torch.randperm(C, device=device).tensor_split(M) if M > 1 else [torch.arange(C, device=device)]
             windows = torch.randperm(W, device=device).tensor_split(M) if M > 1 else [torch.arange(W, device=device)]
             for ci, wi in zip(chunks, windows):
                 if region is not None and not region.active:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from torch.nn.utils import parameters_to_vector, vector_to_parameters
+from torch.nn.utils import parameters_to_vector
 
 
 class TrustRegion:
@@ -56,7 +56,7 @@ class TrustRegion:
             return
         # The last step left the region: back to the weights before it (this step goes with it).
         # Where no step was taken yet the round started outside (a stale rollout): it stays there.
-        vector_to_parameters(self._last if self._last is not None else self._pending, self.params)
+        self._restore(self._last if self._last is not None else self._pending)
         self.steps_kept -= self._last is not None
         self.active, self.reverted = False, True
 
@@ -64,10 +64,17 @@ class TrustRegion:
     def finish(self, final_kl: float) -> None:
         """Undo the round's last step if the weights it left are beyond the target."""
         if self.active and final_kl > self.target_kl and self._last is not None:
-            vector_to_parameters(self._last, self.params)
+            self._restore(self._last)
             self.reverted = True
             self.steps_kept -= 1
         self.active = False
+
+    @torch.no_grad()
+    def _restore(self, flat: torch.Tensor) -> None:
+        # In place: the parameters keep their own storage (vector_to_parameters would make each
+        # one a view of the snapshot, and every shipped weight would then carry all of it).
+        for p, saved in zip(self.params, flat.split([p.numel() for p in self.params])):
+            p.copy_(saved.view_as(p))
 
     def metrics(self, prefix: str) -> dict[str, float]:
         return {f"{prefix}kl_reverted": float(self.reverted), f"{prefix}steps_kept": float(self.steps_kept)}
