@@ -44,6 +44,11 @@ from rl_system.algos.advantages import compute_gae
 from rl_system.algos.recurrent import episode_starts
 
 
+def _approx_kl(log_ratio: torch.Tensor) -> torch.Tensor:
+    """Per-row approximate KL of the new policy to the sampling one: ``(r - 1) - log r``."""
+    return log_ratio.exp() - 1 - log_ratio
+
+
 def _ppo_terms(new_logp, old_logp, adv, new_v, old_v, target, clip: float, vclip: float | None, count: int):
     """PPO's policy and value losses, KL and clip fraction over these rows, each a sum divided by
     ``count``, the rows of the whole minibatch (over a learner group: its share of the mean)."""
@@ -56,7 +61,7 @@ def _ppo_terms(new_logp, old_logp, adv, new_v, old_v, target, clip: float, vclip
         vl = 0.5 * torch.max((new_v - target).square(), (v_clipped - target).square()).sum() / count
     with torch.no_grad():
         log_ratio = new_logp - old_logp
-        kl = ((ratio - 1) - log_ratio).sum() / count
+        kl = _approx_kl(log_ratio).sum() / count
         clip_frac = ((ratio - 1).abs() > clip).float().sum() / count
     return pg, vl, kl, clip_frac
 
@@ -291,7 +296,7 @@ class HMASDTrainer:
         if hb["h_Z"].shape[0]:  # a learner of a group may hold none of the windows
             hlogp = self.policy.coordinator.evaluate(hb["h_state"], hb["h_obs"], hb["h_Z"], hb["h_z"])[0]
             log_ratio = hlogp - hb["h_logp"]
-            total[0], total[1] = (log_ratio.exp() - 1 - log_ratio).sum(), log_ratio.numel()
+            total[0], total[1] = _approx_kl(log_ratio).sum(), log_ratio.numel()
         total = self.group.all_reduce(total)
         return float(total[0] / total[1].clamp(min=1))
 
