@@ -6,6 +6,7 @@ from envs.base import Box, Discrete, TensorSpec
 from rl_system.algos.advantages import compute_gae
 from rl_system.algos.ppo import PPO
 from rl_system.algos.ppo.policy import ActorCritic, RunningNorm
+from rl_system.algos.surrogate import approx_kl, ppo_sums
 from rl_system.config import ModelConfig, PPOConfig
 
 
@@ -55,6 +56,27 @@ def _batch(policy, obs_dim, T=8, N=16, discrete=True):
             "value": value.reshape(T, N), "reward": torch.randn(T, N, generator=g),
             "terminated": torch.zeros(T, N, dtype=torch.bool), "truncated": torch.zeros(T, N, dtype=torch.bool),
             "trunc_value": torch.zeros(T, N), "last_value": torch.zeros(N)}
+
+
+def test_surrogate_sums_match_the_clipped_objective_row_by_row():
+    """The shared PPO terms against a per-row reading of the paper's formulas."""
+    log_ratio = torch.tensor([0.0, 0.5, -0.5, 0.1])
+    adv = torch.tensor([1.0, 1.0, -1.0, -2.0])
+    new_v, old_v, target = torch.tensor([1.0, 3.0, 0.0, 0.0]), torch.zeros(4), torch.ones(4)
+    pg, v, kl, clipped = ppo_sums(log_ratio, adv, new_v, old_v, target, clip=0.2, vclip=0.2)
+    want_pg = 0.0
+    for lr, a in zip(log_ratio.tolist(), adv.tolist()):
+        r = math.exp(lr)
+        want_pg += -min(r * a, min(max(r, 0.8), 1.2) * a)
+    assert math.isclose(pg.item(), want_pg, rel_tol=1e-6)
+    # value clip: rows 0 and 1 move 1.0 and 3.0 from old_v; clipped to 0.2, the larger error counts
+    want_v = 0.5 * (max(0.0, 0.8 ** 2) + max(4.0, 0.8 ** 2) + 1.0 + 1.0)
+    assert math.isclose(v.item(), want_v, rel_tol=1e-6)
+    assert clipped.item() == 2.0  # exp(0.5) and exp(-0.5) leave [0.8, 1.2]; exp(0.1) does not
+    kl_rows = approx_kl(log_ratio)
+    assert kl_rows[0].item() == 0.0 and (kl_rows >= 0).all()
+    assert math.isclose(kl.item(), sum(math.exp(x) - 1 - x for x in log_ratio.tolist()), rel_tol=1e-6)
+    assert ppo_sums(log_ratio, adv, new_v, old_v, target, 0.2, None)[1].item() == 0.5 * (0 + 4 + 1 + 1)
 
 
 def test_ppo_update_runs_for_discrete_and_continuous():

@@ -35,35 +35,20 @@ import torch
 from torch import nn
 
 from rl_system import collective
+from rl_system.algos.advantages import compute_gae
 from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.networks import HMASDPolicy
 from rl_system.algos.hmasd.novelty import success_share
 from rl_system.algos.hmasd.returns import chunk_len, low_level_reward, to_chunks, window_gae
 from rl_system.algos.hmasd.trust import TrustRegion
-from rl_system.algos.advantages import compute_gae
 from rl_system.algos.recurrent import episode_starts
-
-
-def _approx_kl(log_ratio: torch.Tensor) -> torch.Tensor:
-    """Per-row approximate KL of the new policy to the sampling one: ``(r - 1) - log r``."""
-    return log_ratio.exp() - 1 - log_ratio
+from rl_system.algos.surrogate import approx_kl, ppo_sums
 
 
 def _ppo_terms(new_logp, old_logp, adv, new_v, old_v, target, clip: float, vclip: float | None, count: int):
     """PPO's policy and value losses, KL and clip fraction over these rows, each a sum divided by
     ``count``, the rows of the whole minibatch (over a learner group: its share of the mean)."""
-    ratio = (new_logp - old_logp).exp()
-    pg = torch.max(-adv * ratio, -adv * ratio.clamp(1 - clip, 1 + clip)).sum() / count
-    if vclip is None:
-        vl = 0.5 * (new_v - target).square().sum() / count
-    else:
-        v_clipped = old_v + (new_v - old_v).clamp(-vclip, vclip)
-        vl = 0.5 * torch.max((new_v - target).square(), (v_clipped - target).square()).sum() / count
-    with torch.no_grad():
-        log_ratio = new_logp - old_logp
-        kl = _approx_kl(log_ratio).sum() / count
-        clip_frac = ((ratio - 1).abs() > clip).float().sum() / count
-    return pg, vl, kl, clip_frac
+    return tuple(x / count for x in ppo_sums(new_logp - old_logp, adv, new_v, old_v, target, clip, vclip))
 
 
 def skill_usage(Z: torch.Tensor, z: torch.Tensor, n_Z: int, n_z: int,
@@ -296,7 +281,7 @@ class HMASDTrainer:
         if hb["h_Z"].shape[0]:  # a learner of a group may hold none of the windows
             hlogp = self.policy.coordinator.evaluate(hb["h_state"], hb["h_obs"], hb["h_Z"], hb["h_z"])[0]
             log_ratio = hlogp - hb["h_logp"]
-            total[0], total[1] = _approx_kl(log_ratio).sum(), log_ratio.numel()
+            total[0], total[1] = approx_kl(log_ratio).sum(), log_ratio.numel()
         total = self.group.all_reduce(total)
         return float(total[0] / total[1].clamp(min=1))
 

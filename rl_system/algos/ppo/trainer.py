@@ -26,6 +26,7 @@ from rl_system.algos.advantages import compute_gae
 from rl_system.algos.ppo.policy import RunningNorm
 from rl_system.algos.protocols import is_recurrent
 from rl_system.algos.recurrent import episode_starts
+from rl_system.algos.surrogate import ppo_sums
 from rl_system.config import PPOConfig
 from rl_system.rollout import OBS, observations
 
@@ -173,23 +174,15 @@ class PPO:
             new_logp, entropy, new_value = (x[cfg.burn_in:].flatten() for x in (new_logp, entropy, new_value))
         else:
             new_logp, entropy, new_value = self.policy.evaluate(observations(mb), mb["action"])
-        log_ratio = new_logp - mb["logp"]
-        ratio = log_ratio.exp()
         adv = mb["advantage"]
         if cfg.norm_adv and rows > 1:
             mean, std = adv_stats if adv_stats is not None else (adv.mean(), adv.std())
             adv = (adv - mean) / (std + 1e-8)
-        pg = torch.max(-adv * ratio, -adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).sum()
-        if cfg.clip_vloss:
-            v_clipped = mb["value"] + (new_value - mb["value"]).clamp(-cfg.clip_coef, cfg.clip_coef)
-            v = 0.5 * torch.max((new_value - mb["ret"]).square(), (v_clipped - mb["ret"]).square()).sum()
-        else:
-            v = 0.5 * (new_value - mb["ret"]).square().sum()
+        vclip = cfg.clip_coef if cfg.clip_vloss else None
+        pg, v, kl, clip = ppo_sums(new_logp - mb["logp"], adv, new_value, mb["value"], mb["ret"], cfg.clip_coef, vclip)
         ent = entropy.sum()
         loss = (pg - cfg.ent_coef * ent + cfg.vf_coef * v) / rows
         with torch.no_grad():
-            kl = ((ratio - 1) - log_ratio).sum()
-            clip = ((ratio - 1).abs() > cfg.clip_coef).float().sum()
             sums = torch.stack([pg, v, ent, kl, clip]).detach()
         return loss, sums
 
