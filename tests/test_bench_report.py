@@ -186,6 +186,24 @@ def test_hmasd_is_cited_not_rerun(tmp_path):
     assert "error" in report.hmasd_cited(tmp_path / "missing.md")
 
 
+def test_hmasd_cites_bench_hmasd_own_table(tmp_path):
+    """The table as `bench_hmasd --from-outputs` prints it (no outer pipes), after a paragraph."""
+    doc = tmp_path / "hmasd.md"
+    head = ("method | seed | reseeded at | steps to target | solved (>= 0.9) at | lowest after | test success | "
+            "test success (argmax) | best.json at env steps | best.json test success")
+    doc.write_text(f"**{report.HMASD_TABLE_TITLE}** (from abc: `python -m bench.bench_hmasd\n"
+                   "--seeds S`, two side by side):\n\n" + head + "\n" + "|".join(["---"] * 10) + "\n"
+                   "hmasd | 100 | - | 1,062,400 | 1,088,000 | 0.91 | 1.000 | 0.000 | 3,008,000 | 1.000\n"
+                   "hmasd | 114 | 1,203,200 | not reached | - | - | 0.000 | 0.000 | 3,008,000 | 0.000\n"
+                   "hmasd | 115 | - | 793,600 | 819,200 | 0.42 | 0.850 | 1.000 | 2,560,000 | 0.910\n"
+                   "\nmethod | runs reaching target\n---|---\nhmasd | 2/3\n")
+    sec = report.hmasd_cited(doc)
+    assert sec["seeds"] == 3 and sec["fell_after_solving"] == 1
+    assert [(r["passed"], r["mean"]) for r in sec["rows"]] == [(2, pytest.approx(0.6166667)),
+                                                              (2, pytest.approx(0.6366667))]
+    assert "fell below 0.5 after first reaching 0.9: 1 of 3" in "\n".join(report_md.md_hmasd(sec))
+
+
 def test_missing_rllib_is_a_one_line_note(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray.rllib", None)  # import ray.rllib now raises ImportError
     sections: dict = {"throughput": {"rows": []}}  # no ttt: the CleanRL-style peer (which trains) is not run
