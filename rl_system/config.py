@@ -251,10 +251,11 @@ class HMASDConfig(_Strict):
     clip_coef: float = Field(0.2, gt=0)
     high_target_kl: float | None = Field(None, gt=0)
     """A hard bound on the coordinator's approximate KL to the policy that sampled the round (not
-    in the paper; None: off): a step that takes it past the bound is undone and the coordinator sits
-    out the rest of the round's epochs; the low level and discriminators go on
-    (:mod:`rl_system.algos.hmasd.trust`). Logged as ``train/high_kl_reverted`` and
-    ``train/high_steps_kept``."""
+    in the paper; None: off): a step that takes it past the bound is shrunk along its direction
+    (halved up to 6 times) until it is inside; only a step no shrink brings back is undone, and the
+    coordinator then sits out the rest of the round's epochs; the low level and discriminators go
+    on (:mod:`rl_system.algos.hmasd.trust`). Logged as ``train/high_steps_kept``,
+    ``train/high_step_halvings`` and ``train/high_kl_reverted``."""
     value_clip: float | None = Field(0.2, gt=0)
     """Clip range of the value loss (in normalised units with value_norm); None: unclipped."""
     vf_coef: float = Field(1.0, ge=0)

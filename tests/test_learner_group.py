@@ -24,7 +24,7 @@ VARIANTS = {
     "recurrent": (PPO[0], PPO[1] + ["model.recurrent=gru", "model.recurrent_size=16", "ppo.burn_in=4"]),
     # Chunks and skill windows drawn over the group, value normalisers, the novelty bonus's scale
     # and the success gate, both levels' advantage statistics; the coordinator's KL bound (0.003:
-    # both rounds undo a step, the second keeps one), measured over the group's windows.
+    # steps shrunk in both rounds), measured over the group's windows.
     "hmasd": ("launch/configs/alice_bob_hmasd.yaml", COMMON + [
         "workers.num_envs=8", "workers.rollout_len=50", "hmasd.num_minibatches=3", "hmasd.num_epochs=2",
         "hmasd.high_norm_adv=true", "hmasd.novelty_coef=0.1", "hmasd.novelty_gate=success",
@@ -71,7 +71,7 @@ def test_two_learners_hold_the_weights_of_one_and_checkpoints_resume_on_any_numb
                 for key, value in m0["train"].items():  # losses, KL, normaliser and reward statistics
                     assert m["train"][key] == pytest.approx(value, rel=1e-3, abs=1e-5, nan_ok=True), key
             if variant == "hmasd":
-                assert m0["train"]["high_kl_reverted"] == 1.0  # the bound acts in every round
+                assert m0["train"]["high_step_halvings"] > 0  # the bound acts in every round
             weights, version = w0, version + 1
         return weights, version
 

@@ -17,8 +17,9 @@ Order of one ``update(batch, progress)``:
    (+ the novelty predictor's error with ``novelty_coef``); the coordinator's entropy bonus is
    ``lambda_h``, times the round's failure share with ``lambda_h_gate: success`` (the actor's,
    ``lambda_l``, likewise with ``lambda_l_gate: success``; both floored at ``gate_floor``); gradients
-   clipped per network; non-finite steps skipped. With ``high_target_kl`` the coordinator's steps
-   are held within that KL of the sampling policy (:mod:`rl_system.algos.hmasd.trust`).
+   clipped per network; non-finite steps skipped. With ``high_target_kl`` each of the
+   coordinator's steps is shrunk until its KL to the sampling policy, over all of the round's
+   windows, is within that bound (:mod:`rl_system.algos.hmasd.trust`).
 
 In a learner group (:mod:`rl_system.collective`) each learner holds a contiguous range of the
 round's envs; the chunk and window permutations are drawn over the global batch (same seed on every
@@ -259,13 +260,12 @@ class HMASDTrainer:
                     skipped += 1
                     continue
                 if region is not None and rows[1]:
-                    region.after_step(out["high_approx_kl"])
+                    region.after_step(lambda: self._high_kl(high))
                 for k, v in out.items():
                     sums[k] = sums.get(k, 0.0) + v
                     counts[k] = counts.get(k, 0) + 1
                 n += 1
         if region is not None:
-            region.finish(self._high_kl(high) if region.active and W else 0.0)
             stats.update(region.metrics("high_"))
         self.skipped_updates += skipped
         metrics = {k: v / counts[k] for k, v in sums.items()}  # each over the minibatches that had it

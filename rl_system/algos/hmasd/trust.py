@@ -6,28 +6,39 @@ coordinator once took a round with approximate KL 0.133 against 6e-5 to 3e-4 in 
 and the team's success fell from 1.00 to 0.02 (docs/hmasd.md, "Diagnosis of late collapses").
 ``hmasd.high_target_kl`` puts a :class:`TrustRegion` on the coordinator.
 
-The approximate KL a minibatch reports is that of the weights *before* its step (the forward pass
-that computes the loss), so a step's KL is only known one minibatch later. The region therefore
-keeps the weights from before the previous step: when a minibatch reports a KL above the target,
-the step that caused it is undone (the weights go back to those before it, whose KL was within the
-target) and the network sits out the rest of the round's epochs. After the last epoch the caller
-measures the final weights' KL once more (:meth:`TrustRegion.finish`), so no round ends beyond the
-target. Adam's moments keep the undone step's gradient: it was a gradient of this round's data.
+After each of the network's steps the caller measures the KL of the new weights to the policy that
+sampled the round (one forward pass over the round's samples, no gradients). A step that leaves the
+region is shrunk along its own direction, as in TRPO's line search: the weights go to
+``before + 2**-j * (after - before)`` for ``j = 1 ..`` :data:`MAX_HALVINGS` until the KL is within
+the target. Only a step that no shrinking brings back (the round started outside, e.g. a stale
+rollout) is undone, and the network then sits out the rest of the round's epochs.
+
+Why a line search and not "undo and sit out": with Adam a single step moves every weight by about
+``lr`` whatever the gradient's size, and near a sharpened plan that one step can exceed the target.
+Undoing it then undid every round from there on: the coordinator froze, for 137 rounds to the end
+of the run on one seed, with its plan half-learned (docs/hmasd.md, "The coordinator's KL bound").
+Adam's moments keep each step's gradient either way: it was a gradient of this round's data.
 """
 
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 from torch import nn
 from torch.nn.utils import parameters_to_vector
+
+MAX_HALVINGS = 6
+"""Shrinks tried before a step is undone: down to 1/64 of it, about 1/4096 of its KL (KL grows with
+the square of a small step)."""
 
 
 class TrustRegion:
     """Keeps one network within ``target_kl`` of the policy that sampled the round.
 
     Use per round: :meth:`start`; before each of the network's steps :meth:`before_step`; after it,
-    :meth:`after_step` with the KL that step's minibatch reported; at the end :meth:`finish` with
-    the final weights' KL. ``active`` says whether the network still takes steps this round.
+    :meth:`after_step` with a function that returns the KL of the current weights. ``active`` says
+    whether the network still takes steps this round.
     """
 
     def __init__(self, params: list[nn.Parameter], target_kl: float):
@@ -35,39 +46,36 @@ class TrustRegion:
         self.active = True
         self.reverted = False
         self.steps_kept = 0
-        self._last: torch.Tensor | None = None  # weights before the last step taken
-        self._pending: torch.Tensor | None = None  # weights before the step under way
+        self.halvings = 0
+        self._before: torch.Tensor | None = None  # weights before the step under way
 
     def start(self) -> None:
-        self.active, self.reverted, self.steps_kept = True, False, 0
-        self._last = self._pending = None
+        self.active, self.reverted, self.steps_kept, self.halvings = True, False, 0, 0
+        self._before = None
 
     @torch.no_grad()
     def before_step(self) -> None:
-        self._pending = parameters_to_vector(self.params).clone()
+        self._before = parameters_to_vector(self.params).clone()
 
     @torch.no_grad()
-    def after_step(self, kl_before_step: float) -> None:
-        """``kl_before_step``: the KL of the weights this step started from (its minibatch's). Not
-        called for a step that was skipped (non-finite): its snapshot is simply replaced."""
-        if kl_before_step <= self.target_kl:
-            self._last = self._pending
+    def after_step(self, kl: Callable[[], float]) -> None:
+        """``kl()``: the KL of the current weights to the sampling policy. Not called for a step
+        that was skipped (non-finite): its snapshot is simply replaced."""
+        if kl() <= self.target_kl:
             self.steps_kept += 1
             return
-        # The last step left the region: back to the weights before it (this step goes with it).
-        # Where no step was taken yet the round started outside (a stale rollout): it stays there.
-        self._restore(self._last if self._last is not None else self._pending)
-        self.steps_kept -= self._last is not None
+        before = self._before
+        step = parameters_to_vector(self.params) - before
+        for j in range(1, MAX_HALVINGS + 1):
+            self._restore(before + step * 2.0 ** -j)
+            self.halvings += 1
+            if kl() <= self.target_kl:
+                self.steps_kept += 1
+                return
+        # No shrink of this step is inside: the weights before it were already at (or past) the
+        # bound. Back to them, and the network sits out the rest of the round.
+        self._restore(before)
         self.active, self.reverted = False, True
-
-    @torch.no_grad()
-    def finish(self, final_kl: float) -> None:
-        """Undo the round's last step if the weights it left are beyond the target."""
-        if self.active and final_kl > self.target_kl and self._last is not None:
-            self._restore(self._last)
-            self.reverted = True
-            self.steps_kept -= 1
-        self.active = False
 
     @torch.no_grad()
     def _restore(self, flat: torch.Tensor) -> None:
@@ -77,4 +85,5 @@ class TrustRegion:
             p.copy_(saved.view_as(p))
 
     def metrics(self, prefix: str) -> dict[str, float]:
-        return {f"{prefix}kl_reverted": float(self.reverted), f"{prefix}steps_kept": float(self.steps_kept)}
+        return {f"{prefix}kl_reverted": float(self.reverted), f"{prefix}steps_kept": float(self.steps_kept),
+                f"{prefix}step_halvings": float(self.halvings)}
