@@ -22,7 +22,7 @@ Adam's moments keep each step's gradient either way: it was a gradient of this r
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import nn
