@@ -10,8 +10,9 @@ After each of the network's steps the caller measures the KL of the new weights 
 sampled the round (one forward pass over the round's samples, no gradients). A step that leaves the
 region is shrunk along its own direction, as in TRPO's line search: the weights go to
 ``before + 2**-j * (after - before)`` for ``j = 1 ..`` :data:`MAX_HALVINGS` until the KL is within
-the target. Only a step that no shrinking brings back (the round started outside, e.g. a stale
-rollout) is undone, and the network then sits out the rest of the round's epochs.
+the target. Only a step that no shrinking brings back (the weights before it already at the
+bound, or a round that started outside it) is undone, and the network then sits out the rest of
+the round's epochs.
 
 Why a line search and not "undo and sit out": with Adam a single step moves every weight by about
 ``lr`` whatever the gradient's size, and near a sharpened plan that one step can exceed the target.
