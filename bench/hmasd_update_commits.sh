@@ -1,0 +1,22 @@
+#!/bin/bash
+# The in-process HMASD update time (python -m rl_system.algos.hmasd.bench, default settings, one
+# thread) at several commits, alternating between them for REPEATS passes so that a shared
+# machine's drift spreads over every commit instead of favouring one:
+#
+#     bench/hmasd_update_commits.sh [REPEATS] COMMIT...
+#
+# Each commit is checked out as a detached worktree under a temporary folder (removed at the end).
+set -euo pipefail
+repeats=2
+if [[ ${1:-} =~ ^[0-9]+$ ]]; then repeats=$1; shift; fi
+(( $# )) || { echo "usage: $0 [REPEATS] COMMIT..." >&2; exit 2; }
+root=$(git rev-parse --show-toplevel)
+tmp=$(mktemp -d)
+trap 'for c in "$@"; do git -C "$root" worktree remove --force "$tmp/$c" 2>/dev/null || true; done; rm -rf "$tmp"' EXIT
+for c in "$@"; do git -C "$root" worktree add -f --detach "$tmp/$c" "$c" >/dev/null; done
+for ((rep = 1; rep <= repeats; rep++)); do
+  for c in "$@"; do
+    line=$(cd "$tmp/$c" && PYTHONPATH="$tmp/$c" timeout 300 python -m rl_system.algos.hmasd.bench --repeats 3 | grep update)
+    echo "$rep $c $line"
+  done
+done
