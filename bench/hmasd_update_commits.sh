@@ -13,7 +13,7 @@ if [[ ${1:-} =~ ^[0-9]+$ ]]; then repeats=$1; shift; fi
 root=$(git rev-parse --show-toplevel)
 tmp=$(mktemp -d)
 trap 'for c in "$@"; do git -C "$root" worktree remove --force "$tmp/$c" 2>/dev/null || true; done; rm -rf "$tmp"' EXIT
-for c in "$@"; do git -C "$root" worktree add -f --detach "$tmp/$c" "$c" >/dev/null; done
+for c in "$@"; do git -C "$root" worktree add --quiet -f --detach "$tmp/$c" "$c" >/dev/null; done
 for ((rep = 1; rep <= repeats; rep++)); do
   for c in "$@"; do
     line=$(cd "$tmp/$c" && PYTHONPATH="$tmp/$c" timeout 300 python -m rl_system.algos.hmasd.bench --repeats 3 | grep update)
