@@ -151,3 +151,72 @@ def test_a_pbt_sweep_survives_ctrl_c_resumes_exploits_and_names_its_best_config(
     top = table.iloc[0]
     assert best.ppo.lr == pytest.approx(top["ppo.lr"]) and best.seed == top["seed"]
     assert best.max_env_steps == 24000 and best.workers.num_workers == 1  # the sweep's --set kept
+
+
+# -- synchronous PBT: an exploit during a member's pause-save -----------------------------------
+def _step_until(ctrl, done, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not done() and time.monotonic() < deadline:
+        ctrl.step()
+    assert done(), [(t.trial_id, t.status) for t in ctrl.get_trials()]
+
+
+def test_synch_pbt_keeps_a_member_exploited_while_its_pause_save_is_in_flight(ray_session, tmp_path, monkeypatch):
+    # The sequence that hung a resumed sweep: member `lo` reaches the synch point and Tune pauses
+    # it, saving it first; `hi`'s report at the same point arrives before that save resolves, so
+    # PBT exploits `lo` mid-save. Stock Tune 2.60 leaves a STOP cached for `lo`, and the first
+    # checkpointed report after its restart terminates it below the next synch point.
+    import tempfile
+
+    from ray import tune
+    from ray.train._internal.storage import StorageContext
+    from ray.tune import Callback
+    from ray.tune.execution.tune_controller import TuneController
+    from ray.tune.experiment import Trial
+
+    from rl_system.tuning.pbt import PopulationBasedTraining
+
+    def _checkpointing_member(config):
+        """A member that reports every 20 ms, each report with a checkpoint, PBT's clock at 0
+        (defined here: Ray ships it to the trial's actor by value)."""
+        while True:
+            staging = Path(tempfile.mkdtemp(prefix="pbt_race_"))
+            (staging / "state").write_text(str(config["lr"]))
+            tune.report({"return": 0.0, "clock": 0}, checkpoint=tune.Checkpoint.from_directory(str(staging)))
+            time.sleep(0.02)
+
+    class Reports(Callback):
+        def __init__(self):
+            self.count: dict[str, int] = {}
+
+        def on_trial_result(self, iteration, trials, trial, result, **info):
+            self.count[trial.trial_id] = self.count.get(trial.trial_id, 0) + 1
+
+    monkeypatch.setenv("TUNE_MAX_PENDING_TRIALS_PG", "2")
+    tune.register_trainable("pbt_race", _checkpointing_member)
+    pbt = PopulationBasedTraining(time_attr="clock", metric="return", mode="max", perturbation_interval=8000,
+                                  hyperparam_mutations={"lr": [1e-3, 1e-2]}, quantile_fraction=0.25, synch=True)
+    storage = StorageContext(storage_path=str(tmp_path), experiment_dir_name="race")
+    reports = Reports()
+    ctrl = TuneController(scheduler=pbt, storage=storage, callbacks=[reports])
+    lo, hi = (Trial("pbt_race", config={"lr": 1e-3}, storage=storage,
+                    placement_group_factory=tune.PlacementGroupFactory([{"CPU": 0.1}])) for _ in range(2))
+    try:
+        for member in (lo, hi):
+            ctrl.add_trial(member)
+        _step_until(ctrl, lambda: all(reports.count.get(t.trial_id, 0) >= 2 for t in (lo, hi)))
+
+        assert pbt.on_trial_result(ctrl, lo, {"return": 0.0, "clock": 8192}) == "PAUSE"  # hi is not there yet
+        ctrl.pause_trial(lo)  # what Tune does with PAUSE: save the member, then stop it
+        assert lo.is_saving
+        assert pbt.on_trial_result(ctrl, hi, {"return": 1.0, "clock": 8192}) == "PAUSE"  # both there: exploit lo
+        ctrl.pause_trial(hi)
+        assert lo.status == Trial.PAUSED and lo.config["lr"] in (1e-3, 1e-2)
+        assert lo.trial_id not in ctrl._cached_trial_decisions  # no STOP left for lo's next save
+
+        # Both go on; lo from hi's checkpoint. It must live past its first checkpointed reports.
+        before = reports.count[lo.trial_id]
+        _step_until(ctrl, lambda: reports.count[lo.trial_id] >= before + 3 or lo.status == Trial.TERMINATED)
+        assert lo.status == Trial.RUNNING, lo.status
+    finally:
+        ctrl.cleanup()

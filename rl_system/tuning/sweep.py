@@ -108,7 +108,9 @@ class Sweep:
 
 
 def _scheduler(sweep: Sweep) -> Any:
-    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, PopulationBasedTraining
+    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
+
+    from rl_system.tuning.pbt import PopulationBasedTraining
 
     if sweep.scheduler == "asha":
         # max_t past the budget: a trial ends itself at max_env_steps (its last round may pass
