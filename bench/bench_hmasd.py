@@ -126,6 +126,7 @@ def run_one(method: str, seed: int, size: str, steps: int, target: float, root: 
             "train_success": summary.get("final_success_rate", 0.0), "test_success": test.get("success_rate", 0.0),
             "test_success_argmax": test_argmax.get("success_rate", 0.0), "test_length": test["length_mean"],
             "reseeds": [r["env_steps"] for r in summary["reseeds"]],
+            "rollbacks": summary.get("rollbacks", []),
             "best_steps": best_state["driver"]["env_steps"], "best_test_success": best.get("success_rate", 0.0),
             "solved_at": solved_at, "lowest_after_solved": lowest,
             "state": tested}  # the tables below sample the test env too
@@ -320,6 +321,11 @@ def report(args: argparse.Namespace, root: Path) -> None:
             print(format_row(r), flush=True)
     print()
     print("\n".join(summary_lines(rows)))
+    for r in rows:
+        for b in r["rollbacks"]:
+            print(f"{r['method']} seed {r['seed']}: rolled back on collapse at {b['env_steps']:,} env steps "
+                  f"(mean return {b['mean_return']:.2f}) to the checkpoint of {b['to_env_steps']:,} "
+                  f"(mean return {b['to_mean_return']:.2f}), learning rate x{b['lr_scale']:g}")
     for r in rows:
         table = skill_table(r["state"]) if r["method"] == "hmasd" else []
         if table:

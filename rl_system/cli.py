@@ -135,9 +135,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     reseeds = summary["reseeds"]
     at = ", ".join(f"{r['env_steps']:,}" for r in reseeds)
     reseeded = f", reseeded on stall at {at} steps" if reseeds else ""
+    rollbacks = summary.get("rollbacks") or []
+    back = ", ".join(f"{r['env_steps']:,} (to {r['to_env_steps']:,})" for r in rollbacks)
+    rolled = f", rolled back on collapse at {back} steps" if rollbacks else ""
     print(f"done: {summary['env_steps']:,} env steps in {summary['wall_time_s']:.2f}s "
           f"({summary['steps_per_s']:,.0f} steps/s), final mean return {_fmt(summary['final_mean_return'])}{reached}"
-          f"{reseeded}")
+          f"{reseeded}{rolled}")
     return 0
 
 

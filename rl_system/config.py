@@ -336,6 +336,25 @@ class ReseedConfig(_Strict):
         return self
 
 
+class RollbackConfig(_Strict):
+    """Roll back on collapse: a guard for runs that lose what they had learned.
+
+    After a round whose full ``return_window`` mean is at least ``drop`` below the current
+    attempt's best (a reseed on stall starts a new attempt), the learner goes back to the
+    run's best checkpoint (the highest mean return in the checkpoint store, ``best.json``) and
+    trains on with its learning rate scaled by ``lr_scale`` once more per rollback. Env steps
+    and the budget go on; the return window starts afresh. At most ``max_rollbacks`` per run.
+    A checkpoint from an earlier attempt, or one whose mean return is not ``drop`` above the
+    collapsed window, is not gone back to (the warning says so, and the guard waits for the
+    next checkpoint). A round that does not trigger it changes nothing, so a run in which it
+    never fires trains exactly as without it. Off unless ``drop`` is set (in return units: the
+    Alice_and_Bob preset sets 0.3 on its 0-1 success return; docs/hmasd.md, "Rollback")."""
+
+    drop: float | None = Field(None, gt=0)
+    lr_scale: float = Field(0.5, gt=0, le=1)
+    max_rollbacks: int = Field(3, ge=1)
+
+
 def attempt_seed(seed: int, attempt: int) -> int:
     """The seed of a run's ``attempt``-th start (0: the config's own). Far from the seeds users
     sweep (0, 1, 2, ...), so seed 0's second attempt is not seed 1's first."""
@@ -358,6 +377,8 @@ class RunConfig(_Strict):
     selfplay: SelfPlayConfig = Field(default_factory=SelfPlayConfig)
     reseed: ReseedConfig = Field(default_factory=ReseedConfig)
     """Reseed on stall (off unless ``reseed.at_env_steps`` is set)."""
+    rollback: RollbackConfig = Field(default_factory=RollbackConfig)
+    """Roll back to the best checkpoint on collapse (off unless ``rollback.drop`` is set)."""
     max_policy_lag: int = Field(0, ge=0)
     """Rollouts from policy versions older than ``version - max_policy_lag`` are dropped."""
     max_env_steps: int = Field(1_000_000, gt=0)

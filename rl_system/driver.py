@@ -23,7 +23,7 @@ import ray
 import yaml
 from ray.exceptions import ActorUnavailableError, RayActorError, RayTaskError
 
-from rl_system import grafana, reporting, run_state
+from rl_system import grafana, reporting, rollback, run_state
 from rl_system.config import ConfigError, RunConfig, attempt_seed
 from rl_system.errors import TrainingError, one_line
 from rl_system.filesystems import write_json
@@ -300,6 +300,8 @@ class RunLoop:
             self._record(metrics, metas, elapsed)
             if self._stalled(steps_before) and not self._should_stop(elapsed):  # never end on fresh weights
                 self._reseed(pending)
+            elif rollback.collapsed(self) and not self._should_stop(elapsed):
+                rollback.roll_back(self, pending)
             if time.perf_counter() - last_log >= cfg.log_every_s:
                 last_log = time.perf_counter()
                 self._poll_checkpointer()

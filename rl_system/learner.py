@@ -140,6 +140,7 @@ class Learner:
             "version": self.version,
             "env_steps": self.env_steps,
             "skipped_updates": self.algo.skipped_updates,
+            "lr_scale": self.algo.lr_scale,
             "rng": capture_rng_state(),
         }
 
@@ -151,6 +152,7 @@ class Learner:
         self.version = int(state["version"])
         self.env_steps = int(state["env_steps"])
         self.algo.skipped_updates = int(state["skipped_updates"])
+        self.algo.lr_scale = float(state.get("lr_scale", 1.0))  # checkpoints from before rollbacks: 1
         restore_rng_state(state["rng"])
         return self.get_weights()
 
@@ -161,6 +163,14 @@ class Learner:
         if state is not None:
             self.load_state(state)
         self.version = max(self.version, min_version)
+        return self.get_weights()
+
+    def roll_back(self, state: dict[str, Any], min_version: int, lr_scale: float) -> dict[str, torch.Tensor]:
+        """Go back to a checkpoint's learner section (:meth:`restore`) and train on with the
+        learning rate scaled by ``lr_scale`` (a rollback on collapse, :mod:`rl_system.rollback`).
+        Returns the weights."""
+        self.restore(state, min_version)
+        self.algo.lr_scale = lr_scale
         return self.get_weights()
 
     def get_version(self) -> int:

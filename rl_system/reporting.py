@@ -42,6 +42,8 @@ class RunStats:
     best_return: float = float("-inf")
     attempt_best_return: float = float("-inf")  # since the last reseed on stall (ReseedConfig)
     reseeds: list[dict[str, Any]] = field(default_factory=list)
+    rollbacks: list[dict[str, Any]] = field(default_factory=list)  # rollbacks on collapse (RollbackConfig)
+    rollback_refused_at: int | None = None  # checkpoints saved when the last rollback found none to use
     time_to_target_s: float | None = None
     steps_to_target: int | None = None
     # Seconds spent per phase, summed over rounds: where the wall time goes.
@@ -82,7 +84,7 @@ def status(run: RunLoop, state: str, elapsed: float) -> dict[str, Any]:
         "workers_alive": len(run.workers), "num_workers": run.cfg.workers.num_workers,
         "rollouts_dropped": run.gate.dropped, "worker_restarts": st.worker_restarts,
         "learner_restarts": st.learner_restarts, **_storage_restarts(run),
-        "reseeds": len(st.reseeds), "bytes_shipped": st.bytes_shipped,
+        "reseeds": len(st.reseeds), "rollbacks": len(st.rollbacks), "bytes_shipped": st.bytes_shipped,
         "compression_ratio": st.bytes_raw / st.bytes_shipped if st.bytes_shipped else None,
         "checkpoint_save_s": run.storage.checkpoint_stats.get("last_save_s") if run.storage else None,
     }
@@ -124,6 +126,7 @@ def summary(run: RunLoop, wall: float, startup_s: float, state: str,
         "learner_restarts": st.learner_restarts,
         **_storage_restarts(run),
         "reseeds": st.reseeds,
+        "rollbacks": st.rollbacks,
         "bytes_shipped": st.bytes_shipped,
         "compression_ratio": st.bytes_raw / st.bytes_shipped if st.bytes_shipped else None,
         "compression": sorted({p["compression"] for p in placement}),

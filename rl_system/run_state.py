@@ -20,13 +20,13 @@ if TYPE_CHECKING:  # the run loop imports this module
 
 def snapshot(run: RunLoop, elapsed: float) -> dict[str, Any]:
     """The run loop's part of a checkpoint (its ``driver`` section): counters, the return window,
-    reseeds, the clock."""
+    reseeds and rollbacks, the clock."""
     st = run.stats
     return {"rounds": st.rounds, "env_steps": st.env_steps, "dropped": run.gate.dropped,
             "worker_failures": st.worker_failures, "worker_restarts": st.worker_restarts,
             "learner_restarts": st.learner_restarts, "best_return": st.best_return,
             "time_to_target_s": st.time_to_target_s, "steps_to_target": st.steps_to_target, "elapsed_s": elapsed,
-            "attempt_best_return": st.attempt_best_return, "reseeds": st.reseeds,
+            "attempt_best_return": st.attempt_best_return, "reseeds": st.reseeds, "rollbacks": st.rollbacks,
             "returns": list(run.window.returns), "lengths": list(run.window.lengths),
             "episodes": run.window.episodes,
             "outcomes": {k: list(v) for k, v in run.window.outcomes.items()}}
@@ -67,6 +67,7 @@ def restore_progress(run: RunLoop, d: dict[str, Any] | None) -> None:
     # "restarts" is the key older checkpoints used for reseeds)
     st.attempt_best_return = d.get("attempt_best_return", st.best_return)
     st.reseeds = d.get("reseeds", d.get("restarts", []))
+    st.rollbacks = list(d.get("rollbacks", []))
     run.window = ReturnWindow(run.cfg.return_window)
     run.window.extend(d.get("returns", []), d.get("lengths", []), d.get("episodes", 0), d.get("outcomes"))
 

@@ -34,6 +34,7 @@ COUNTERS = (
     ("rollouts_dropped", "rollouts dropped by the policy-version gate"),
     ("worker_restarts", "rollout worker restarts"),
     ("reseeds", "fresh starts of a stalled run (reseed.at_env_steps)"),
+    ("rollbacks", "returns to the best checkpoint after a collapse (rollback.drop)"),
     ("learner_restarts", "learners rebuilt from a checkpoint inside the run"),
     ("checkpointer_restarts", "Ray restarts of the checkpointer"),
     ("bytes_shipped", "rollout payload bytes sent through the object store"),
@@ -124,5 +125,6 @@ def format_status(runs: dict[str, dict[str, Any]]) -> str:
             f"restarts {s.get('worker_restarts', 0)} | "
             + (f"learner rebuilt {s['learner_restarts']}x | " if s.get("learner_restarts") else "")
             + (f"reseeded on stall {s['reseeds']}x | " if s.get("reseeds") else "")
+            + (f"rolled back {s['rollbacks']}x | " if s.get("rollbacks") else "")
             + f"updated {age:.0f}s ago")
     return "\n".join(lines)

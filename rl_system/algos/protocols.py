@@ -54,6 +54,8 @@ class Trainer(Protocol):
 
     skipped_updates: int
     """Minibatch steps dropped so far for a non-finite loss or gradient (weights untouched)."""
+    lr_scale: float
+    """Multiplies the configured learning rate (1.0; a rollback on collapse lowers it)."""
 
     def update(self, batch: Columns, progress: float) -> dict[str, float]:
         """One update on a round's batch (rollouts joined by :func:`rl_system.rollout.concat`);

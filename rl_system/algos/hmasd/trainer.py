@@ -91,6 +91,7 @@ class HMASDTrainer:
         self.groups = policy.param_groups()
         self.params = list(policy.parameters())
         self.skipped_updates = 0
+        self.lr_scale = 1.0  # a rollback on collapse lowers it (rl_system.rollback)
         self.lambda_h = cfg.lambda_h
         """The coordinator's entropy bonus in this update (``lambda_h_gate`` scales it per round)."""
         self.lambda_l = cfg.lambda_l
@@ -210,7 +211,7 @@ class HMASDTrainer:
     # -- update --------------------------------------------------------------------------------
     def update(self, batch: dict[str, torch.Tensor], progress: float) -> dict[str, float]:
         cfg, group = self.cfg, self.group
-        lr = cfg.lr * max(1.0 - progress, 0.0) if cfg.anneal_lr else cfg.lr
+        lr = (cfg.lr * max(1.0 - progress, 0.0) if cfg.anneal_lr else cfg.lr) * self.lr_scale
         for g in self.optimizer.param_groups:
             g["lr"] = lr
         data, stats = self.prepare(batch)

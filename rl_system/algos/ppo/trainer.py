@@ -38,6 +38,7 @@ class PPO:
         self.policy, self.cfg = policy, cfg
         self.optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr, eps=1e-5, fused=True)
         self.skipped_updates = 0
+        self.lr_scale = 1.0  # a rollback on collapse lowers it (rl_system.rollback)
         device = next(policy.parameters()).device
         # Running variance of the discounted return; the learner's alone (workers ship raw rewards).
         self.return_norm = RunningNorm(1).to(device) if cfg.normalize_reward else None
@@ -100,7 +101,7 @@ class PPO:
         sums its losses over them, divided by the global minibatch size; the all-reduced gradients
         are then exactly the one-learner gradients of the whole minibatch."""
         cfg, policy = self.cfg, self.policy
-        lr = cfg.lr * max(1.0 - progress, 0.0) if cfg.anneal_lr else cfg.lr
+        lr = (cfg.lr * max(1.0 - progress, 0.0) if cfg.anneal_lr else cfg.lr) * self.lr_scale
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         data = self.prepare(batch)
