@@ -3,6 +3,7 @@ file whose last record is still being written."""
 
 from __future__ import annotations
 
+import pytest
 from tensorboardX import SummaryWriter
 
 from bench.tb_scalars import read_scalars, table
@@ -24,3 +25,14 @@ def test_reads_what_the_writer_wrote_and_stops_at_a_torn_tail(tmp_path):
     torn = read_scalars(tmp_path)
     assert torn["rollout/success_rate"] == scalars["rollout/success_rate"]   # written before the torn record
     assert torn["train/reward_term_env"] == {s * 100: -s for s in range(4)}   # the last one is dropped, not garbled
+
+
+def test_the_largest_fall_below_the_best_restarts_at_each_reseed():
+    from bench.hmasd_round_stats import largest_fall
+
+    returns = {100: 0.2, 200: 0.6, 300: 0.1, 400: 0.0, 500: 0.9, 600: 0.5}
+    fall, at = largest_fall(returns, [])
+    assert fall == pytest.approx(0.6) and at == 400
+    fall, at = largest_fall(returns, [350])  # from 400 on a new attempt: its best starts at 0.0
+    assert fall == pytest.approx(0.5) and at == 300
+    assert largest_fall({}, []) == (0.0, None)
