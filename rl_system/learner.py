@@ -169,9 +169,9 @@ class Learner:
         """Go back to a checkpoint's learner section (:meth:`restore`) and train on with the
         learning rate scaled by ``lr_scale`` (a rollback on collapse, :mod:`rl_system.rollback`).
         Returns the weights."""
-        self.restore(state, min_version)
-        self.algo.lr_scale = lr_scale
-        return self.get_weights()
+        weights = self.restore(state, min_version)
+        self.algo.lr_scale = lr_scale  # after restore, which loads the checkpoint's own scale
+        return weights
 
     def get_version(self) -> int:
         return self.version

@@ -21,6 +21,9 @@ def test_defaults_and_overrides(tmp_path):
     ("ppo.gamma=1.5", "ppo.gamma: Input should be less than or equal to 1"),
     ("model.hidden_sizes=[0]", "model: Value error, hidden_sizes must be"),
     ("compression=zstd", "compression: Input should be 'auto', 'lz4' or 'none' (got 'zstd')"),
+    ("rollback.drop=0", "rollback.drop: Input should be greater than 0"),
+    ("rollback.lr_scale=1.5", "rollback.lr_scale: Input should be less than or equal to 1"),
+    ("rollback.max_rollbacks=0", "rollback.max_rollbacks: Input should be greater than or equal to 1"),
     ("nonsense", "expected KEY=VALUE"),
 ])
 def test_bad_values_name_the_key(override, needle):
