@@ -348,11 +348,17 @@ class RollbackConfig(_Strict):
     collapsed window, is not gone back to (the warning says so, and the guard waits for the
     next checkpoint). A round that does not trigger it changes nothing, so a run in which it
     never fires trains exactly as without it. Off unless ``drop`` is set (in return units: the
-    Alice_and_Bob preset sets 0.3 on its 0-1 success return; docs/hmasd.md, "Rollback")."""
+    Alice_and_Bob preset sets 0.3 on its 0-1 success return; docs/hmasd.md, "Rollback").
+
+    The episodes that end in the ``settle_rounds`` rounds after a rollback do not enter the
+    return window: the envs are not reset, so the episodes in flight then began under the
+    collapsed policy, and counting them would judge the restored one by its predecessor's play
+    (one round covers every episode no longer than ``rollout_len``)."""
 
     drop: float | None = Field(None, gt=0)
     lr_scale: float = Field(0.5, gt=0, le=1)
     max_rollbacks: int = Field(3, ge=1)
+    settle_rounds: int = Field(1, ge=0)
 
 
 def attempt_seed(seed: int, attempt: int) -> int:

@@ -348,15 +348,20 @@ class RunLoop:
         return metrics, metas
 
     def _account(self, metas: list[RolloutMeta]) -> None:
-        """Count the round's env steps and bytes; its finished episodes enter the return window."""
+        """Count the round's env steps and bytes; its finished episodes enter the return window
+        (only counted while a rollback settles: they began under the collapsed policy)."""
         st = self.stats
+        settling = rollback.settling(self)
         for meta in metas:
             st.env_steps += meta.env_steps
             st.bytes_shipped += meta.payload_bytes
             st.bytes_raw += meta.raw_bytes
             st.cpu_workers += meta.cpu_s
-            self.window.extend(meta.episode_returns, meta.episode_lengths, meta.num_episodes,
-                               meta.episode_outcomes)
+            if settling:
+                self.window.extend([], [], meta.num_episodes)
+            else:
+                self.window.extend(meta.episode_returns, meta.episode_lengths, meta.num_episodes,
+                                   meta.episode_outcomes)
 
     def _progress_line(self, elapsed: float) -> None:
         st = self.stats

@@ -10,7 +10,8 @@ Where it goes back to is the checkpoint store's best (the highest mean return in
 what ``best.json`` names), read after the checkpoints requested so far are on storage. It must
 belong to the current attempt and score at least ``drop`` above the collapsed window; else the
 guard says why and waits for the next checkpoint before it looks again. The version still goes
-up, so every worker loads the restored weights with its next sample.
+up, so every worker loads the restored weights with its next sample. The envs are not reset:
+the episodes that end in the next ``settle_rounds`` rounds stay out of the return window.
 """
 
 from __future__ import annotations
@@ -32,6 +33,12 @@ def collapsed(run: RunLoop) -> bool:
     if st.rollback_refused_at is not None and run.storage.checkpoint_stats.get("saved", 0) == st.rollback_refused_at:
         return False
     return st.attempt_best_return - window.mean >= cfg.drop
+
+
+def settling(run: RunLoop) -> bool:
+    """True in the ``rollback.settle_rounds`` rounds after the last rollback (this round counted)."""
+    st = run.stats
+    return bool(st.rollbacks) and st.rounds - st.rollbacks[-1]["round"] <= run.cfg.rollback.settle_rounds
 
 
 def roll_back(run: RunLoop, pending: dict) -> bool:

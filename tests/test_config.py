@@ -24,6 +24,7 @@ def test_defaults_and_overrides(tmp_path):
     ("rollback.drop=0", "rollback.drop: Input should be greater than 0"),
     ("rollback.lr_scale=1.5", "rollback.lr_scale: Input should be less than or equal to 1"),
     ("rollback.max_rollbacks=0", "rollback.max_rollbacks: Input should be greater than or equal to 1"),
+    ("rollback.settle_rounds=-1", "rollback.settle_rounds: Input should be greater than or equal to 0"),
     ("nonsense", "expected KEY=VALUE"),
 ])
 def test_bad_values_name_the_key(override, needle):

@@ -41,6 +41,9 @@ def test_a_collapsed_run_goes_back_to_its_best_checkpoint_with_a_smaller_step(ra
     backs = summary["rollbacks"]
     assert len(backs) == 2 and out.count("rollback on collapse: mean return") == 2, out
     assert [b["lr_scale"] for b in backs] == [0.5, 0.25]
+    # The round after the first rollback settles (its episodes began under the collapsed policy
+    # and stay out of the window); the next full window collapses again.
+    assert backs[1]["round"] - backs[0]["round"] == 2
     assert all(b["to_env_steps"] == best["manifest"]["env_steps"] for b in backs)
     assert all(b["mean_return"] < b["best_return"] - 0.3 for b in backs)
     assert "rolled back on collapse at" in out
