@@ -65,7 +65,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT_DIR = ROOT / "bench" / "results" / "report"
 README = ROOT / "README.md"
 SECTIONS = ("ttt", "throughput", "field", "envs", "codec", "hmasd")
-HMASD_TABLE_TITLE = "The e57bc59 preset over twenty new seeds"
+HMASD_TABLE_TITLE = "The shipped preset: two learner threads, the bound's line search and rollback on collapse"
 
 
 # -- budgets ----------------------------------------------------------------------------------
