@@ -111,12 +111,13 @@ def _results(trial_dir: Path) -> list[dict]:
 
 
 def test_a_pbt_sweep_survives_ctrl_c_resumes_exploits_and_names_its_best_config(tmp_path):
-    # Two members (seed 0 and 1), 4,096 env steps a round, 6 rounds; both wait at 8,000 and 16,000
-    # steps (--pbt-synch), then the worse goes on from the better one's checkpoint with a perturbed
-    # lr. Two perturbation points, so that whatever the first one meets around the Ctrl-C (Tune
-    # keeps no scheduler state across a restore: the resumed sweep starts a fresh PBT) a later one
-    # finds both members live.
-    sets = [a for s in [*SMALL, "max_env_steps=24000", "workers.num_envs=256", "checkpoint.every_rounds=1"]
+    # Two members (seed 0 and 1), 4,096 env steps a round, 10 rounds; both wait every 8,000 steps
+    # (--pbt-synch), then the worse goes on from the better one's checkpoint with a perturbed lr.
+    # Four perturbation points, so that whatever the first ones meet around the Ctrl-C (Tune keeps
+    # no scheduler state across a restore: the resumed sweep starts a fresh PBT) a later one finds
+    # both members live. With two (a 24k budget), one full-suite run exploited nothing: a member
+    # reported at 4,096 and 8,192 env steps, then only at the budget's end.
+    sets = [a for s in [*SMALL, "max_env_steps=40000", "workers.num_envs=256", "checkpoint.every_rounds=1"]
             for a in ("--set", s)]
     args = [CARTPOLE, *sets, "--search", "seed=grid(0, 1)", "--search", "ppo.lr=loguniform(3e-4, 1e-2)",
             "--num-samples", "1", "--scheduler", "pbt", "--perturbation-steps", "8000", "--pbt-synch",
@@ -139,7 +140,7 @@ def test_a_pbt_sweep_survives_ctrl_c_resumes_exploits_and_names_its_best_config(
     table = pd.read_parquet(exp / RESULTS_FILE)
     assert len(table) == 2 and set(table["status"]) == {"done"}
     assert {"seed", "ppo.lr", "return", "best_return", "env_steps", "checkpoint"} <= set(table.columns)
-    assert list(table["env_steps"]) == [24576, 24576]  # a clone goes on from the donor's steps to the budget
+    assert list(table["env_steps"]) == [40960, 40960]  # a clone goes on from the donor's steps to the budget
     assert table["return"].is_monotonic_decreasing and math.isfinite(table.iloc[0]["return"])
     # PBT exploited: a member's lr changed on the way (the grid's seed is never perturbed, only copied).
     seen = {Path(p).name: [(r["env_steps"], r["config"]["ppo.lr"]) for r in _results(Path(p))] for p in table["path"]}
@@ -150,7 +151,7 @@ def test_a_pbt_sweep_survives_ctrl_c_resumes_exploits_and_names_its_best_config(
     best = load_config(exp / BEST_FILE)  # a whole config `rl-system train` takes as it is
     top = table.iloc[0]
     assert best.ppo.lr == pytest.approx(top["ppo.lr"]) and best.seed == top["seed"]
-    assert best.max_env_steps == 24000 and best.workers.num_workers == 1  # the sweep's --set kept
+    assert best.max_env_steps == 40000 and best.workers.num_workers == 1  # the sweep's --set kept
 
 
 # -- synchronous PBT: an exploit during a member's pause-save -----------------------------------
