@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 from pathlib import Path
 from typing import Any
 
@@ -45,11 +44,16 @@ def _joined(values) -> str:
     return ", ".join(f"{v:.1f}" for v in values)
 
 
+def _rates(runs) -> str:
+    """End-to-end env steps/s per seed (runs from different sittings are not averaged)."""
+    return ", ".join(f"{r['env_steps'] / r['train_wall_s']:,.0f}" for r in runs)
+
+
 def markdown(st: dict[str, Any], runs: list[dict[str, Any]], argv: str) -> str:
     lines = [f"# MinAtar: PPO with the small CNN ({st['date_utc']}, commit {st['commit']})", "",
              f"`{argv}` on {st['cpu']} ({st['cores']} cores), torch {st['torch']}, Ray {st['ray']}.", "",
              "| game | seeds | env steps | final 100-episode mean (per seed) | deterministic test (per seed) | "
-             "env steps/s | published (same budget) |", "|---|---|---:|---|---|---:|---|"]
+             "env steps/s (per seed) | published (same budget) |", "|---|---|---:|---|---|---:|---|"]
     for game in GAMES:
         its = sorted((r for r in runs if r["env"] == game), key=lambda r: r["seed"])
         if not its:
@@ -57,7 +61,10 @@ def markdown(st: dict[str, Any], runs: list[dict[str, Any]], argv: str) -> str:
         pub = ", ".join(f"{k}: ~{v}" for k, v in PUBLISHED[game].items())
         lines.append(f"| {game} | {' '.join(str(r['seed']) for r in its)} | {its[0]['env_steps']:,} | "
                      f"{_joined(r['final_return'] for r in its)} | {_joined(r['test']['return_mean'] for r in its)} | "
-                     f"{statistics.fmean(r['env_steps'] / r['train_wall_s'] for r in its):,.0f} | {pub} |")
+                     f"{_rates(its)} | {pub} |")
+    where = [f"{r['env']} seed {r['seed']}: {r['commit']}, {r['cpu_kernels']} kernels" for r in runs if "commit" in r]
+    if where:
+        lines += ["", "Where each run ran (runs without this trained before it was recorded): " + "; ".join(where) + "."]
     return "\n".join(lines) + "\n"
 
 

@@ -147,6 +147,20 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown"
 
 
+# The libraries' switches that hold their kernels to one instruction set (docs/user_guide.md,
+# "Reproducibility"): a seed's run repeats across CPUs only with the same kernels.
+KERNEL_VARS = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA")
+
+
+def cpu_kernels() -> str:
+    """The vector instruction set torch's CPU kernels use ("AVX512", "AVX2", ...), with any of
+    :data:`KERNEL_VARS` that are set: which kernels made a figure."""
+    import torch
+
+    held = " ".join(f"{k}={os.environ[k]}" for k in KERNEL_VARS if k in os.environ)
+    return torch.backends.cpu.get_cpu_capability() + (f" ({held})" if held else "")
+
+
 def _memory_gib() -> float | None:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -184,6 +198,7 @@ def stamp() -> dict[str, Any]:
         "date_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "commit": git_commit(),
         "cpu": _cpu_model(),
+        "cpu_kernels": cpu_kernels(),
         "cores": os.cpu_count(),
         "memory_gib": _memory_gib(),
         "gpu": _gpu(),

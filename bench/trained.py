@@ -17,8 +17,10 @@ def train_row(config: str, overrides: list[str], seed: int, run_dir: Path, test_
               test_envs: int = 100) -> dict[str, Any]:
     """Train ``config`` with ``overrides`` and ``seed`` into ``run_dir``; returns
     :func:`bench.bench_mujoco.read_ours`'s row plus the summary's target, best-return and
-    outcome rates and, with ``test_episodes``, a ``test`` dict (``rl-system eval
+    outcome rates, where it ran (``commit``, ``cpu_kernels``: runs merged from several sittings
+    keep their own) and, with ``test_episodes``, a ``test`` dict (``rl-system eval
     --deterministic`` of the newest checkpoint)."""
+    from bench.report import cpu_kernels, git_commit
     from rl_system.checkpoint.store import CheckpointStore
     from rl_system.config import load_config
     from rl_system.driver import train
@@ -30,7 +32,8 @@ def train_row(config: str, overrides: list[str], seed: int, run_dir: Path, test_
     row.update(config=config, overrides=overrides, train_cpu_s=summary["cpu_s"]["total"],
                steps_to_target=summary.get("steps_to_target"),
                time_to_target_s=summary.get("time_to_target_s"), best_return=summary.get("best_mean_return"),
-               outcome_rates={k: v for k, v in summary.items() if k.startswith("final_") and k.endswith("_rate")})
+               outcome_rates={k: v for k, v in summary.items() if k.startswith("final_") and k.endswith("_rate")},
+               commit=git_commit(), cpu_kernels=cpu_kernels())
     if test_episodes:
         state, _, _ = CheckpointStore(str(run_dir / "checkpoints")).load_latest_valid()
         row["test"] = evaluate(state, episodes=test_episodes, deterministic=True, num_envs=test_envs)
