@@ -16,11 +16,18 @@ SpaceInvaders  ~43    ~185        ~145
 gymnax's PPO (``gymnax`` README, MinAtar without sticky actions, 10M steps): Breakout 28,
 SpaceInvaders 131.
 
-    python -m bench.bench_minatar                         # both games, seeds 0 1 2, 5M env steps
-    python -m bench.bench_minatar --games Breakout --seeds 0 --steps 2000000
+The peer run beside it (``--systems sb3_ppo``) is Stable-Baselines3's PPO with the same network,
+hyperparameters and envs (:mod:`bench.peers.sb3_minatar`): the same learning problem in a
+single-process trainer, so its row shows what rl_system's distribution costs or gains in
+env steps/s and whether its learning matches at the same budget.
 
-Writes ``bench/results/minatar/minatar.{json,md}`` and one JSON per run. Needs
-``pip install 'rl-system[minatar]'``.
+    python -m bench.bench_minatar                         # both games, seeds 0 1 2, both systems, 5M env steps
+    python -m bench.bench_minatar --games Breakout --seeds 0 --steps 2000000
+    python -m bench.bench_minatar --games Breakout --seeds 0 --systems sb3_ppo
+
+Writes ``bench/results/minatar/minatar.{json,md}`` and one JSON per run (rl_system's
+``<Game>_s<seed>.json``, the peer's ``<Game>_sb3_ppo_s<seed>.json``). Needs
+``pip install 'rl-system[bench]'``.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ GAMES = {"Breakout": "gym:envs.minatar_gym:MinAtar/Breakout-v1",
 PUBLISHED = {"Breakout": {"DQN (MinAtar paper, 5M)": 10, "AC(lambda) (MinAtar paper, 5M)": 17.5},
              "SpaceInvaders": {"DQN (MinAtar paper, 5M)": 43, "AC(lambda) (MinAtar paper, 5M)": 185}}
 TEST_EPISODES = 100
+SYSTEMS = ("rl_system", "sb3_ppo")
 
 
 def _joined(values) -> str:
@@ -52,20 +60,34 @@ def _rates(runs) -> str:
 def markdown(st: dict[str, Any], runs: list[dict[str, Any]], argv: str) -> str:
     lines = [f"# MinAtar: PPO with the small CNN ({st['date_utc']}, commit {st['commit']})", "",
              f"`{argv}` on {st['cpu']} ({st['cores']} cores), torch {st['torch']}, Ray {st['ray']}.", "",
-             "| game | seeds | env steps | final 100-episode mean (per seed) | deterministic test (per seed) | "
-             "env steps/s (per seed) | published (same budget) |", "|---|---|---:|---|---|---:|---|"]
+             ("| game | system | seeds | env steps | final 100-episode mean (per seed) | deterministic test (per seed) | "
+              "env steps/s (per seed) | published (same budget) |"), "|---|---|---|---:|---|---|---:|---|"]
     for game in GAMES:
-        its = sorted((r for r in runs if r["env"] == game), key=lambda r: r["seed"])
-        if not its:
-            continue
-        pub = ", ".join(f"{k}: ~{v}" for k, v in PUBLISHED[game].items())
-        lines.append(f"| {game} | {' '.join(str(r['seed']) for r in its)} | {its[0]['env_steps']:,} | "
-                     f"{_joined(r['final_return'] for r in its)} | {_joined(r['test']['return_mean'] for r in its)} | "
-                     f"{_rates(its)} | {pub} |")
-    where = [f"{r['env']} seed {r['seed']}: {r['commit']}, {r['cpu_kernels']} kernels" for r in runs if "commit" in r]
+        for system in SYSTEMS:
+            its = sorted((r for r in runs if r["env"] == game and r.get("peer", "rl_system") == system),
+                         key=lambda r: r["seed"])
+            if not its:
+                continue
+            pub = ", ".join(f"{k}: ~{v}" for k, v in PUBLISHED[game].items()) if system == "rl_system" else ""
+            tests = [r["test"]["return_mean"] for r in its if "test" in r]
+            lines.append(f"| {game} | {system} | {' '.join(str(r['seed']) for r in its)} | {its[0]['env_steps']:,} | "
+                         f"{_joined(r['final_return'] for r in its)} | {_joined(tests) if tests else '—'} | "
+                         f"{_rates(its)} | {pub} |")
+    where = [f"{r['env']} {r.get('peer', 'rl_system')} seed {r['seed']}: {r['commit']}, {r['cpu_kernels']} kernels"
+             for r in runs if "commit" in r]
     if where:
         lines += ["", "Where each run ran (runs without this trained before it was recorded): " + "; ".join(where) + "."]
     return "\n".join(lines) + "\n"
+
+
+def run_peer(game: str, seed: int, steps: int, schedule_steps: int) -> dict[str, Any]:
+    """:mod:`bench.peers.sb3_minatar` on ``game``, with where it ran."""
+    from bench.peers.sb3_minatar import run
+    from bench.report import cpu_kernels, git_commit
+
+    r = run(game, steps, seed, schedule_steps=schedule_steps, test_episodes=TEST_EPISODES)
+    r.update(commit=git_commit(), cpu_kernels=cpu_kernels())
+    return r
 
 
 def main() -> None:
@@ -73,6 +95,9 @@ def main() -> None:
     ap.add_argument("--games", nargs="+", default=list(GAMES), choices=list(GAMES))
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--steps", type=int, default=5_000_000)
+    ap.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=list(SYSTEMS))
+    ap.add_argument("--peer-steps", type=int, default=None,
+                    help="the peer's budget (default: --steps); its learning-rate schedule still spans --steps")
     ap.add_argument("--from-runs", nargs="+", type=Path, default=None, metavar="JSON")
     ap.add_argument("--out", type=Path, default=Path("bench/results/minatar"))
     args = ap.parse_args()
@@ -83,7 +108,14 @@ def main() -> None:
     else:
         for game in args.games:
             for seed in args.seeds:
-                print(f"{game} seed {seed} ...", flush=True)
+                if "sb3_ppo" in args.systems:
+                    print(f"{game} seed {seed}: sb3_ppo ...", flush=True)
+                    r = run_peer(game, seed, args.peer_steps or args.steps, args.steps)
+                    (args.out / f"{game}_sb3_ppo_s{seed}.json").write_text(json.dumps(r))
+                    runs.append(r)
+                if "rl_system" not in args.systems:
+                    continue
+                print(f"{game} seed {seed}: rl_system ...", flush=True)
                 r = train_row(CONFIG, [f"env.name={GAMES[game]}", f"max_env_steps={args.steps}",
                                        "checkpoint.every_rounds=0"], seed, args.out / "runs" / f"{game}-s{seed}",
                               test_episodes=TEST_EPISODES, test_envs=32)
