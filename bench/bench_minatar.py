@@ -80,12 +80,12 @@ def markdown(st: dict[str, Any], runs: list[dict[str, Any]], argv: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_peer(game: str, seed: int, steps: int, schedule_steps: int) -> dict[str, Any]:
+def run_peer(game: str, seed: int, steps: int, schedule_steps: int, threads: int) -> dict[str, Any]:
     """:mod:`bench.peers.sb3_minatar` on ``game``, with where it ran."""
     from bench.peers.sb3_minatar import run
     from bench.report import cpu_kernels, git_commit
 
-    r = run(game, steps, seed, schedule_steps=schedule_steps, test_episodes=TEST_EPISODES)
+    r = run(game, steps, seed, schedule_steps=schedule_steps, threads=threads, test_episodes=TEST_EPISODES)
     r.update(commit=git_commit(), cpu_kernels=cpu_kernels())
     return r
 
@@ -98,6 +98,7 @@ def main() -> None:
     ap.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=list(SYSTEMS))
     ap.add_argument("--peer-steps", type=int, default=None,
                     help="the peer's budget (default: --steps); its learning-rate schedule still spans --steps")
+    ap.add_argument("--peer-threads", type=int, default=1, help="the peer's torch threads")
     ap.add_argument("--from-runs", nargs="+", type=Path, default=None, metavar="JSON")
     ap.add_argument("--out", type=Path, default=Path("bench/results/minatar"))
     args = ap.parse_args()
@@ -110,7 +111,7 @@ def main() -> None:
             for seed in args.seeds:
                 if "sb3_ppo" in args.systems:
                     print(f"{game} seed {seed}: sb3_ppo ...", flush=True)
-                    r = run_peer(game, seed, args.peer_steps or args.steps, args.steps)
+                    r = run_peer(game, seed, args.peer_steps or args.steps, args.steps, args.peer_threads)
                     (args.out / f"{game}_sb3_ppo_s{seed}.json").write_text(json.dumps(r))
                     runs.append(r)
                 if "rl_system" not in args.systems:
