@@ -57,23 +57,30 @@ def _rates(runs) -> str:
     return ", ".join(f"{r['env_steps'] / r['train_wall_s']:,.0f}" for r in runs)
 
 
+def _system(run: dict[str, Any]) -> str:
+    """The table's name for what trained ``run``: ``sb3_ppo (2 threads)``, or ``rl_system`` with
+    the ``--set`` overrides it was trained with beyond the game and budget."""
+    if run.get("peer") == "sb3_ppo":
+        return f"sb3_ppo ({run['threads']} thread{'s' if run['threads'] > 1 else ''})"
+    own = ("env.name=", "max_env_steps=", "checkpoint.every_rounds=")
+    extra = [o for o in run.get("overrides", []) if not o.startswith(own)]
+    return "rl_system" + (f" ({', '.join(extra)})" if extra else "")
+
+
 def markdown(st: dict[str, Any], runs: list[dict[str, Any]], argv: str) -> str:
     lines = [f"# MinAtar: PPO with the small CNN ({st['date_utc']}, commit {st['commit']})", "",
              f"`{argv}` on {st['cpu']} ({st['cores']} cores), torch {st['torch']}, Ray {st['ray']}.", "",
              ("| game | system | seeds | env steps | final 100-episode mean (per seed) | deterministic test (per seed) | "
               "env steps/s (per seed) | published (same budget) |"), "|---|---|---|---:|---|---|---:|---|"]
     for game in GAMES:
-        for system in SYSTEMS:
-            its = sorted((r for r in runs if r["env"] == game and r.get("peer", "rl_system") == system),
-                         key=lambda r: r["seed"])
-            if not its:
-                continue
+        for system in sorted({_system(r) for r in runs if r["env"] == game}, key=lambda s: (s.startswith("sb3"), s)):
+            its = sorted((r for r in runs if r["env"] == game and _system(r) == system), key=lambda r: r["seed"])
             pub = ", ".join(f"{k}: ~{v}" for k, v in PUBLISHED[game].items()) if system == "rl_system" else ""
             tests = [r["test"]["return_mean"] for r in its if "test" in r]
             lines.append(f"| {game} | {system} | {' '.join(str(r['seed']) for r in its)} | {its[0]['env_steps']:,} | "
                          f"{_joined(r['final_return'] for r in its)} | {_joined(tests) if tests else '—'} | "
                          f"{_rates(its)} | {pub} |")
-    where = [f"{r['env']} {r.get('peer', 'rl_system')} seed {r['seed']}: {r['commit']}, {r['cpu_kernels']} kernels"
+    where = [f"{r['env']} {_system(r)} seed {r['seed']}: {r['commit']}, {r['cpu_kernels']} kernels"
              for r in runs if "commit" in r]
     if where:
         lines += ["", "Where each run ran (runs without this trained before it was recorded): " + "; ".join(where) + "."]
@@ -99,6 +106,8 @@ def main() -> None:
     ap.add_argument("--peer-steps", type=int, default=None,
                     help="the peer's budget (default: --steps); its learning-rate schedule still spans --steps")
     ap.add_argument("--peer-threads", type=int, default=1, help="the peer's torch threads")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="an override of rl_system's config (repeatable; recorded in the run's JSON)")
     ap.add_argument("--from-runs", nargs="+", type=Path, default=None, metavar="JSON")
     ap.add_argument("--out", type=Path, default=Path("bench/results/minatar"))
     args = ap.parse_args()
@@ -118,7 +127,7 @@ def main() -> None:
                     continue
                 print(f"{game} seed {seed}: rl_system ...", flush=True)
                 r = train_row(CONFIG, [f"env.name={GAMES[game]}", f"max_env_steps={args.steps}",
-                                       "checkpoint.every_rounds=0"], seed, args.out / "runs" / f"{game}-s{seed}",
+                                       "checkpoint.every_rounds=0", *args.set], seed, args.out / "runs" / f"{game}-s{seed}",
                               test_episodes=TEST_EPISODES, test_envs=32)
                 r.update(peer="rl_system", env=game)
                 (args.out / f"{game}_s{seed}.json").write_text(json.dumps(r))
