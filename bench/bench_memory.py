@@ -33,6 +33,8 @@ TARGET = 475.0
 POPGYM = {"PositionOnlyCartPoleEasy": "gym:popgym:popgym-PositionOnlyCartPoleEasy-v0",
           "RepeatPreviousEasy": "gym:popgym:popgym-RepeatPreviousEasy-v0"}
 POPGYM_STEPS = 2_000_000
+POPGYM_MARK = 0.99
+"""POPGym's returns lie in [-1, 1]: the curves are read at a mean of 0.99 (the paper's MMER is 1.0)."""
 
 
 def run_ours(label: str, overrides: list[str], seed: int, steps: int, out: Path) -> dict[str, Any]:
@@ -54,6 +56,22 @@ def run_sb3(seed: int, steps: int) -> dict[str, Any]:
     return r
 
 
+def marks(curve: list, level: float) -> tuple[int | None, int | None]:
+    """``(first, stays)``: the env steps of the first curve point whose mean return reaches
+    ``level``, and of the first from which every later point does (None: never)."""
+    first = next((row[0] for row in curve if row[2] >= level), None)
+    stays = None
+    for row in reversed(curve):
+        if row[2] < level:
+            break
+        stays = row[0]
+    return first, stays
+
+
+def _steps(n: int | None) -> str:
+    return "—" if n is None else f"{n / 1000:,.0f}k"
+
+
 def _median(xs: list) -> float | None:
     xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else None
@@ -70,17 +88,18 @@ def summarise(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                      "cpu_to_target_s": _median([r.get("cpu_to_target_s") for r in its]),
                      "final_returns": [round(r["final_return"], 3) for r in its],
                      "best_returns": [round(r["best_return"], 3) for r in its if r.get("best_return") is not None],
-                     "env_steps": [r["env_steps"] for r in its]})
+                     "env_steps": [r["env_steps"] for r in its],
+                     "marks": [marks(r["curve"], POPGYM_MARK) for r in its] if its[0]["env"] in POPGYM else None})
     return rows
 
 
 def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], argv: str) -> str:
     st = meta["stamp"]
     lines = [f"# Memory: recurrent PPO beside sb3-contrib ({st['date_utc']}, commit {st['commit']})", "",
-             f"`{argv}` on {st['cpu']} ({st['cores']} cores), Python {st['python']}, torch {st['torch']}, "
-             f"Ray {st['ray']}, Gymnasium {st['gymnasium']}.", "",
-             "| peer | env | seeds | reached 475 | median env steps to 475 | median time to 475 | "
-             "final 100-episode mean (per seed) | best |", "|---|---|---|---|---:|---:|---|---|"]
+             (f"`{argv}` on {st['cpu']} ({st['cores']} cores), Python {st['python']}, torch {st['torch']}, "
+             f"Ray {st['ray']}, Gymnasium {st['gymnasium']}."), "",
+             ("| peer | env | seeds | reached 475 | median env steps to 475 | median time to 475 | "
+             "final 100-episode mean (per seed) | best |"), "|---|---|---|---|---:|---:|---|---|"]
     for r in rows:
         steps = f"{r['steps_to_target']:,.0f}" if r["steps_to_target"] is not None else "—"
         wall = f"{r['time_to_target_s']:.0f} s" if r["time_to_target_s"] is not None else "—"
@@ -89,11 +108,19 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], argv: str) -> str
         lines.append(f"| {r['peer']} | {r['env']} | {' '.join(map(str, r['seeds']))} | {r['reached']} | {steps} | "
                      f"{wall} | {', '.join(f'{x:g}' for x in r['final_returns'])} | "
                      f"{', '.join(f'{x:g}' for x in r['best_returns'])} |")
+    popgym = [r for r in rows if r["env"] in POPGYM]
+    if popgym:
+        lines += ["", (f"POPGym: the env steps at which the 100-episode mean first reaches {POPGYM_MARK} and from "
+                      f"which it stays at or above it (per seed)."), "",
+                  "| env | seeds | first reaches | stays from |", "|---|---|---|---|"]
+        for r in popgym:
+            lines.append(f"| {r['env']} | {' '.join(map(str, r['seeds']))} | "
+                         f"{', '.join(_steps(m[0]) for m in r['marks'])} | {', '.join(_steps(m[1]) for m in r['marks'])} |")
     ours = next((r for r in rows if r["peer"] == "rl_system_gru"), None)
     peer = next((r for r in rows if r["peer"] == "sb3_contrib_recurrent_ppo"), None)
     if ours and peer and ours["time_to_target_s"] and peer["time_to_target_s"]:
-        lines += ["", f"Time to 475, sb3-contrib / rl_system, medians: wall time "
-                      f"**{peer['time_to_target_s'] / ours['time_to_target_s']:.1f}×**"]
+        lines += ["", (f"Time to 475, sb3-contrib / rl_system, medians: wall time "
+                      f"**{peer['time_to_target_s'] / ours['time_to_target_s']:.1f}×**")]
         if ours.get("cpu_to_target_s") and peer.get("cpu_to_target_s"):
             lines[-1] += (f", CPU time **{peer['cpu_to_target_s'] / ours['cpu_to_target_s']:.1f}×** (rl_system: its "
                           f"workers' and learner's processes; sb3-contrib: its one process), "
