@@ -55,3 +55,37 @@ def test_the_learning_rate_follows_the_whole_budget_s_schedule():
         assert peer.lr_schedule(0.0) == pytest.approx(sb3_minatar.LR * 0.8)  # at its end: 1M of 5M
     finally:
         peer.get_env().close()
+
+
+def _run(seed, final, peer="rl_system", overrides=(), threads=None):
+    row = {"env": "Breakout", "seed": seed, "env_steps": 1000, "train_wall_s": 0.5, "final_return": final,
+           "test": {"return_mean": final + 1}, "peer": peer,
+           "overrides": ["env.name=x", "max_env_steps=1000", "checkpoint.every_rounds=0", *overrides]}
+    if threads:
+        row["threads"] = threads
+    return row
+
+
+def test_the_minatar_table_keeps_configs_and_systems_apart():
+    from bench.bench_minatar import markdown
+
+    stamp = {"date_utc": "d", "commit": "c", "cpu": "cpu", "cores": 2, "torch": "t", "ray": "r"}
+    runs = [_run(1, 32.9), _run(0, 30.0), _run(0, 23.0, overrides=["learner.torch_threads=2"]),
+            _run(0, 40.3, peer="sb3_ppo", threads=2)]
+    rows = [line for line in markdown(stamp, runs, "cmd").splitlines() if line.startswith("| Breakout")]
+    assert [r.split(" | ")[1:4] for r in rows] == [
+        ["rl_system", "0 1", "1,000"], ["rl_system (learner.torch_threads=2)", "0", "1,000"],
+        ["sb3_ppo (2 threads)", "0", "1,000"]]
+    assert "30.0, 32.9" in rows[0] and "2,000, 2,000" in rows[0] and "DQN" in rows[0] and "DQN" not in rows[2]
+
+
+def test_overrides_without_a_tag_are_refused_before_anything_runs(tmp_path, monkeypatch, capsys):
+    import sys
+
+    from bench import bench_minatar
+
+    monkeypatch.setattr(sys, "argv", ["bench_minatar", "--set", "learner.torch_threads=2", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit) as err:
+        bench_minatar.main()
+    assert err.value.code == 2 and "--set needs --tag" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
