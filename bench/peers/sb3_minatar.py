@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from typing import Any
 
 import torch
@@ -88,15 +87,12 @@ def run(game: str, total_steps: int, seed: int, schedule_steps: int = 5_000_000,
         test_episodes: int = 0) -> dict[str, Any]:
     """Train SB3 PPO on ``MinAtar/<game>-v1`` for ``total_steps``; returns the curve and totals
     and, with ``test_episodes``, a ``test`` dict (:func:`test`)."""
-    from bench.peers.sb3_ppo import curve_callback
+    from bench.peers.sb3_ppo import learn_timed
 
     torch.set_num_threads(threads)
     model = build(game, seed, lr_scale=total_steps / schedule_steps)
-    callback = curve_callback()
-    model.learn(total_timesteps=total_steps, callback=callback)
-    wall, cpu = time.perf_counter() - callback.t0, time.process_time() - callback.c0
+    curve, wall, cpu = learn_timed(model, total_steps)
     model.get_env().close()
-    curve = callback.curve
     row = {"peer": "sb3_ppo", "env": game, "seed": seed, "env_steps": model.num_timesteps, "train_wall_s": wall,
            "train_cpu_s": cpu, "threads": threads, "schedule_steps": schedule_steps,
            "final_return": curve[-1][2] if curve else float("nan"),

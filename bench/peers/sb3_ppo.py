@@ -75,6 +75,14 @@ def curve_callback(partial: str | None = None, partial_meta: dict | None = None,
     return Curve()
 
 
+def learn_timed(model, total_steps: int, **callback_kw) -> tuple[list[tuple[int, float, float, float]], float, float]:
+    """Train an SB3 ``model`` for ``total_steps`` under :func:`curve_callback` (``callback_kw``: its
+    arguments); returns ``(curve, wall s, CPU s)``, both clocks from the start of training."""
+    callback = curve_callback(**callback_kw)
+    model.learn(total_timesteps=total_steps, callback=callback)
+    return callback.curve, time.perf_counter() - callback.t0, time.process_time() - callback.c0
+
+
 def run(env_id: str, total_steps: int, seed: int, threads: int = 1, partial: str | None = None) -> dict[str, Any]:
     """Train SB3 PPO with the Zoo's settings; returns the curve and the totals. ``partial``: a
     JSON path the curve so far is written to every 50 rollouts (a long run can be read early)."""
@@ -91,10 +99,8 @@ def run(env_id: str, total_steps: int, seed: int, threads: int = 1, partial: str
                 policy_kwargs=dict(log_std_init=-2, ortho_init=False, activation_fn=torch.nn.ReLU,
                                    net_arch=dict(pi=[256, 256], vf=[256, 256])))
     build_s = time.perf_counter() - t_build
-    callback = curve_callback(partial=partial, partial_meta={"peer": "sb3_zoo", "env": env_id, "seed": seed})
-    model.learn(total_timesteps=total_steps, callback=callback)
-    wall, cpu = time.perf_counter() - callback.t0, time.process_time() - callback.c0
-    curve = callback.curve
+    curve, wall, cpu = learn_timed(model, total_steps, partial=partial,
+                                   partial_meta={"peer": "sb3_zoo", "env": env_id, "seed": seed})
     env.close()
     return {"peer": "sb3_zoo", "env": env_id, "seed": seed, "env_steps": total_steps, "train_wall_s": wall,
             "train_cpu_s": cpu, "threads": threads, "build_s": build_s, "final_return": curve[-1][2] if curve else float("nan"), "curve": curve}

@@ -23,7 +23,7 @@ import json
 import time
 from typing import Any
 
-from bench.peers.sb3_ppo import curve_callback
+from bench.peers.sb3_ppo import learn_timed
 
 ZOO = dict(n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0)
 PUBLISHED = (500.0, 0.0)
@@ -67,10 +67,7 @@ def run(total_steps: int, seed: int, target: float = 475.0, threads: int = 1) ->
                          policy_kwargs=dict(ortho_init=False, activation_fn=torch.nn.ReLU, lstm_hidden_size=64,
                                             enable_critic_lstm=True, net_arch=dict(pi=[64], vf=[64])))
     build_s = time.perf_counter() - t_build
-    callback = curve_callback(target=target)
-    model.learn(total_timesteps=total_steps, callback=callback)
-    wall, cpu = time.perf_counter() - callback.t0, time.process_time() - callback.c0
-    curve = callback.curve
+    curve, wall, cpu = learn_timed(model, total_steps, target=target)
     env.close()
     return {"peer": "sb3_contrib_recurrent_ppo", "env": "CartPoleNoVel", "seed": seed,
             "env_steps": int(model.num_timesteps), "train_wall_s": wall, "train_cpu_s": cpu, "threads": threads,
