@@ -92,11 +92,10 @@ def markdown(st: dict[str, Any], runs: list[dict[str, Any]], argv: str) -> str:
 def run_peer(game: str, seed: int, steps: int, schedule_steps: int, threads: int) -> dict[str, Any]:
     """:mod:`bench.peers.sb3_minatar` on ``game``, with where it ran."""
     from bench.peers.sb3_minatar import run
-    from bench.report import cpu_kernels, git_commit
+    from bench.report import where_it_ran
 
     r = run(game, steps, seed, schedule_steps=schedule_steps, threads=threads, test_episodes=TEST_EPISODES)
-    r.update(commit=git_commit(), cpu_kernels=cpu_kernels())
-    return r
+    return {**r, **where_it_ran()}
 
 
 def main() -> None:

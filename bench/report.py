@@ -161,6 +161,12 @@ def cpu_kernels() -> str:
     return torch.backends.cpu.get_cpu_capability() + (f" ({held})" if held else "")
 
 
+def where_it_ran() -> dict[str, str]:
+    """``commit`` and ``cpu_kernels`` for a training run's row: rows merged from several sittings
+    keep their own."""
+    return {"commit": git_commit(), "cpu_kernels": cpu_kernels()}
+
+
 def _memory_gib() -> float | None:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():

@@ -20,7 +20,7 @@ def train_row(config: str, overrides: list[str], seed: int, run_dir: Path, test_
     outcome rates, where it ran (``commit``, ``cpu_kernels``: runs merged from several sittings
     keep their own) and, with ``test_episodes``, a ``test`` dict (``rl-system eval
     --deterministic`` of the newest checkpoint)."""
-    from bench.report import cpu_kernels, git_commit
+    from bench.report import where_it_ran
     from rl_system.checkpoint.store import CheckpointStore
     from rl_system.config import load_config
     from rl_system.driver import train
@@ -33,7 +33,7 @@ def train_row(config: str, overrides: list[str], seed: int, run_dir: Path, test_
                steps_to_target=summary.get("steps_to_target"),
                time_to_target_s=summary.get("time_to_target_s"), best_return=summary.get("best_mean_return"),
                outcome_rates={k: v for k, v in summary.items() if k.startswith("final_") and k.endswith("_rate")},
-               commit=git_commit(), cpu_kernels=cpu_kernels())
+               **where_it_ran())
     if test_episodes:
         state, _, _ = CheckpointStore(str(run_dir / "checkpoints")).load_latest_valid()
         row["test"] = evaluate(state, episodes=test_episodes, deterministic=True, num_envs=test_envs)
