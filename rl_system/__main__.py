@@ -1,5 +1,3 @@
-import sys
+from rl_system.cli import run
 
-from rl_system.cli import main
-
-sys.exit(main())
+run()

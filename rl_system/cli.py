@@ -96,35 +96,37 @@ def _on_sigterm(signum, frame):  # noqa: ARG001
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    cfg = load_config(args.config, args.overrides)
-    from rl_system.checkpoint import CheckpointError, find_resume
-    from rl_system.driver import RunLoop, TrainingError  # imports Ray: keep `--help` fast
-    from rl_system.startup import init_ray, probe_specs
+    from rl_system.phases import PhaseClock, process_age_s
 
-    resume, run_dir = None, args.run_dir
-    if args.resume:
-        try:
-            resume = find_resume(args.resume, cfg, args.run_dir)
-        except CheckpointError as err:
-            return _fail(f"cannot resume: {err}", 1)
-        for name, why in resume.skipped:
-            print(f"rl-system: skipped corrupt checkpoint {name}: {why}", file=sys.stderr)
-        print(f"resuming from {resume.path}")
-        run_dir = resume.run_dir or run_dir
-    specs = probe_specs(cfg)  # a config the env or algorithm rejects fails here, before Ray starts
+    debug = (lambda text: print(f"debug: {text}", file=sys.stderr, flush=True)) if args.log_level == "debug" else None
+    clock = PhaseClock(say=debug)
+    age = process_age_s()
+    if age is not None:
+        clock.record("interpreter", age)
+    with clock.phase("config"):
+        cfg = load_config(args.config, args.overrides)
+    with clock.phase("imports"):  # Ray, torch and the run's modules (kept out of `--help`)
+        import ray
+
+        import rl_system.driver  # noqa: F401 - timed here; _train_started uses it
+        from rl_system.startup import shutdown_ray
+
+    ours = not ray.is_initialized()  # a caller's Ray (main() called in-process) is the caller's to stop
     try:
-        init_ray(cfg, args.address)
-    except KeyboardInterrupt:
-        raise
-    except Exception as err:  # noqa: BLE001 - Ray raises a bare Exception when its node times out starting
-        return _fail(f"cannot start or join Ray ({args.address or 'local'}): {one_line(err)}", 1)
-    # After ray.init, which installs its own SIGTERM handler (that one aborts the process).
-    signal.signal(signal.SIGTERM, _on_sigterm)
-    try:
-        summary = RunLoop(cfg, run_dir, quiet=args.quiet, resume_state=resume.state if resume else None,
-                          specs=specs, log_level=args.log_level).run(args.address)
-    except TrainingError as err:
-        return _fail(f"error: {err}", 1)
+        summary = _train_started(args, cfg, clock)
+        if isinstance(summary, dict):
+            _print_done(cfg, summary)
+    finally:
+        if ours:
+            with clock.phase("ray_shutdown"):
+                shutdown_ray()
+    if not isinstance(summary, dict):
+        return summary
+    _record_phases(summary, clock)
+    return 0
+
+
+def _print_done(cfg, summary: dict) -> None:
     ttt = summary["time_to_target_s"]
     if cfg.target_return is None:
         reached = ""  # no target configured: nothing was to be reached
@@ -141,8 +143,58 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(f"done: {summary['env_steps']:,} env steps in {summary['wall_time_s']:.2f}s "
           f"({summary['steps_per_s']:,.0f} steps/s), final mean return {_fmt(summary['final_mean_return'])}{reached}"
           f"{reseeded}{rolled}")
-    return 0
 
+
+def _train_started(args: argparse.Namespace, cfg, clock) -> dict | int:
+    """Resume, probe, Ray, then the run: its summary, or an exit code."""
+    import ray
+
+    from rl_system.checkpoint import CheckpointError, find_resume
+    from rl_system.driver import RunLoop, TrainingError
+    from rl_system.startup import check_embedded_placement, init_ray, probe_specs
+
+    resume, run_dir = None, args.run_dir
+    if args.resume:
+        try:
+            resume = find_resume(args.resume, cfg, args.run_dir)
+        except CheckpointError as err:
+            return _fail(f"cannot resume: {err}", 1)
+        for name, why in resume.skipped:
+            print(f"rl-system: skipped corrupt checkpoint {name}: {why}", file=sys.stderr)
+        print(f"resuming from {resume.path}")
+        run_dir = resume.run_dir or run_dir
+    with clock.phase("probe"):
+        specs = probe_specs(cfg)  # a config the env or algorithm rejects fails here, before Ray starts
+        if args.address is None and not ray.is_initialized():
+            check_embedded_placement(cfg)  # so does a GPU this machine does not have
+    try:
+        if not ray.is_initialized():  # else a caller's Ray (main() called in-process)
+            with clock.phase("ray_init"):
+                init_ray(cfg, args.address)
+    except KeyboardInterrupt:
+        raise
+    except Exception as err:  # noqa: BLE001 - Ray raises a bare Exception when its node times out starting
+        return _fail(f"cannot start or join Ray ({args.address or 'local'}): {one_line(err)}", 1)
+    # After ray.init, which installs its own SIGTERM handler (that one aborts the process).
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        return RunLoop(cfg, run_dir, quiet=args.quiet, resume_state=resume.state if resume else None,
+                       specs=specs, log_level=args.log_level, clock=clock).run(args.address)
+    except TrainingError as err:
+        return _fail(f"error: {err}", 1)
+
+
+def _record_phases(summary: dict, clock) -> None:
+    """The whole process's phases into ``summary.json`` (the run wrote it before Ray stopped)."""
+    from rl_system.filesystems import write_json
+
+    summary["phases_s"] = dict(clock.seconds)
+    path = summary.get("run_dir")
+    if path:
+        try:
+            write_json(Path(path) / "summary.json", summary)
+        except OSError:
+            pass  # the run's own summary stays; these figures are for people
 
 def _fmt(value: float | None) -> str:
     """A return for a person, without float noise: two decimals (1.5000000453 -> 1.50), whole
@@ -319,5 +371,25 @@ def main(argv: list[str] | None = None) -> int:
     return _fail(f"unknown command {args.command!r}", 2)
 
 
+def run() -> None:
+    """The ``rl-system`` executable: :func:`main`, then a quick exit.
+
+    Once a command has returned, its files are closed, its checkpoints flushed and Ray stopped;
+    what is left is the interpreter tearing down torch, Ray and their threads, most of a second
+    that nobody waits for on purpose. The streams are flushed and the process ends with the code.
+    (:func:`main` itself returns normally, for callers in the same process.)"""
+    code = main()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:
+        pass
+    import ray
+
+    if ray.is_initialized():  # a command that joined a cluster: leave it as a normal exit would
+        ray.shutdown()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -411,6 +411,10 @@ class RunConfig(_Strict):
     """Where archives go (local path or filesystem URI); default ``<run dir>/rollouts``."""
     log_every_s: float = Field(1.0, ge=0)
     tensorboard: bool = True
+    ray_dashboard: bool = False
+    """Start the Ray dashboard with the embedded Ray (a run without ``--address``). Off by default:
+    on a laptop its seven processes cost about a second of start-up and compete with the actors
+    for the cores. A cluster (``--address``) has its own dashboard either way."""
     startup_timeout_s: float = Field(300.0, gt=0)
     """How long the run waits for its actors to be placed and started (e.g. while an autoscaling
     cluster adds nodes) before it gives up with one line."""

@@ -30,6 +30,7 @@ from rl_system.filesystems import write_json
 from rl_system.gate import PolicyVersionGate
 from rl_system.learner_group import LearnerGroup, merged_metrics
 from rl_system.metrics import ReturnWindow, RunLogger
+from rl_system.phases import PhaseClock
 from rl_system.placement import ActorScope, StartupError, check_placement, wait_for_actors
 from rl_system.reporting import RunStats
 from rl_system.rollout import RolloutMeta
@@ -69,12 +70,15 @@ class RunLoop:
 
     def __init__(self, cfg: RunConfig, run_dir: Path | None = None, quiet: bool = False,
                  resume_state: dict[str, Any] | None = None, specs: tuple[Any, Any] | None = None,
-                 log_level: str = "info", namespace: str | None = None, reporter: RoundReporter | None = None):
+                 log_level: str = "info", namespace: str | None = None, reporter: RoundReporter | None = None,
+                 clock: PhaseClock | None = None):
         """``specs``: what :func:`probe_specs` returned for ``cfg``, where the caller already probed.
         ``quiet`` is ``log_level="warning"``: no progress lines, only what went wrong.
         ``namespace``: the Ray namespace of the run's named actors (default: the job's).
-        ``reporter``: told of every round (a Tune trial reports through it)."""
+        ``reporter``: told of every round (a Tune trial reports through it).
+        ``clock``: where the run's phases are timed (the CLI's, which also holds the process's)."""
         self.cfg = cfg
+        self.clock = clock or PhaseClock()
         self.namespace, self.reporter = namespace, reporter
         self.scope = ActorScope()
         self.resume_state = resume_state
@@ -83,6 +87,9 @@ class RunLoop:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.model_dump(), sort_keys=False))
         self.log = RunLogger(self.run_dir, tensorboard=cfg.tensorboard, level="warning" if quiet else log_level)
+        self._says_phases = self.clock.say is None  # then each phase is a debug line of this run's log
+        if self._says_phases:
+            self.clock.say = lambda text: self.log.line(text, "debug")
         self.gate = PolicyVersionGate(cfg.max_policy_lag)
         self.window = ReturnWindow(cfg.return_window)
         self.pool = SnapshotPool(cfg.selfplay, cfg.seed)
@@ -254,10 +261,14 @@ class RunLoop:
     # -- the loop -----------------------------------------------------------------------------
     def run(self, address: str | None = None) -> dict[str, Any]:
         t_start = time.perf_counter()
-        init_ray(self.cfg, address)
+        clock = self.clock
+        if not ray.is_initialized():
+            with clock.phase("ray_init"):
+                init_ray(self.cfg, address)
         try:
             try:
-                self._start_actors()
+                with clock.phase("actors"):
+                    self._start_actors()
             except StartupError as err:
                 self.log.detail(err.detail or str(err))
                 raise TrainingError(str(err)) from None
@@ -282,7 +293,10 @@ class RunLoop:
             raise TrainingError(f"{type(err).__name__}: {one_line(err)} (full text in "
                                 f"{self.run_dir / 'console.log'})") from None
         finally:
-            self._stop_actors()
+            with clock.phase("stop_actors"):
+                self._stop_actors()
+            if self._says_phases:
+                clock.say = None
             self.log.close()
         return summary
 
@@ -290,6 +304,7 @@ class RunLoop:
         cfg, st = self.cfg, self.stats
         pending: dict = {}  # meta ref -> _Pending: rollouts in flight
         t0 = last_log = time.perf_counter() - st.elapsed_before_resume
+        t_train = time.perf_counter()
         while True:
             metrics, metas = self._round(pending)
             if metrics is None:  # the learner was rebuilt from a checkpoint: this round is void
@@ -318,7 +333,9 @@ class RunLoop:
                 stop = self.reporter.stop_requested
             if stop:
                 break
-        return self._finish(pending, t0, startup_s)
+        self.clock.record("train", time.perf_counter() - t_train)
+        with self.clock.phase("finish"):
+            return self._finish(pending, t0, startup_s)
 
     def _round(self, pending: dict) -> tuple[dict[str, Any] | None, list[RolloutMeta]]:
         """Sample on every idle worker, gather what passes the gate, update the learner once

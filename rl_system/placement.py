@@ -151,16 +151,21 @@ def _amount(x: float) -> str:
     return f"{x:g}"
 
 
-def check_placement(cfg: RunConfig) -> bool:
+def check_placement(cfg: RunConfig, nodes: list[Resources] | None = None) -> bool:
     """Raise :class:`PlacementError` if the actors can never be placed; return True when they
-    fit only once an autoscaling cluster has grown (the start-up wait then says so)."""
+    fit only once an autoscaling cluster has grown (the start-up wait then says so).
+
+    ``nodes``: the resources of each node of a cluster that is not running yet (the embedded Ray
+    a local run is about to start, which does not autoscale); default: the running cluster's."""
     requests = actor_requests(cfg)
-    nodes = [{k: float(v) for k, v in n["Resources"].items()} for n in ray.nodes() if n.get("Alive")]
+    planned = nodes is not None
+    if nodes is None:
+        nodes = [{k: float(v) for k, v in n["Resources"].items()} for n in ray.nodes() if n.get("Alive")]
     totals: Resources = {}
     for node in nodes:
         for k, v in node.items():
             totals[k] = totals.get(k, 0.0) + v
-    grown = _autoscaler_shapes()
+    grown = None if planned else _autoscaler_shapes()
     limits, shapes = grown if grown else ({}, [])
     need: Resources = {}
     for _, req in requests:

@@ -137,6 +137,8 @@ def summary(run: RunLoop, wall: float, startup_s: float, state: str,
         "archives_written": run.storage.archives_written if run.storage else 0,
         "archives_skipped": run.storage.archives_skipped if run.storage else 0,
         "time_breakdown_s": {"gather": st.time_sample, "update": st.time_update, "rounds": st.time_round},
+        "phases_s": dict(run.clock.seconds),
+        "run_dir": str(run.run_dir),
         "cpu_s": {"workers": st.cpu_workers, "learner": st.cpu_learner, "total": st.cpu_workers + st.cpu_learner},
     }
 

@@ -4,6 +4,7 @@ and a probe of the env and the algorithm that turns a config they reject into on
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 from datetime import datetime
@@ -17,6 +18,7 @@ from envs import EntryPointError, make_env
 from rl_system.algos import get_algorithm
 from rl_system.config import ConfigError, RunConfig
 from rl_system.errors import one_line
+from rl_system.placement import check_placement
 
 
 def default_run_dir(cfg: RunConfig) -> Path:
@@ -40,6 +42,30 @@ def check_reachable(address: str, timeout_s: float = 5.0) -> None:
         raise ConnectionError(f"no Ray cluster reachable at {address} ({why} after at most {timeout_s:.0f}s)") from None
 
 
+def embedded_cpus(cfg: RunConfig) -> int:
+    """Logical CPUs the embedded Ray advertises: at least this machine's cores, and enough for
+    every actor the run asks for (its workers and all ``learner.num_learners`` learners).
+
+    Rounds are synchronous: workers sample while the learner waits and vice versa, so advertising
+    as many CPUs as the actors request is safe and avoids a deadlock on small machines."""
+    wanted = cfg.workers.num_workers * cfg.workers.num_cpus + cfg.learner.num_learners * cfg.learner.num_cpus
+    return max(os.cpu_count() or 1, math.ceil(wanted - 1e-9))
+
+
+def embedded_gpus() -> int:
+    """GPUs the embedded Ray advertises: the CUDA devices this process's torch can use."""
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def check_embedded_placement(cfg: RunConfig) -> None:
+    """Before an embedded Ray starts: :class:`~rl_system.placement.PlacementError` (one config
+    line) if the run asks for what this machine does not have (a GPU, a custom resource), instead
+    of starting Ray to find out."""
+    check_placement(cfg, nodes=[{"CPU": float(embedded_cpus(cfg)), "GPU": float(embedded_gpus())}])
+
+
 def init_ray(cfg: RunConfig, address: str | None) -> None:
     """Join ``address`` or start an embedded single-node Ray sized for this run.
 
@@ -52,18 +78,30 @@ def init_ray(cfg: RunConfig, address: str | None) -> None:
         check_reachable(address)
         ray.init(address=address, log_to_driver=False)
         return
-    # Locally, rounds are synchronous: workers sample while the learner waits and vice versa,
-    # so advertising at least as many CPUs as the actors request is safe and avoids a deadlock
-    # on small machines.
-    wanted = cfg.workers.num_workers * cfg.workers.num_cpus + cfg.learner.num_cpus
     # Ray records every actor call in the GCS's task-event table, up to 100,000 of them by default:
     # a long run of small rounds grew the GCS by ~11 MB per 1,000 rounds (bench/soak.py). The last
     # 10,000 are plenty for the dashboard; a value the user set wins.
     os.environ.setdefault("RAY_task_events_max_num_task_in_gcs", "10000")
     # address="local": always a new embedded Ray, never an attempt to join a cluster that another
     # process on this machine happens to run.
-    ray.init(address="local", num_cpus=max(os.cpu_count() or 1, int(wanted + 0.999)), include_dashboard=None,
+    ray.init(address="local", num_cpus=embedded_cpus(cfg), num_gpus=embedded_gpus(), include_dashboard=cfg.ray_dashboard,
              log_to_driver=False, configure_logging=False)
+
+
+def shutdown_ray() -> None:
+    """``ray.shutdown()``, without the second it spends on the autoscaler monitor of an embedded
+    Ray: Ray stops the GCS first, and the monitor's SIGTERM handler then waits for that GCS until
+    Ray gives up on it and kills it. Stopping the monitor first (it holds no state a local run
+    needs) saves that wait. Joined clusters are left running, as ``ray.shutdown`` does."""
+    if not ray.is_initialized():
+        return
+    try:
+        node = ray._private.worker._global_node  # noqa: SLF001 - the embedded node's processes
+        if node is not None and node.is_head():
+            node.kill_monitor(check_alive=False)
+    except Exception:  # noqa: BLE001 - an optimisation only; plain ray.shutdown() below still stops it
+        pass
+    ray.shutdown()
 
 
 def probe_specs(cfg: RunConfig) -> tuple[Any, Any]:

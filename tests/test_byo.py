@@ -171,6 +171,7 @@ def test_docs_show_the_example_env_as_it_is_in_the_package():
         assert Path(path).read_text().strip() in page, f"docs/byo_env.md does not show {path} as it is"
 
 
+@pytest.mark.slow
 def test_user_env_and_network_train_checkpoint_resume_and_evaluate(ray_session, capsys, tmp_path):
     run = tmp_path / "run"
     common = ["--set", "model.network=examples.grid_reach.network:SharedTrunk", "--set", "model.kwargs={width: 64}",

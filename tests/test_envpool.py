@@ -82,6 +82,7 @@ def test_a_bad_envpool_setting_is_one_config_error_line_and_exit_2(capsys, tmp_p
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_ppo_learns_cartpole_on_envpool_workers(ray_session, capsys, tmp_path):
     run = tmp_path / "run"
     code = main(["train", "launch/configs/cartpole_ppo.yaml", "--run-dir", str(run), "--quiet",

@@ -15,6 +15,7 @@ from ray.cluster_utils import Cluster
 
 from killing import train_killing
 from rl_system.checkpoint import find_resume
+from rl_system.cli import main
 from rl_system.config import load_config
 from rl_system.driver import train
 
@@ -81,10 +82,14 @@ def test_a_gpu_the_machine_does_not_have_is_refused_before_waiting(tmp_path):
     assert "needs 2 GPU" in line and "has 0 GPU" in line
 
 
-def test_worker_that_cannot_allocate_its_envs_is_one_line_naming_actor_and_cause(tmp_path):
-    proc = cli("--set", "workers.num_envs=100000000000", "--set", "tensorboard=false", "--run-dir", str(tmp_path))
-    assert proc.returncode == 1
-    line = one_error_line(proc)
+def test_worker_that_cannot_allocate_its_envs_is_one_line_naming_actor_and_cause(ray_session, capsys, tmp_path):
+    # In-process on the shared Ray (a fresh process per test only re-measures start-up): the same
+    # command line, the same single line on stderr and exit code.
+    code = main(["train", "launch/configs/cartpole_ppo.yaml", "--set", "workers.num_envs=100000000000",
+                 "--set", "tensorboard=false", "--run-dir", str(tmp_path)])
+    out = capsys.readouterr()
+    assert code == 1
+    line = one_error_line(subprocess.CompletedProcess([], code, out.out, out.err))
     assert "rollout-worker-" in line and "failed to start" in line and "allocate" in line
     # The full text the console held back is in the run's log file.
     log = (tmp_path / "console.log").read_text()
@@ -93,8 +98,10 @@ def test_worker_that_cannot_allocate_its_envs_is_one_line_naming_actor_and_cause
 
 # -- a cluster the actors cannot fit ---------------------------------------------------------------
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def two_cpu_head():
+    """One 2-CPU head for the module's two tests (a cluster costs seconds to start); each test
+    leaves it as it found it: nothing joined, nothing placed."""
     if ray.is_initialized():
         ray.shutdown()  # the shared local session; the `ray_session` fixture restarts it later
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2})
@@ -102,6 +109,7 @@ def two_cpu_head():
     cluster.shutdown()
 
 
+@pytest.mark.slow  # a Ray head of its own
 def test_actors_that_can_never_fit_the_cluster_exit_2_naming_the_amounts(two_cpu_head, tmp_path):
     # Two workers and the learner at 1 CPU each on a 2-CPU head: they would wait forever.
     proc = cli("--address", two_cpu_head.address, "--run-dir", str(tmp_path))
@@ -110,6 +118,7 @@ def test_actors_that_can_never_fit_the_cluster_exit_2_naming_the_amounts(two_cpu
     assert "needs 3 CPU" in line and "2 workers × 1 + learner 1" in line and "has 2 CPU" in line
 
 
+@pytest.mark.slow  # a Ray head of its own
 def test_actors_that_fit_but_stay_pending_give_up_after_startup_timeout(two_cpu_head, tmp_path):
     from rl_system.driver import TrainingError
 
@@ -146,7 +155,7 @@ def test_a_killed_checkpointer_is_restarted_and_no_written_checkpoint_is_lost(ra
 
 def test_a_killed_archiver_is_restarted_and_archives_go_on(ray_session, tmp_path):
     cfg = load_config("launch/configs/cartpole_ppo.yaml", FAST + [
-        "target_return=null", "max_env_steps=40960", "workers.num_envs=64", "archive_every=1",
+        "target_return=null", "max_env_steps=163840", "workers.num_envs=64", "archive_every=1",
         "checkpoint.every_rounds=0"])
     summary = train_killing(cfg, tmp_path, tmp_path / "rollouts" / "rollouts-r000002.arrow", "rollout-archiver")
     assert summary["status"] == "completed" and summary["archiver_restarts"] == 1, summary

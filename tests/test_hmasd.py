@@ -634,6 +634,7 @@ def test_greedy_level_is_refused_without_a_hierarchy(algo):
 
 # -- learning through real Ray ----------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_hmasd_learns_small_alice_bob(ray_session, tmp_path):
     from bench.bench_hmasd import SMALL_MAP_SKILLS
     from rl_system.driver import train

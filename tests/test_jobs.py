@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a Ray head / cluster of its own: the slow set
+
 REPO = Path(__file__).resolve().parents[1]
 # The `ray` command of this Python's installation (beside the interpreter), else the one on PATH.
 RAY = str(Path(sys.executable).with_name("ray")) if Path(sys.executable).with_name("ray").exists() \

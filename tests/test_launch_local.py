@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a Ray head / cluster of its own: the slow set
+
 REPO = Path(__file__).resolve().parents[1]
 
 

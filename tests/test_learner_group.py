@@ -113,6 +113,7 @@ def test_shares_are_contiguous_and_cover_every_rollout():
     assert [len(s) for s in shares(10, 3)] == [4, 3, 3]
 
 
+@pytest.mark.slow
 def test_a_killed_learner_fails_the_group_over_and_the_run_reaches_its_target(ray_session, tmp_path):
     """A learner group of two (a single learner takes the same path: a group of one)."""
     cfg = load_config("launch/configs/cartpole_ppo.yaml", [

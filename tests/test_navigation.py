@@ -279,6 +279,7 @@ def _random_action_success(episodes: int = 200) -> float:
     return succ / done_n
 
 
+@pytest.mark.slow
 def test_ppo_learns_to_reach_the_goal_on_an_easy_layout(ray_session, tmp_path):
     """Real Ray, the example config's model and PPO settings, 120k env steps (~40 s on 2 cores):
     the trained policy reaches the goal in most episodes, random actions never do."""

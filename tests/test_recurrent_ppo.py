@@ -118,12 +118,14 @@ def memory_run(tmp_path_factory):
     return run, train(cfg, run_dir=run, quiet=True)
 
 
+@pytest.mark.slow
 def test_recurrent_ppo_learns_memory_cartpole_through_the_system(memory_run):
     run, summary = memory_run
     assert summary["reached_target"], summary  # positions only: an MLP cannot see the velocities
     assert summary["dropped_rollouts"] == 0 and summary["policy_version"] == summary["rounds"]
 
 
+@pytest.mark.slow
 def test_recurrent_checkpoint_evaluates(memory_run, capsys):
     run, _ = memory_run
     assert main(["eval", str(run), "--episodes", "10", "--deterministic", "--json", str(run / "e.json")]) == 0

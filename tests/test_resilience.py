@@ -38,6 +38,7 @@ def _killer(name: str, times: int, every_s: float, stop: threading.Event, starte
     return t
 
 
+@pytest.mark.slow
 def test_killed_workers_are_restarted_and_training_reaches_threshold(ray_session, tmp_path):
     cfg = load_config("launch/configs/cartpole_ppo.yaml", FAST + [
         "target_return=195", "return_window=50", "max_env_steps=1500000", "workers.max_restarts=-1",
@@ -139,6 +140,7 @@ def test_resume_latest_skips_a_corrupt_newest_checkpoint(ray_session, tmp_path):
     assert found.skipped and newest.name in found.skipped[0][0]
 
 
+@pytest.mark.slow
 def test_eval_on_a_checkpoint(ray_session, tmp_path):
     cfg = load_config("launch/configs/cartpole_ppo.yaml", FAST + ["target_return=150", "return_window=20"])
     train(cfg, run_dir=tmp_path, quiet=True)

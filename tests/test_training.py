@@ -32,10 +32,10 @@ def scalar_tags(tb_dir: Path) -> set[str]:
 
 def test_policy_lag_one_overlaps_and_reports_lag(ray_session, tmp_path):
     cfg = load_config("launch/configs/cartpole_ppo.yaml",
-                      ["max_policy_lag=1", "max_env_steps=100000", "target_return=null", "tensorboard=false"])
+                      ["max_policy_lag=1", "max_env_steps=30720", "target_return=null", "tensorboard=false"])
     summary = train(cfg, run_dir=tmp_path, quiet=True)
     assert summary["max_policy_lag_used"] == 1  # in-flight rollouts from the previous version were used
-    assert summary["env_steps"] >= 100000
+    assert summary["env_steps"] >= 30720
 
 
 def test_rollout_archive_every_k_rounds_and_inspect(ray_session, tmp_path):

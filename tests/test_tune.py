@@ -110,6 +110,7 @@ def _results(trial_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (trial_dir / "result.json").read_text().splitlines() if line]
 
 
+@pytest.mark.slow
 def test_a_pbt_sweep_survives_ctrl_c_resumes_exploits_and_names_its_best_config(tmp_path):
     # Two members (seed 0 and 1), 4,096 env steps a round, 10 rounds; both wait every 8,000 steps
     # (--pbt-synch), then the worse goes on from the better one's checkpoint with a perturbed lr.

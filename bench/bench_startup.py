@@ -1,0 +1,126 @@
+"""Start-up and shutdown of ``rl-system train``: the whole process's wall time minus training,
+per phase, for this checkout and (optionally) another commit, run back to back.
+
+    python -m bench.bench_startup [--config launch/configs/cartpole_ppo.yaml] [--repeats 3]
+                                  [--against REV] [--set KEY=VALUE ...] [--out DIR]
+
+Each run is ``python -m rl_system train CONFIG --log-level debug`` in a fresh process, started only
+once no Ray process of an earlier run is left (their teardown would otherwise be billed to the
+next run). The process's wall time comes from outside; training is the summary's ``wall_time_s``;
+the difference is the overhead a user waits for. Runs alternate between the checkouts, so a
+machine that slows down mid-way slows both. ``--against REV`` checks REV out into a temporary
+git worktree and runs the same command there (``python -m`` imports the package from the current
+directory first). Its phases appear where that commit records them (``summary.json`` →
+``phases_s``); older commits give only the totals.
+
+Prints a table (medians over the repeats) and writes ``startup.json`` / ``startup.md`` to ``--out``
+(default ``bench/results/startup/``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.report import stamp
+
+REPO = Path(__file__).resolve().parents[1]
+PHASES = ("interpreter", "config", "imports", "probe", "ray_init", "actors", "train", "finish", "stop_actors",
+          "ray_shutdown")
+RAY_PROCESSES = "ray::|raylet|gcs_server|dashboard|ray/autoscaler"
+
+
+def wait_for_quiet(timeout_s: float = 60.0) -> None:
+    """Until no Ray process of an earlier run is left (or ``timeout_s``)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout_s:
+        if subprocess.run(["pgrep", "-f", RAY_PROCESSES], capture_output=True).returncode != 0:
+            return
+        time.sleep(0.5)
+
+
+def one_run(checkout: Path, config: str, overrides: list[str], run_dir: Path) -> dict[str, Any]:
+    """One ``train`` process in ``checkout``: its wall time, training time and phases."""
+    wait_for_quiet()
+    cmd = [sys.executable, "-m", "rl_system", "train", str(REPO / config), "--run-dir", str(run_dir),
+           "--log-level", "debug", *[a for o in overrides for a in ("--set", o)]]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=checkout, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"bench_startup: {' '.join(cmd)} exited {proc.returncode}: {proc.stderr.strip()[-400:]}")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    train = summary["wall_time_s"]
+    return {"wall_s": wall, "train_s": train, "overhead_s": wall - train, "phases_s": summary.get("phases_s", {})}
+
+
+def median_row(name: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    phases = {p: statistics.median(r["phases_s"][p] for r in runs) for p in PHASES
+              if all(p in r["phases_s"] for r in runs)}
+    return {"checkout": name, "runs": len(runs),
+            **{k: statistics.median(r[k] for r in runs) for k in ("wall_s", "train_s", "overhead_s")},
+            "phases_s": phases}
+
+
+def markdown(result: dict[str, Any]) -> str:
+    s = result["stamp"]
+    lines = [f"Measured {s['date_utc']} at commit `{s['commit']}` on {s['cpu']} ({s['cores']} cores); "
+             f"`{result['command']}`, "
+             f"{result['repeats']} runs each, alternating; medians.", "",
+             "| checkout | wall | training | overhead (wall − training) | " + " | ".join(PHASES) + " |",
+             "|---|---|---|---|" + "---|" * len(PHASES)]
+    for row in result["rows"]:
+        cells = [f"{row['phases_s'][p]:.2f}" if p in row["phases_s"] else "–" for p in PHASES]
+        lines.append(f"| {row['checkout']} | {row['wall_s']:.2f} s | {row['train_s']:.2f} s | "
+                     f"**{row['overhead_s']:.2f} s** | " + " | ".join(cells) + " |")
+    if len(result["rows"]) == 2:
+        a, b = result["rows"]
+        lines += ["", f"Overhead of `{a['checkout']}` / `{b['checkout']}`: **{a['overhead_s'] / b['overhead_s']:.2f}**."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", default="launch/configs/cartpole_ppo.yaml")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--against", default=None, metavar="REV", help="another commit, run back to back")
+    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "startup")
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench_startup_") as tmp:
+        checkouts = {"this checkout": REPO}
+        if args.against:
+            other = Path(tmp) / "against"
+            subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(other), args.against],
+                           check=True, capture_output=True)
+            checkouts[args.against] = other
+        try:
+            runs: dict[str, list] = {name: [] for name in checkouts}
+            for i in range(args.repeats):
+                for name, checkout in checkouts.items():
+                    r = one_run(checkout, args.config, args.overrides, Path(tmp) / f"run-{len(runs[name])}-{i}-{id(name)}")
+                    runs[name].append(r)
+                    print(f"{name:>14} run {i + 1}: wall {r['wall_s']:.2f} s, training {r['train_s']:.2f} s, "
+                          f"overhead {r['overhead_s']:.2f} s", flush=True)
+        finally:
+            if args.against:
+                subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(other)], capture_output=True)
+    result = {"stamp": stamp(), "repeats": args.repeats, "against": args.against,
+              "command": f"rl-system train {args.config}" + "".join(f" --set {o}" for o in args.overrides),
+              "rows": [median_row(name, rs) for name, rs in runs.items()], "runs": runs}
+    text = markdown(result)
+    print("\n" + text)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "startup.json").write_text(json.dumps(result, indent=1) + "\n")
+    (args.out / "startup.md").write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
