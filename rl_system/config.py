@@ -79,6 +79,15 @@ class PPOConfig(_Strict):
     burn_in: int = Field(0, ge=0)
     """Recurrent models: the first ``burn_in`` steps of every rollout only warm the recurrent
     state (no loss on them); must be below ``workers.rollout_len``."""
+    value_target: Literal["gae", "vtrace"] = "gae"
+    """What the critic regresses on. ``gae``: advantage + value (CleanRL's). ``vtrace``: V-trace's
+    importance-weighted targets (Espeholt et al. 2018, IMPALA), for rollouts sampled by an older
+    policy version (``max_policy_lag >= 1``): the TD errors are weighted by
+    ``min(vtrace_rho_bar, pi/mu)`` and traced back with ``gae_lambda * min(vtrace_c_bar, pi/mu)``,
+    ``pi`` the learner's policy at the start of the update and ``mu`` the one that sampled. The
+    policy's advantages stay GAE's; its ratio is always taken against ``mu``'s log-probabilities."""
+    vtrace_rho_bar: float = Field(1.0, gt=0)
+    vtrace_c_bar: float = Field(1.0, gt=0)
 
 
 class EncoderConfig(_Strict):
@@ -430,6 +439,11 @@ class RunConfig(_Strict):
                              f"({self.workers.rollout_len}): burn-in steps carry no loss")
         if self.model.recurrent != "none" and self.selfplay.enabled:
             raise ValueError("model.recurrent with selfplay: a recurrent opponent snapshot is not supported")
+        if self.ppo.value_target == "vtrace" and self.algo != "ppo":
+            raise ValueError(f"ppo.value_target: vtrace is PPO's value target; algo {self.algo!r} has its own")
+        if self.ppo.value_target == "vtrace" and self.max_policy_lag == 0:
+            raise ValueError("ppo.value_target: vtrace corrects for policy lag, and max_policy_lag is 0 (every "
+                             "rollout is on-policy: its targets are gae's); set max_policy_lag >= 1 or use gae")
         return self
 
     @model_validator(mode="after")

@@ -30,12 +30,32 @@ def scalar_tags(tb_dir: Path) -> set[str]:
     return set(read_scalars(tb_dir))
 
 
-def test_policy_lag_one_overlaps_and_reports_lag(ray_session, tmp_path):
+def test_policy_lag_one_overlaps_and_vtrace_weighs_what_the_lag_changed(ray_session, tmp_path):
     cfg = load_config("launch/configs/cartpole_ppo.yaml",
-                      ["max_policy_lag=1", "max_env_steps=30720", "target_return=null", "tensorboard=false"])
+                      ["max_policy_lag=1", "max_env_steps=16384", "target_return=null", "ppo.value_target=vtrace"])
     summary = train(cfg, run_dir=tmp_path, quiet=True)
     assert summary["max_policy_lag_used"] == 1  # in-flight rollouts from the previous version were used
-    assert summary["env_steps"] >= 30720
+    assert summary["env_steps"] >= 16384
+    # One version behind: the learner's policy has moved since it sampled, so not every weight is 1.
+    rho = read_scalars(tmp_path / "tb")["train/vtrace_rho_mean"]
+    assert len(rho) == summary["rounds"] and any(abs(r - 1.0) > 1e-4 for _, r in rho), rho
+
+
+def test_one_version_behind_a_seed_repeats_bit_for_bit(ray_session, tmp_path):
+    """Sampling overlaps the update (each worker samples its next rollout with the weights it was
+    just given while the learner trains on the round): every rollout after the first round is
+    exactly one version behind, whichever worker finishes first, so two runs of a seed keep the
+    same weights and optimiser state at every checkpoint (bench/compare_runs.py)."""
+    from bench.compare_runs import compare
+
+    cfg = load_config("launch/configs/cartpole_ppo.yaml", [
+        "seed=5", "max_policy_lag=1", "max_env_steps=16384", "target_return=null",
+        "tensorboard=false", "checkpoint.every_rounds=2", "checkpoint.keep_last=100"])
+    runs = [train(cfg, run_dir=tmp_path / name, quiet=True) for name in ("a", "b")]
+    assert all(r["max_policy_lag_used"] == 1 and r["dropped_rollouts"] == 0 for r in runs), runs
+    rows = compare(tmp_path / "a", tmp_path / "b")
+    assert [v for v, *_ in rows] == [2, 4, 6, 8]
+    assert all(steps > 0 and dw == 0.0 and do == 0.0 for _, steps, dw, do in rows), rows
 
 
 def test_rollout_archive_every_k_rounds_and_inspect(ray_session, tmp_path):

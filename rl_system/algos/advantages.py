@@ -27,3 +27,32 @@ def compute_gae(reward: torch.Tensor, value: torch.Tensor, done: torch.Tensor,
         running = delta[t] + discount[t] * running
         adv[t] = running
     return adv, adv + value
+
+
+@torch.no_grad()
+def compute_vtrace(reward: torch.Tensor, value: torch.Tensor, done: torch.Tensor, last_value: torch.Tensor,
+                   log_rho: torch.Tensor, gamma: float, lam: float, rho_bar: float = 1.0,
+                   c_bar: float = 1.0) -> torch.Tensor:
+    """V-trace value targets (Espeholt et al. 2018, eq. 1, with IMPALA's lambda) for all envs at once.
+
+    ``reward``, ``value``, ``done``, ``last_value`` as in :func:`compute_gae` (``value`` the
+    critic's estimates stored with the rollout); ``log_rho``: ``[T, N]`` log importance ratios
+    ``log pi(a|s) - log mu(a|s)`` of the learner's policy ``pi`` against the one that sampled,
+    ``mu``. Returns ``vs [T, N]``::
+
+        delta_t = min(rho_bar, rho_t) * (r_t + gamma * V_{t+1} * (1 - done_t) - V_t)
+        vs_t - V_t = delta_t + gamma * lam * min(c_bar, rho_t) * (1 - done_t) * (vs_{t+1} - V_{t+1})
+
+    With ``log_rho = 0`` (on-policy) and ``rho_bar, c_bar >= 1`` these are GAE's returns exactly.
+    """
+    rho = log_rho.to(reward.dtype).exp()
+    not_done = (~done).to(reward.dtype)
+    next_value = torch.cat([value[1:], last_value.unsqueeze(0)], dim=0)
+    delta = rho.clamp(max=rho_bar) * (reward + gamma * next_value * not_done - value)
+    trace = gamma * lam * rho.clamp(max=c_bar) * not_done
+    out = torch.empty_like(reward)
+    running = torch.zeros_like(last_value)
+    for t in range(reward.shape[0] - 1, -1, -1):
+        running = delta[t] + trace[t] * running
+        out[t] = running
+    return value + out

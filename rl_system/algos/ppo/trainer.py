@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from rl_system import collective
-from rl_system.algos.advantages import compute_gae
+from rl_system.algos.advantages import compute_gae, compute_vtrace
 from rl_system.algos.ppo.policy import RunningNorm
 from rl_system.algos.protocols import is_recurrent
 from rl_system.algos.recurrent import episode_starts
@@ -44,6 +44,7 @@ class PPO:
         self.return_norm = RunningNorm(1).to(device) if cfg.normalize_reward else None
         self.recurrent = is_recurrent(policy)
         self.params = list(policy.parameters())
+        self.rho_stats: dict[str, float] = {}  # V-trace's importance weights in the last update
 
     @property
     def group(self) -> collective.Collective:
@@ -85,12 +86,32 @@ class PPO:
         # trunc_value is V(final_obs), already in the (scaled) units the critic learns.
         reward = self.scaled_reward(batch) + cfg.gamma * batch["trunc_value"]
         adv, ret = compute_gae(reward, batch["value"], done, batch["last_value"], cfg.gamma, cfg.gae_lambda)
+        if cfg.value_target == "vtrace":
+            log_rho = self._log_rho(batch, done)
+            ret = compute_vtrace(reward, batch["value"], done, batch["last_value"], log_rho, cfg.gamma,
+                                 cfg.gae_lambda, cfg.vtrace_rho_bar, cfg.vtrace_c_bar)
+            self.rho_stats = {"vtrace_rho_mean": float(log_rho.exp().mean()),
+                              "vtrace_rho_clipped": float((log_rho.exp() > cfg.vtrace_rho_bar).float().mean())}
         data = {k: v for k, v in batch.items() if k.startswith(OBS)}
         data.update(action=batch["action"], logp=batch["logp"], value=batch["value"], advantage=adv, ret=ret)
         if self.recurrent:
             data.update(reset=episode_starts(done), init_state=batch["init_state"])
             return data
         return {k: v.flatten(0, 1) for k, v in data.items()}
+
+    @torch.no_grad()
+    def _log_rho(self, batch: dict[str, torch.Tensor], done: torch.Tensor) -> torch.Tensor:
+        """``[T, N]`` log-ratios of the policy as it is now (before this update's epochs) against
+        the one that sampled the batch (its ``logp`` column): one forward pass over the batch."""
+        obs = observations(batch)
+        if self.recurrent:
+            logp, _, _ = self.policy.evaluate_sequence(obs, batch["action"], batch["init_state"], episode_starts(done))
+        else:
+            T, N = batch["logp"].shape
+            flat = {k: v.flatten(0, 1) for k, v in obs.items()}
+            logp, _, _ = self.policy.evaluate(flat, batch["action"].flatten(0, 1))
+            logp = logp.reshape(T, N)
+        return logp - batch["logp"]
 
     def update(self, batch: dict[str, torch.Tensor], progress: float) -> dict[str, float]:
         """One PPO update on a round's batch. ``progress`` in [0, 1] drives LR annealing.
@@ -139,6 +160,7 @@ class PPO:
             # After the epochs, so the ratio of the first minibatch is exactly 1.
             observe({k: v.flatten(0, 1) for k, v in observations(batch).items()})
         metrics = {k: v / max(n, 1) for k, v in stats.items()}
+        metrics.update(self.rho_stats)
         metrics.update(lr=lr, minibatch_steps=n, skipped_minibatches=skipped,
                        explained_variance=self.group.explained_variance(data["value"].flatten(), data["ret"].flatten()))
         return metrics
