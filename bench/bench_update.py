@@ -1,0 +1,139 @@
+"""How fast is the learner's update, against what the hardware can do? For each shipped network:
+one round's batch in the config's geometry, the trainer's ``update`` timed in this process, its
+floating-point work counted, and the achieved FLOP/s set against this machine's measured matmul
+peak (the physical limit of a dense update).
+
+    python -m bench.bench_update [--configs NAME ...] [--threads N] [--repeats 7] [--out DIR]
+
+NAME is a config under ``launch/configs/`` without ``.yaml`` (default: the MLP of CartPole and
+Hopper, MinAtar's CNN, the GRU of memory CartPole, HMASD on AliceBob); configs whose env is not
+installed are skipped with a line saying so. The batch is what one round hands the learner
+(``workers.num_workers × workers.num_envs`` envs × ``workers.rollout_len`` steps), sampled by the
+untrained policy; the update is the config's (its epochs, minibatches and learning rate). FLOPs
+come from ``torch.utils.flop_counter.FlopCounterMode`` over one update (matmuls and convolutions,
+forward and backward: the arithmetic that a faster update cannot avoid). The matmul peak is the
+best of square fp32 ``torch.mm`` sizes 256-2048 on the same threads.
+
+Prints a table and writes ``update_<N>thread(s).json`` / ``.md`` to ``--out`` (default
+``bench/results/update/``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from bench.report import stamp
+from rl_system.algos import get_algorithm
+from rl_system.config import load_config
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT = ["cartpole_ppo", "hopper_ppo", "minatar_breakout_ppo", "cartpole_memory_ppo", "alice_bob_hmasd"]
+
+
+def matmul_peak(threads: int, seconds: float = 0.3) -> tuple[float, int]:
+    """``(GFLOP/s, size)``: the best square fp32 ``torch.mm`` on ``threads`` threads."""
+    torch.set_num_threads(threads)
+    best = (0.0, 0)
+    for n in (256, 512, 1024, 2048):
+        a, b = torch.randn(n, n), torch.randn(n, n)
+        torch.mm(a, b)
+        count, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            torch.mm(a, b)
+            count += 1
+        rate = 2 * n ** 3 * count / (time.perf_counter() - t0) / 1e9
+        best = max(best, (rate, n))
+    return best
+
+
+def build(cfg: Any) -> tuple[Any, dict[str, torch.Tensor]]:
+    """The trainer for ``cfg`` and one round's batch: ``num_workers × num_envs`` envs sampled at once
+    by the untrained policy, as the learner receives them joined along the env axis."""
+    from envs import make_env
+
+    wc = cfg.workers
+    env = make_env(cfg.env.name, wc.num_workers * wc.num_envs, "cpu", seed=cfg.seed, **cfg.env.kwargs)
+    algo = get_algorithm(cfg.algo)
+    torch.manual_seed(cfg.seed)
+    policy = algo.make_policy(env.observation_spec, env.action_spec, cfg)
+    sampler = algo.make_sampler(env, policy, cfg, torch.device("cpu"))
+    sampler.reset(cfg.seed)
+    with torch.no_grad():
+        cols, _ = sampler.collect()
+    batch = {k: v.clone() for k, v in cols.items()}
+    env.close()
+    return algo.make_trainer(policy, cfg), batch
+
+
+def measure(name: str, threads: int, repeats: int) -> dict[str, Any]:
+    cfg = load_config(str(REPO / "launch" / "configs" / f"{name}.yaml"))
+    torch.set_num_threads(threads)
+    trainer, batch = build(cfg)
+    samples = int(batch["reward"].numel())
+    trainer.update(batch, 0.0)  # warm-up: allocator, first-call paths
+    with FlopCounterMode(display=False) as counter:
+        trainer.update(batch, 0.0)
+    flops = counter.get_total_flops()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        trainer.update(batch, 0.0)
+        times.append(time.perf_counter() - t0)
+    t = statistics.median(times)
+    params = sum(p.numel() for p in trainer.policy.parameters()) if hasattr(trainer, "policy") else None
+    return {"config": name, "algo": cfg.algo, "samples": samples, "update_s": t, "update_s_min": min(times),
+            "samples_per_s": samples / t, "gflop": flops / 1e9, "gflop_per_s": flops / t / 1e9, "params": params}
+
+
+def markdown(result: dict[str, Any]) -> str:
+    s, peak = result["stamp"], result["matmul_peak_gflop_per_s"]
+    lines = [f"Measured {s['date_utc']} at commit `{s['commit']}` on {s['cpu']} ({s['cores']} cores), torch "
+             f"{s['torch']}, {result['threads']} thread(s); matmul peak {peak:.1f} GFLOP/s (fp32 `torch.mm` "
+             f"{result['matmul_peak_size']}²). `python -m bench.bench_update --threads {result['threads']}`.", "",
+             "| config | algo | samples per update | update (median) | samples/s | GFLOP per update | GFLOP/s | of matmul peak |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in result["rows"]:
+        if "skipped" in r:
+            lines.append(f"| {r['config']} | – | – | – | – | – | – | skipped: {r['skipped']} |")
+            continue
+        lines.append(f"| {r['config']} | {r['algo']} | {r['samples']:,} | {r['update_s'] * 1e3:,.1f} ms | "
+                     f"{r['samples_per_s']:,.0f} | {r['gflop']:.3f} | {r['gflop_per_s']:.1f} | "
+                     f"{100 * r['gflop_per_s'] / peak:.1f}% |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--configs", nargs="+", default=DEFAULT)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "update")
+    args = ap.parse_args(argv)
+    peak, size = matmul_peak(args.threads)
+    rows = []
+    for name in args.configs:
+        try:
+            rows.append(measure(name, args.threads, args.repeats))
+        except ImportError as err:  # an env whose extra is not installed
+            rows.append({"config": name, "skipped": f"{type(err).__name__}: {err}".splitlines()[0]})
+        print(rows[-1], flush=True)
+    result = {"stamp": stamp(), "threads": args.threads, "matmul_peak_gflop_per_s": peak, "matmul_peak_size": size,
+              "rows": rows}
+    text = markdown(result)
+    print("\n" + text)
+    args.out.mkdir(parents=True, exist_ok=True)
+    name = f"update_{args.threads}thread{'s' if args.threads > 1 else ''}"
+    (args.out / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
+    (args.out / f"{name}.md").write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
