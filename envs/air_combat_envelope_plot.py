@@ -9,7 +9,7 @@
 * :func:`draw_launch_map`: a policy's launches (range and aspect at launch; hit, miss, or still
   in flight when the episode ended) on the envelope against the scripted opponent.
 
-matplotlib is imported when a picture is drawn (``pip install 'rl-system[render]'``).
+matplotlib is imported when a picture is drawn (``pip install matplotlib, or pip install -e '.[render]' in a checkout``).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def _pyplot():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise PlotError("drawing needs matplotlib: pip install 'rl-system[render]'") from None
+        raise PlotError("drawing needs matplotlib: pip install matplotlib, or pip install -e '.[render]' in a checkout") from None
     return plt
 
 

@@ -46,7 +46,7 @@ def _envpool() -> Any:
     try:
         import envpool
     except ImportError:
-        raise ValueError("envpool is not installed: pip install 'rl-system[envpool]' (Linux wheels only)") from None
+        raise ValueError("envpool is not installed: pip install envpool, or pip install -e '.[envpool]' in a checkout (Linux wheels only)") from None
     return envpool
 
 

@@ -16,7 +16,7 @@ import gymnasium
 try:
     from minatar.gym import register_envs
 except ImportError as err:  # pragma: no cover - depends on the optional extra
-    raise ImportError("MinAtar is not installed: pip install 'rl-system[minatar]'") from err
+    raise ImportError("MinAtar is not installed: pip install minatar, or pip install -e '.[minatar]' in a checkout") from err
 
 if "MinAtar/Breakout-v1" not in gymnasium.registry:
     register_envs()

@@ -181,7 +181,7 @@ def render_episode(state: dict[str, Any], out_path: str | Path, deterministic: b
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError:
-        raise RenderError("matplotlib is not installed; pip install 'rl-system[render]'") from None
+        raise RenderError("matplotlib is not installed; pip install matplotlib, or pip install -e '.[render]' in a checkout") from None
 
     meta = record_episode(state, renderer, deterministic=deterministic, seed=seed, max_steps=max_steps)
     # A Figure on an Agg canvas, without pyplot: no display, no global backend switch.

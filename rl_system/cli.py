@@ -9,6 +9,7 @@ import signal
 import sys
 from pathlib import Path
 
+from rl_system import __version__
 from rl_system.cli_air_combat import add_eval_flags
 from rl_system.cli_air_combat import add_parser as add_air_combat_parser
 from rl_system.cli_tune import add_parser as add_tune_parser
@@ -18,6 +19,7 @@ from rl_system.errors import one_line
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rl-system", description="Distributed actor-learner RL on Ray.")
+    p.add_argument("--version", action="version", version=f"rl-system {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     t = sub.add_parser("train", help="train with a YAML config")
     t.add_argument("config", help="YAML config file, e.g. launch/configs/cartpole_ppo.yaml")
@@ -56,7 +58,7 @@ def _parser() -> argparse.ArgumentParser:
                         "side instead of the env's scripted opponent (two-player envs: AirCombat)")
     e.add_argument("--render", type=Path, default=None, metavar="OUT.png",
                    help="instead of the statistics, draw one episode (env index 0) to a PNG "
-                        "(AirCombat, Navigation; needs matplotlib: pip install 'rl-system[render]')")
+                        "(AirCombat, Navigation; needs matplotlib: pip install matplotlib, or pip install -e '.[render]' in a checkout)")
 
     add_eval_flags(e)
 

@@ -63,3 +63,11 @@ def test_a_run_times_its_phases_in_the_summary_and_at_debug_level(ray_session, c
     assert all(s >= 0 for s in phases.values()) and phases["train"] > 0
     for name in ("config", "probe", "actors", "train", "finish"):
         assert f"phase {name}: " in out.err + out.out, name
+
+
+def test_the_version_flag_names_the_package_and_exits_0(capsys):
+    from rl_system import __version__
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"rl-system {__version__}"
