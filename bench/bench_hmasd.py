@@ -5,7 +5,7 @@ For each method (``launch/configs/alice_bob_hmasd.yaml`` and ``alice_bob_mappo.y
 code with the hierarchy switched off) and seed, trains until the 100-episode training success
 rate reaches ``--target`` (the team reward is 1 on success, so the mean return is the success
 rate) -- recorded, training goes on -- and until the env-step budget runs out, then measures the
-*test* success rate of the final policy with ``rl_system.evaluate`` (200 episodes on a fresh env
+*test* success rate of the final policy with ``rl_system.evaluation`` (200 episodes on a fresh env
 seed, sampling as in training and argmax at both levels). Runs checkpoint as the preset says
 (``checkpoint.every_rounds``), and the checkpoint a user keeps as ``best.json`` (the best
 *training* return; ``rl-system eval RUN --pick best``) is tested on the same episodes beside it.
@@ -55,7 +55,7 @@ from rl_system.checkpoint.store import CheckpointStore
 from rl_system.cli import with_env_kwargs
 from rl_system.config import RunConfig, load_config
 from rl_system.driver import train
-from rl_system.evaluate import evaluate
+from rl_system.evaluation import evaluate
 from rl_system.metrics import read_scalars
 
 CONFIGS = {"hmasd": "launch/configs/alice_bob_hmasd.yaml", "mappo": "launch/configs/alice_bob_mappo.yaml"}

@@ -150,7 +150,7 @@ def launch_map(state: dict[str, Any], out: Path, episodes: int = 200, determinis
     from envs.air_combat import AirCombatVecEnv
     from envs.air_combat_envelope_plot import draw_launch_map
     from rl_system.config import RunConfig
-    from rl_system.evaluate import evaluate
+    from rl_system.evaluation import evaluate
 
     logs: list[LaunchLog] = []
 

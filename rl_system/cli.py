@@ -250,7 +250,7 @@ def with_env_kwargs(state: dict, assignments: list[str]) -> dict:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from rl_system.checkpoint import CheckpointError, find_resume
-    from rl_system.evaluate import evaluate
+    from rl_system.evaluation import evaluate
     from rl_system.filesystems import write_json
 
     if args.episodes < 1:

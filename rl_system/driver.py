@@ -103,6 +103,7 @@ class RunLoop:
         self._restarting_since: dict[int, float] = {}
         self.storage: RunStorage | None = None
         self.telemetry: Telemetry | None = None
+        self.last_train_metrics: dict[str, float] = {}  # the trainer's metrics of the last round
 
     # -- actors ------------------------------------------------------------------------------
     def _start_actors(self) -> None:
@@ -331,6 +332,8 @@ class RunLoop:
             if self.reporter is not None and not stop:  # the last round is reported by _finish
                 self.reporter.after_round(self, checkpointed)
                 stop = self.reporter.stop_requested
+                if stop and not checkpointed:  # a run stopped from outside ends on a checkpoint too
+                    self._checkpoint(elapsed, pending)
             if stop:
                 break
         self.clock.record("train", time.perf_counter() - t_train)
@@ -470,6 +473,7 @@ class RunLoop:
         if (cfg.target_return is not None and st.time_to_target_s is None and self.window.full
                 and mean_ret >= cfg.target_return):
             st.time_to_target_s, st.steps_to_target = elapsed, st.env_steps
+        self.last_train_metrics = metrics["train"]
         for group, scalars in reporting.round_scalars(self, metrics, metas, elapsed).items():
             self.log.scalars(st.env_steps, scalars, prefix=f"{group}/")
 

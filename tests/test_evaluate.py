@@ -1,10 +1,10 @@
-"""rl_system.evaluate: the per-env episode quota that keeps short episodes from dominating."""
+"""rl_system.evaluation: the per-env episode quota that keeps short episodes from dominating."""
 
 import pytest
 import torch
 
 from rl_system.config import RunConfig
-from rl_system.evaluate import _within_quota
+from rl_system.evaluation import _within_quota
 
 
 def test_quota_keeps_each_envs_first_episodes_in_finishing_order():
@@ -58,7 +58,7 @@ def test_eval_kwargs_of_the_run_config_apply_to_tests_not_to_training(tmp_path):
     """A run trained with ``env.eval_kwargs`` is tested under them by default (here a shorter
     time limit), and ``--env`` still overrides them."""
     from rl_system.cli import with_env_kwargs
-    from rl_system.evaluate import evaluate
+    from rl_system.evaluation import evaluate
 
     state = _alice_bob_checkpoint(tmp_path / "run")
     state["config"]["env"]["eval_kwargs"] = {"max_episode_steps": 7}

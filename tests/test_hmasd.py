@@ -622,7 +622,7 @@ def test_greedy_level_takes_the_argmax_at_one_level_only():
 
 @pytest.mark.parametrize("algo", ["ppo", "flat"])
 def test_greedy_level_is_refused_without_a_hierarchy(algo):
-    from rl_system.evaluate import evaluate
+    from rl_system.evaluation import evaluate
 
     if algo == "ppo":
         cfg = RunConfig.model_validate({"algo": "ppo", "env": {"name": "CartPole"}})
@@ -692,7 +692,7 @@ def test_plan_table_window_counts_agree_with_the_env_episode_info():
     which diamond was collected in it) against the env's own per-episode ``red/blue_collected``."""
     from bench.bench_hmasd import SMALL_MAP_SKILLS
     from bench.hmasd_tables import plan_table, window_stats
-    from rl_system.evaluate import policy_sampler
+    from rl_system.evaluation import policy_sampler
     from envs import make_env
 
     cfg = load_config("launch/configs/alice_bob_hmasd.yaml", [

@@ -286,7 +286,7 @@ def test_ppo_learns_to_reach_the_goal_on_an_easy_layout(ray_session, tmp_path):
     from rl_system.checkpoint import load_checkpoint
     from rl_system.config import load_config
     from rl_system.driver import train
-    from rl_system.evaluate import evaluate
+    from rl_system.evaluation import evaluate
 
     cfg = load_config("launch/configs/navigation_ppo.yaml", [
         f"env.kwargs={EASY}".replace("'", '"'), "workers.num_envs=128", "workers.rollout_len=16",

@@ -170,7 +170,7 @@ def test_bad_recurrent_or_encoder_config_is_one_line_and_exit_2(capsys, tmp_path
 
 def test_eval_runs_a_cnn_and_lstm_checkpoint(tmp_path):
     """A scan-conv + LSTM Navigation checkpoint through rl-system eval's path (sampler, states)."""
-    from rl_system.evaluate import evaluate
+    from rl_system.evaluation import evaluate
 
     cfg = load_config(None, ["env.name=Navigation", "env.kwargs={num_static: 6, num_dynamic: 2, max_steps: 40}",
                              "model.recurrent=lstm", "model.encoders={lidar: scan}", "model.share_encoder=false"])

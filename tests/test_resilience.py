@@ -13,7 +13,7 @@ from rl_system.checkpoint import load_checkpoint
 from rl_system.checkpoint.store import CheckpointStore
 from rl_system.config import load_config
 from rl_system.driver import RunLoop, TrainingError, train
-from rl_system.evaluate import evaluate
+from rl_system.evaluation import evaluate
 from rl_system.checkpoint.resume import find_resume
 
 FAST = ["tensorboard=false", "log_every_s=30"]

@@ -99,7 +99,7 @@ def _air_checkpoint(run_dir, passive: bool = False, overrides=()):
 
 def test_eval_against_another_checkpoint_flies_it_as_the_opponent(tmp_path, capsys):
     from rl_system.cli import main
-    from rl_system.evaluate import evaluate
+    from rl_system.evaluation import evaluate
 
     red = _air_checkpoint(tmp_path / "red")
     passive = _air_checkpoint(tmp_path / "passive", passive=True)

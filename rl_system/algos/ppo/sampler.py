@@ -1,6 +1,6 @@
 """The PPO sampler (worker side): steps an env batch with a policy copy and fills one rollout's
 columns (:class:`~.buffer.RolloutBuffer`). A :class:`~rl_system.algos.protocols.Sampler`, used
-by :class:`rl_system.worker.RolloutWorker` and :func:`rl_system.evaluate.evaluate`.
+by :class:`rl_system.worker.RolloutWorker` and :func:`rl_system.evaluation.evaluate`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,265 @@
+"""The Python API: train, load a trained policy and act with it, evaluate, build an env; what the
+``rl-system`` commands do, from a script or a notebook (``docs/python_api.md``).
+
+>>> import rl_system
+>>> result = rl_system.train("launch/configs/cartpole_ppo.yaml", run_dir="runs/cp")  # doctest: +SKIP
+>>> policy = rl_system.load_policy(result.run_dir, pick="best")                      # doctest: +SKIP
+>>> action, state = policy.act(obs, deterministic=True)                             # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rl_system.config import ConfigError, RunConfig, apply_override, build_config, load_config
+
+ConfigLike = str | Path | dict | RunConfig
+
+
+@dataclass(frozen=True)
+class RoundInfo:
+    """What a callback is told after each round."""
+
+    round: int
+    env_steps: int
+    policy_version: int
+    mean_return: float | None
+    """Mean return of the last ``return_window`` finished episodes (None before the first)."""
+    best_return: float | None
+    train_s: float
+    """Seconds spent in rounds so far (sampling and updating)."""
+    train: dict[str, float] = field(default_factory=dict)
+    """The trainer's metrics of this round's update (losses, KL, entropy, learning rate ...)."""
+
+
+Callback = Callable[[RoundInfo], bool | None]
+"""Called after every round; returning True stops the run after that round (status ``stopped``)."""
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """A finished run: its figures (``summary`` holds all of ``summary.json``) and where it lies."""
+
+    status: str
+    run_dir: Path
+    env_steps: int
+    rounds: int
+    wall_time_s: float
+    final_mean_return: float | None
+    best_mean_return: float | None
+    reached_target: bool
+    time_to_target_s: float | None
+    steps_to_target: int | None
+    best_checkpoint: Path | None
+    final_checkpoint: Path | None
+    summary: dict[str, Any]
+
+
+def as_config(config: ConfigLike, overrides: Sequence[str] = ()) -> RunConfig:
+    """A :class:`RunConfig` from a YAML path, a nested dict or a config, with ``KEY=VALUE``
+    overrides applied (as ``--set``); :class:`ConfigError` (one line naming the key) if invalid."""
+    if isinstance(config, (str, Path)):
+        return load_config(config, list(overrides))
+    if isinstance(config, RunConfig):
+        tree = config.model_dump()
+    elif isinstance(config, dict):
+        tree = {**config}
+    else:
+        raise ConfigError(f"config: expected a YAML path, a dict or a RunConfig, got {type(config).__name__}")
+    for assignment in overrides:
+        apply_override(tree, assignment)
+    return build_config(tree)
+
+
+class _Callbacks:
+    """The run loop's :class:`~rl_system.driver.RoundReporter` for user callbacks."""
+
+    def __init__(self, callbacks: Iterable[Callback]):
+        self.callbacks = list(callbacks)
+        self.stop_requested = False
+        self._last: dict[str, float] = {}
+
+    def checkpoint_due(self, steps_before: int, steps_now: int) -> bool:
+        return False
+
+    def after_round(self, run: Any, checkpointed: bool, last: bool = False) -> None:
+        if last:
+            return
+        st, window = run.stats, run.window
+        info = RoundInfo(round=st.rounds, env_steps=st.env_steps, policy_version=run.version,
+                         mean_return=window.mean if window.returns else None,
+                         best_return=st.best_return if st.best_return > float("-inf") else None,
+                         train_s=st.time_round, train=dict(run.last_train_metrics))
+        for callback in self.callbacks:
+            if callback(info):
+                self.stop_requested = True
+
+
+def train(config: ConfigLike, overrides: Sequence[str] = (), run_dir: str | Path | None = None,
+          address: str | None = None, resume: str | Path | None = None, callbacks: Iterable[Callback] = (),
+          log_level: str = "warning") -> TrainResult:
+    """Train as ``rl-system train`` does and return the result.
+
+    ``config``: a YAML path, a dict or a :class:`RunConfig`; ``overrides``: ``KEY=VALUE`` strings.
+    ``address``: a Ray cluster to join; default: this process's Ray if one is up, else an embedded
+    one started here and stopped at the end. ``resume``: a run directory, a checkpoint file or
+    ``"latest"``. ``callbacks``: called with a :class:`RoundInfo` after every round; one returning
+    True stops the run. Raises :class:`ConfigError` for a bad config and
+    :class:`~rl_system.errors.TrainingError` for a run that failed (one line each)."""
+    import ray
+
+    from rl_system.checkpoint import CheckpointError, find_resume
+    from rl_system.driver import RunLoop
+    from rl_system.startup import check_embedded_placement, init_ray, probe_specs, shutdown_ray
+
+    cfg = as_config(config, overrides)
+    state, out_dir = None, Path(run_dir) if run_dir is not None else None
+    if resume is not None:
+        try:
+            found = find_resume(str(resume), cfg, out_dir)
+        except CheckpointError as err:
+            raise ConfigError(f"resume: {err}") from None
+        state, out_dir = found.state, found.run_dir or out_dir
+    specs = probe_specs(cfg)
+    ours = not ray.is_initialized()
+    if ours and address is None:
+        check_embedded_placement(cfg)
+    try:
+        if ours:
+            init_ray(cfg, address)
+        reporter = _Callbacks(callbacks) if callbacks else None
+        summary = RunLoop(cfg, out_dir, resume_state=state, specs=specs, log_level=log_level,
+                          reporter=reporter).run(address)
+    finally:
+        if ours:
+            shutdown_ray()
+    return _result(summary)
+
+
+def _result(summary: dict[str, Any]) -> TrainResult:
+    run_dir = Path(summary["run_dir"])
+    checkpoints = run_dir / "checkpoints"
+    best = _pointer(checkpoints / "best.json")
+    final = summary["checkpoints"].get("last_path")
+    return TrainResult(
+        status=summary["status"], run_dir=run_dir, env_steps=summary["env_steps"], rounds=summary["rounds"],
+        wall_time_s=summary["wall_time_s"], final_mean_return=summary["final_mean_return"],
+        best_mean_return=summary["best_mean_return"], reached_target=summary["reached_target"],
+        time_to_target_s=summary["time_to_target_s"], steps_to_target=summary["steps_to_target"],
+        best_checkpoint=best, final_checkpoint=Path(final) if final else None, summary=summary)
+
+
+def _pointer(path: Path) -> Path | None:
+    """The checkpoint a ``best.json`` / ``latest.json`` pointer names (None without one)."""
+    import json
+
+    try:
+        return path.parent / json.loads(path.read_text())["name"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+class Policy:
+    """A trained policy, for acting outside the system: ``act(obs, state=None, deterministic=False)``
+    on a batch of observations, as numpy arrays or torch tensors (a dict for dict observations,
+    or one array for a single-key observation space). Observation normalisation is inside the
+    network; a recurrent policy takes and returns its state (``None`` starts every episode)."""
+
+    def __init__(self, network: torch.nn.Module, cfg: RunConfig, obs_keys: list[str], version: int, path: str):
+        self.network, self.cfg, self.obs_keys = network, cfg, obs_keys
+        self.version, self.path = version, path
+        self.recurrent = hasattr(network, "initial_state")
+
+    def __repr__(self) -> str:
+        return f"Policy({self.cfg.algo} on {self.cfg.env.name}, version {self.version}, from {self.path})"
+
+    def _obs(self, obs: Any) -> tuple[dict[str, torch.Tensor], bool]:
+        numpy = not isinstance(obs, torch.Tensor) and not (isinstance(obs, dict) and obs and
+                                                            isinstance(next(iter(obs.values())), torch.Tensor))
+        if not isinstance(obs, dict):
+            if len(self.obs_keys) != 1:
+                raise ValueError(f"this policy observes {self.obs_keys}: pass a dict of those keys")
+            obs = {self.obs_keys[0]: obs}
+        missing = set(self.obs_keys) - set(obs)
+        if missing:
+            raise ValueError(f"observation keys missing: {sorted(missing)} (the policy observes {self.obs_keys})")
+        device = next(self.network.parameters()).device
+        return {k: torch.as_tensor(obs[k], device=device) for k in self.obs_keys}, numpy
+
+    @torch.no_grad()
+    def act(self, obs: Any, state: Any = None, deterministic: bool = False) -> tuple[Any, Any]:
+        """``(action, state)`` for a batch ``obs`` (leading axis: the batch); ``state`` is None for
+        a feedforward policy. numpy in, numpy out; torch in, torch out."""
+        tensors, numpy = self._obs(obs)
+        batch = next(iter(tensors.values())).shape[0]
+        if self.recurrent:
+            s = self.network.initial_state(batch) if state is None else torch.as_tensor(state)
+            action, _, _, new_state = self.network.act(tensors, s, deterministic)
+        else:
+            action, _, _ = self.network.act(tensors, deterministic)
+            new_state = None
+        if numpy:
+            return action.cpu().numpy(), None if new_state is None else new_state.cpu().numpy()
+        return action, new_state
+
+
+def load_policy(run_or_checkpoint: str | Path, pick: str = "best", device: str = "cpu") -> Policy:
+    """The policy of a run directory (``pick``: ``best``, the checkpoint with the best training
+    mean return; ``final`` or ``latest``, the newest valid one) or of one checkpoint file. PPO
+    policies; :class:`ValueError` (one line) for a file that is not a checkpoint of one."""
+    from envs import make_env as _make_env
+    from rl_system.algos import load_policy as _load_network
+    from rl_system.checkpoint import CheckpointError, find_resume
+
+    if pick not in ("best", "final", "latest"):
+        raise ValueError(f"pick must be 'best', 'final' or 'latest', got {pick!r}")
+    path = Path(run_or_checkpoint)
+    try:
+        found = find_resume(str(path), load_config(None), None, pick="best" if pick == "best" and path.is_dir()
+                            else "latest")
+    except CheckpointError as err:
+        raise ValueError(f"cannot load a policy from {path}: {err}") from None
+    state = found.state
+    if "config" not in state or "learner" not in state:
+        raise ValueError(f"{found.path} is not a policy checkpoint (no config or learner state)")
+    cfg = RunConfig.model_validate(state["config"])
+    if cfg.algo != "ppo":
+        raise ValueError(f"{found.path}: load_policy acts with PPO policies; this one is {cfg.algo!r} "
+                         f"(use rl_system.evaluate for it)")
+    env = _make_env(cfg.env.name, 1, "cpu", seed=0, **cfg.env.test_kwargs())
+    try:
+        network = _load_network(state, env, device)
+        keys = list(env.observation_spec)
+    finally:
+        env.close()
+    return Policy(network, cfg, keys, int(state["learner"].get("version", -1)), str(found.path))
+
+
+def evaluate(run_or_checkpoint: str | Path, episodes: int = 100, deterministic: bool = False, pick: str = "best",
+             num_envs: int | None = None, seed: int = 12345) -> dict[str, Any]:
+    """As ``rl-system eval``: mean and std of return and length, each outcome's rate, over
+    ``episodes`` episodes of the checkpoint's env (its ``env.eval_kwargs``)."""
+    from rl_system.checkpoint import CheckpointError, find_resume
+    from rl_system.evaluation import evaluate as _evaluate
+
+    path = Path(run_or_checkpoint)
+    try:
+        found = find_resume(str(path), load_config(None), None,
+                            pick="best" if pick == "best" and path.is_dir() else "latest")
+    except CheckpointError as err:
+        raise ValueError(f"cannot evaluate {path}: {err}") from None
+    return {**_evaluate(found.state, episodes=episodes, deterministic=deterministic, num_envs=num_envs, seed=seed),
+            "checkpoint": found.path}
+
+
+def make_env(name: str, num_envs: int = 1, device: str = "cpu", seed: int = 0, **kwargs: Any) -> Any:
+    """A batched env by name, as ``env.name`` in a config (``CartPole``, ``gym:<id>``,
+    ``package.module:Name`` ...): ``num_envs`` envs stepped at once as torch tensors."""
+    from envs import make_env as _make_env
+
+    return _make_env(name, num_envs, device, seed=seed, **kwargs)
