@@ -49,15 +49,26 @@ def test_a_run_from_python_stops_on_its_callback_and_its_policy_acts_on_numpy_an
     assert scores["episodes"] == 8 and scores["checkpoint"].endswith(result.final_checkpoint.name)
 
 
-def test_a_recurrent_policy_takes_and_returns_its_state(ray_session, tmp_path):
-    result = rl_system.train(str(REPO / "launch/configs/cartpole_memory_ppo.yaml"), run_dir=tmp_path,
-                             overrides=["tensorboard=false", "target_return=null", "max_env_steps=4096"])
-    policy = rl_system.load_policy(result.run_dir, pick="final")
-    assert policy.recurrent
-    obs = np.zeros((3, 2), dtype=np.float32)
+def test_a_recurrent_policy_takes_and_returns_its_state(tmp_path):
+    # A checkpoint as a run writes it (the learner's state and the config), without a run: the
+    # policy side is what is tested here.
+    from envs import make_env
+    from rl_system.checkpoint import CheckpointStore
+    from rl_system.config import load_config
+    from rl_system.learner import Learner
+
+    cfg = load_config(str(REPO / "launch/configs/cartpole_memory_ppo.yaml"))
+    env = make_env(cfg.env.name, 1, "cpu", seed=0, **cfg.env.kwargs)
+    learner = Learner(cfg, env.observation_spec, env.action_spec)
+    CheckpointStore(str(tmp_path / "checkpoints")).save({"learner": learner.state(), "config": cfg.model_dump()},
+                                                        {"policy_version": 0, "env_steps": 0})
+    policy = rl_system.load_policy(tmp_path, pick="final")
+    assert policy.recurrent and policy.version == 0
+    obs = np.random.default_rng(0).normal(size=(3, 2)).astype(np.float32)  # positions only (velocities: false)
     a1, s1 = policy.act(obs)
     a2, s2 = policy.act(obs, state=s1)
-    assert s1.shape == s2.shape == (3, policy.network.state_size) and not np.array_equal(s1, s2)
+    assert a1.shape == (3,) and s1.shape == s2.shape == (3, policy.network.state_size)
+    assert not np.array_equal(s1, s2)  # the state moved on: a second step from it, not a first
 
 
 @pytest.mark.parametrize("config,overrides,needle", [

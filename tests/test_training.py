@@ -3,6 +3,8 @@
 import json
 from pathlib import Path
 
+import pytest
+
 from rl_system.config import load_config
 from rl_system.driver import in_worker_order, train
 from rl_system.metrics import read_scalars
@@ -41,6 +43,7 @@ def test_policy_lag_one_overlaps_and_vtrace_weighs_what_the_lag_changed(ray_sess
     assert len(rho) == summary["rounds"] and any(abs(r - 1.0) > 1e-4 for _, r in rho), rho
 
 
+@pytest.mark.slow  # two whole runs
 def test_one_version_behind_a_seed_repeats_bit_for_bit(ray_session, tmp_path):
     """Sampling overlaps the update (each worker samples its next rollout with the weights it was
     just given while the learner trains on the round): every rollout after the first round is
