@@ -80,8 +80,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
             check_reachable(args.address)
             ray.init(address=args.address, log_to_driver=False)
         else:
-            ray.init(address="local", num_cpus=local_cpus(sweep), include_dashboard=None, log_to_driver=False,
-                     configure_logging=False)
+            # As `rl-system train`: no dashboard unless the config asks (ray_dashboard: true).
+            ray.init(address="local", num_cpus=local_cpus(sweep), include_dashboard=sweep.base.ray_dashboard,
+                     log_to_driver=False, configure_logging=False)
     except Exception as err:  # noqa: BLE001 - Ray raises a bare Exception when its node fails to start
         print(f"rl-system: cannot start or join Ray ({args.address or 'local'}): {one_line(err)}", file=sys.stderr)
         return 1
