@@ -170,8 +170,10 @@ class Policy:
     or one array for a single-key observation space). Observation normalisation is inside the
     network; a recurrent policy takes and returns its state (``None`` starts every episode)."""
 
-    def __init__(self, network: torch.nn.Module, cfg: RunConfig, obs_keys: list[str], version: int, path: str):
-        self.network, self.cfg, self.obs_keys = network, cfg, obs_keys
+    def __init__(self, network: torch.nn.Module, cfg: RunConfig, obs_spec: dict[str, Any], version: int, path: str):
+        self.network, self.cfg, self.obs_keys = network, cfg, list(obs_spec)
+        self.obs_shapes = {k: tuple(spec.shape) for k, spec in obs_spec.items()}
+        self.obs_dtypes = {k: spec.dtype for k, spec in obs_spec.items()}
         self.version, self.path = version, path
         self.recurrent = hasattr(network, "initial_state")
 
@@ -234,10 +236,10 @@ def load_policy(run_or_checkpoint: str | Path, pick: str = "best", device: str =
     env = _make_env(cfg.env.name, 1, "cpu", seed=0, **cfg.env.test_kwargs())
     try:
         network = _load_network(state, env, device)
-        keys = list(env.observation_spec)
+        obs_spec = dict(env.observation_spec)
     finally:
         env.close()
-    return Policy(network, cfg, keys, int(state["learner"].get("version", -1)), str(found.path))
+    return Policy(network, cfg, obs_spec, int(state["learner"].get("version", -1)), str(found.path))
 
 
 def evaluate(run_or_checkpoint: str | Path, episodes: int = 100, deterministic: bool = False, pick: str = "best",
@@ -255,6 +257,13 @@ def evaluate(run_or_checkpoint: str | Path, episodes: int = 100, deterministic: 
         raise ValueError(f"cannot evaluate {path}: {err}") from None
     return {**_evaluate(found.state, episodes=episodes, deterministic=deterministic, num_envs=num_envs, seed=seed),
             "checkpoint": found.path}
+
+
+def export(run_or_checkpoint: str | Path, format: str, out: str | Path, pick: str = "best") -> Path:  # noqa: A002
+    """As ``rl-system export``: the policy as a TorchScript or ONNX file (:mod:`rl_system.policy_export`)."""
+    from rl_system.policy_export import export_policy
+
+    return export_policy(run_or_checkpoint, format, out, pick=pick)
 
 
 def make_env(name: str, num_envs: int = 1, device: str = "cpu", seed: int = 0, **kwargs: Any) -> Any:

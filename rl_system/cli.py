@@ -62,6 +62,13 @@ def _parser() -> argparse.ArgumentParser:
 
     add_eval_flags(e)
 
+    x = sub.add_parser("export", help="a trained policy as a TorchScript or ONNX file that runs without rl_system or Ray")
+    x.add_argument("checkpoint", help="run dir, checkpoints dir or checkpoint file")
+    x.add_argument("--format", dest="fmt", choices=("torchscript", "onnx"), required=True)
+    x.add_argument("--out", type=Path, required=True, help="the file to write (written whole or not at all)")
+    x.add_argument("--pick", choices=("best", "final"), default="best",
+                   help="for a run: the checkpoint of the best training mean return, or the newest")
+
     c = sub.add_parser("check-env", help="conformance check of an env: specs, auto-reset, seeding, state, speed")
     c.add_argument("name", help="a registered env, 'package.module:Name', 'gym:<id>' or 'envpool:<id>' (as env.name in a config)")
     c.add_argument("--env", dest="env_kwargs", action="append", default=[], metavar="KWARG=VALUE",
@@ -309,6 +316,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from rl_system.policy_export import ExportError, export_policy
+
+    try:
+        out = export_policy(args.checkpoint, args.fmt, args.out, pick=args.pick)
+    except ExportError as err:
+        return _fail(f"cannot export: {err}", 2)
+    print(f"wrote {out} ({args.fmt}: one input per observation key, outputs action, logp, value)")
+    return 0
+
+
 def cmd_check_env(args: argparse.Namespace) -> int:
     from envs import EntryPointError
     from envs.checker import check_env
@@ -351,6 +369,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_check_env(args)
         if args.command == "eval":
             return cmd_eval(args)
+        if args.command == "export":
+            return cmd_export(args)
         if args.command == "grafana-dashboard":
             return cmd_grafana_dashboard(args)
         if args.command == "air-combat":

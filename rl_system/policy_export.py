@@ -1,0 +1,81 @@
+"""A trained policy as an inference-only graph that runs without this package or Ray:
+TorchScript (``torch.jit.load``) or ONNX (``onnxruntime``).
+
+The graph takes the observation keys in the order of the env's observation spec (one input per
+key, a batch on the leading axis) and returns ``(action, logp, value)`` for the deterministic
+action (argmax, or the Gaussian's mean), with the policy's observation normalisation inside.
+Feedforward PPO policies (MLP and CNN encoders); recurrent ones are refused with one line.
+The file is written to a temporary name and renamed, so a failed export leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import warnings
+from pathlib import Path
+
+import torch
+from torch import nn
+
+FORMATS = ("torchscript", "onnx")
+
+
+class ExportError(ValueError):
+    """What cannot be exported, or with what, in one line."""
+
+
+class _Deterministic(nn.Module):
+    """The policy's deterministic step on positional observation tensors."""
+
+    def __init__(self, network: nn.Module, keys: list[str]):
+        super().__init__()
+        self.network, self.keys = network, keys
+
+    def forward(self, *obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        o = dict(zip(self.keys, obs))
+        xa, xc = self.network.encode(o)
+        action, logp = self.network.sample(xa, o, True)
+        return action, logp, self.network.critic(xc).squeeze(-1)
+
+
+def export_policy(run_or_checkpoint: str | Path, fmt: str, out: str | Path, pick: str = "best") -> Path:
+    """Export the policy of a run (``pick``: ``best`` or ``final``) or a checkpoint file to ``out``;
+    returns the path. :class:`ExportError` for a format, policy or missing package it cannot do."""
+    from rl_system.api import load_policy
+
+    if fmt not in FORMATS:
+        raise ExportError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if fmt == "onnx":
+        try:
+            import onnx  # noqa: F401 - the exporter writes through it
+        except ImportError:
+            raise ExportError("ONNX export needs the onnx package: pip install onnx (or pip install -e '.[export]' "
+                              "in a checkout)") from None
+    try:
+        policy = load_policy(run_or_checkpoint, pick=pick)
+    except ValueError as err:
+        raise ExportError(str(err)) from None
+    if policy.recurrent:
+        raise ExportError(f"{policy.path}: a recurrent policy's state in and out is not exported yet; feedforward "
+                          f"PPO policies only")
+    module = _Deterministic(policy.network.eval(), policy.obs_keys).eval()
+    example = tuple(torch.zeros(2, *policy.obs_shapes[k], dtype=policy.obs_dtypes[k]) for k in policy.obs_keys)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    os.close(fd)
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the tracer's notes on Python control flow fixed at trace time
+            if fmt == "torchscript":
+                torch.jit.save(torch.jit.trace(module, example), tmp)
+            else:
+                axes = {name: {0: "batch"} for name in [*policy.obs_keys, "action", "logp", "value"]}
+                torch.onnx.export(module, example, tmp, dynamo=False, input_names=list(policy.obs_keys),
+                                  output_names=["action", "logp", "value"], dynamic_axes=axes)
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return out
