@@ -66,9 +66,15 @@ def test_losing_a_worker_node_mid_run(three_nodes, tmp_path):
     started = tmp_path / "checkpoints" / "latest.json"
 
     def remove_node():
+        # The node of rollout-worker-0: SPREAD is a preference, so both workers may share one node,
+        # and removing the other one would kill nothing. (The worker reports its node; with the
+        # learner's own node, as the run told it, nothing else changes.)
         while not started.exists():
             time.sleep(0.1)
-        cluster.remove_node(nodes[1])
+        found = next(a for a in ray.util.list_named_actors(all_namespaces=True) if a["name"] == "rollout-worker-0")
+        worker = ray.get_actor(found["name"], namespace=found["namespace"])
+        node_id = ray.get(worker.set_learner_node.remote(cluster.head_node.node_id))["node_id"]
+        cluster.remove_node(next(n for n in nodes if n.node_id == node_id))
 
     killer = threading.Thread(target=remove_node, daemon=True)
     killer.start()
