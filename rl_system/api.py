@@ -82,7 +82,6 @@ class _Callbacks:
     def __init__(self, callbacks: Iterable[Callback]):
         self.callbacks = list(callbacks)
         self.stop_requested = False
-        self._last: dict[str, float] = {}
 
     def checkpoint_due(self, steps_before: int, steps_now: int) -> bool:
         return False
@@ -171,9 +170,8 @@ class Policy:
     network; a recurrent policy takes and returns its state (``None`` starts every episode)."""
 
     def __init__(self, network: torch.nn.Module, cfg: RunConfig, obs_spec: dict[str, Any], version: int, path: str):
-        self.network, self.cfg, self.obs_keys = network, cfg, list(obs_spec)
-        self.obs_shapes = {k: tuple(spec.shape) for k, spec in obs_spec.items()}
-        self.obs_dtypes = {k: spec.dtype for k, spec in obs_spec.items()}
+        self.network, self.cfg, self.obs_spec = network, cfg, obs_spec  # key -> TensorSpec (shape, dtype)
+        self.obs_keys = list(obs_spec)
         self.version, self.path = version, path
         self.recurrent = hasattr(network, "initial_state")
 
@@ -210,22 +208,29 @@ class Policy:
         return action, new_state
 
 
-def load_policy(run_or_checkpoint: str | Path, pick: str = "best", device: str = "cpu") -> Policy:
-    """The policy of a run directory (``pick``: ``best``, the checkpoint with the best training
-    mean return; ``final`` or ``latest``, the newest valid one) or of one checkpoint file. PPO
-    policies; :class:`ValueError` (one line) for a file that is not a checkpoint of one."""
-    from envs import make_env as _make_env
-    from rl_system.algos import load_policy as _load_network
+def _find_checkpoint(run_or_checkpoint: str | Path, pick: str, doing: str) -> Any:
+    """The checkpoint ``pick`` names in a run or checkpoints directory (``best``: of the best
+    training mean return; ``final`` or ``latest``: the newest valid one), or one checkpoint file,
+    loaded; :class:`ValueError` (one line, ``cannot <doing> <path>: why``) otherwise."""
     from rl_system.checkpoint import CheckpointError, find_resume
 
     if pick not in ("best", "final", "latest"):
         raise ValueError(f"pick must be 'best', 'final' or 'latest', got {pick!r}")
     path = Path(run_or_checkpoint)
     try:
-        found = find_resume(str(path), load_config(None), None, pick="best" if pick == "best" and path.is_dir()
-                            else "latest")
+        return find_resume(str(path), load_config(None), None, pick="best" if pick == "best" and path.is_dir()
+                           else "latest")
     except CheckpointError as err:
-        raise ValueError(f"cannot load a policy from {path}: {err}") from None
+        raise ValueError(f"cannot {doing} {path}: {err}") from None
+
+
+def load_policy(run_or_checkpoint: str | Path, pick: str = "best", device: str = "cpu") -> Policy:
+    """The policy of a run directory (``pick``: ``best``, the checkpoint with the best training
+    mean return; ``final`` or ``latest``, the newest valid one) or of one checkpoint file. PPO
+    policies; :class:`ValueError` (one line) for a file that is not a checkpoint of one."""
+    from rl_system.algos import load_policy as _load_network
+
+    found = _find_checkpoint(run_or_checkpoint, pick, "load a policy from")
     state = found.state
     if "config" not in state or "learner" not in state:
         raise ValueError(f"{found.path} is not a policy checkpoint (no config or learner state)")
@@ -233,7 +238,7 @@ def load_policy(run_or_checkpoint: str | Path, pick: str = "best", device: str =
     if cfg.algo != "ppo":
         raise ValueError(f"{found.path}: load_policy acts with PPO policies; this one is {cfg.algo!r} "
                          f"(use rl_system.evaluate for it)")
-    env = _make_env(cfg.env.name, 1, "cpu", seed=0, **cfg.env.test_kwargs())
+    env = make_env(cfg.env.name, 1, "cpu", seed=0, **cfg.env.test_kwargs())
     try:
         network = _load_network(state, env, device)
         obs_spec = dict(env.observation_spec)
@@ -246,15 +251,9 @@ def evaluate(run_or_checkpoint: str | Path, episodes: int = 100, deterministic: 
              num_envs: int | None = None, seed: int = 12345) -> dict[str, Any]:
     """As ``rl-system eval``: mean and std of return and length, each outcome's rate, over
     ``episodes`` episodes of the checkpoint's env (its ``env.eval_kwargs``)."""
-    from rl_system.checkpoint import CheckpointError, find_resume
     from rl_system.evaluation import evaluate as _evaluate
 
-    path = Path(run_or_checkpoint)
-    try:
-        found = find_resume(str(path), load_config(None), None,
-                            pick="best" if pick == "best" and path.is_dir() else "latest")
-    except CheckpointError as err:
-        raise ValueError(f"cannot evaluate {path}: {err}") from None
+    found = _find_checkpoint(run_or_checkpoint, pick, "evaluate")
     return {**_evaluate(found.state, episodes=episodes, deterministic=deterministic, num_envs=num_envs, seed=seed),
             "checkpoint": found.path}
 

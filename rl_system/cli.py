@@ -205,6 +205,7 @@ def _record_phases(summary: dict, clock) -> None:
         except OSError:
             pass  # the run's own summary stays; these figures are for people
 
+
 def _fmt(value: float | None) -> str:
     """A return for a person, without float noise: two decimals (1.5000000453 -> 1.50), whole
     numbers from 10,000 up."""

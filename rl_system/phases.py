@@ -4,13 +4,13 @@ A short run on a laptop can spend more time starting Ray and actors and shutting
 training; these figures make that visible (``summary.json`` → ``phases_s``, and one line per
 phase at ``--log-level debug``) so it can be measured and cut (``bench/bench_startup.py``).
 
-Phases of ``rl-system train`` (each the wall seconds it took; the ones that run concurrently say so):
+Phases of ``rl-system train``, in order, each the wall seconds it took:
 
 * ``interpreter``: from the process's start to the CLI's first line (Python and the CLI imports);
 * ``config``: reading and validating the config;
-* ``imports``: the driver's imports (torch, Ray), while the embedded Ray starts beside them;
+* ``imports``: the driver's imports (torch, Ray, the run's modules);
 * ``probe``: a one-env copy and one policy built from the config, to fail fast on a bad one;
-* ``ray_init``: what is left of starting (or joining) Ray once imports and probe are done;
+* ``ray_init``: starting the embedded Ray (or joining a cluster);
 * ``actors``: creating the workers, learner(s) and checkpointer until all answer;
 * ``train``: the rounds;
 * ``finish``: cancelling what is in flight, flushing checkpoints and archives, the summary;
@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 
 def process_age_s() -> float | None:

@@ -33,10 +33,7 @@ class _Deterministic(nn.Module):
         self.network, self.keys = network, keys
 
     def forward(self, *obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        o = dict(zip(self.keys, obs))
-        xa, xc = self.network.encode(o)
-        action, logp = self.network.sample(xa, o, True)
-        return action, logp, self.network.critic(xc).squeeze(-1)
+        return self.network.act(dict(zip(self.keys, obs)), deterministic=True)
 
 
 def export_policy(run_or_checkpoint: str | Path, fmt: str, out: str | Path, pick: str = "best") -> Path:
@@ -60,7 +57,7 @@ def export_policy(run_or_checkpoint: str | Path, fmt: str, out: str | Path, pick
         raise ExportError(f"{policy.path}: a recurrent policy's state in and out is not exported yet; feedforward "
                           f"PPO policies only")
     module = _Deterministic(policy.network.eval(), policy.obs_keys).eval()
-    example = tuple(torch.zeros(2, *policy.obs_shapes[k], dtype=policy.obs_dtypes[k]) for k in policy.obs_keys)
+    example = tuple(torch.zeros(2, *spec.shape, dtype=spec.dtype) for spec in policy.obs_spec.values())
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)

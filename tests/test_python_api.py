@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import rl_system
+from policy_checkpoint import write_policy_checkpoint
 from rl_system.config import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,18 +51,8 @@ def test_a_run_from_python_stops_on_its_callback_and_its_policy_acts_on_numpy_an
 
 
 def test_a_recurrent_policy_takes_and_returns_its_state(tmp_path):
-    # A checkpoint as a run writes it (the learner's state and the config), without a run: the
-    # policy side is what is tested here.
-    from envs import make_env
-    from rl_system.checkpoint import CheckpointStore
-    from rl_system.config import load_config
-    from rl_system.learner import Learner
-
-    cfg = load_config(str(REPO / "launch/configs/cartpole_memory_ppo.yaml"))
-    env = make_env(cfg.env.name, 1, "cpu", seed=0, **cfg.env.kwargs)
-    learner = Learner(cfg, env.observation_spec, env.action_spec)
-    CheckpointStore(str(tmp_path / "checkpoints")).save({"learner": learner.state(), "config": cfg.model_dump()},
-                                                        {"policy_version": 0, "env_steps": 0})
+    # A checkpoint as a run writes it, without a run: the policy side is what is tested here.
+    write_policy_checkpoint(tmp_path, "cartpole_memory_ppo.yaml")
     policy = rl_system.load_policy(tmp_path, pick="final")
     assert policy.recurrent and policy.version == 0
     obs = np.random.default_rng(0).normal(size=(3, 2)).astype(np.float32)  # positions only (velocities: false)

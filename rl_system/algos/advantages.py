@@ -16,16 +16,10 @@ def compute_gae(reward: torch.Tensor, value: torch.Tensor, done: torch.Tensor,
     Returns ``(advantages[T, N], returns[T, N])``. The loop runs over T only; each step is
     N-wide tensor arithmetic.
     """
-    T = reward.shape[0]
     not_done = (~done).to(reward.dtype)
     next_value = torch.cat([value[1:], last_value.unsqueeze(0)], dim=0)
     delta = reward + gamma * next_value * not_done - value
-    discount = gamma * lam * not_done
-    adv = torch.empty_like(reward)
-    running = torch.zeros_like(last_value)
-    for t in range(T - 1, -1, -1):
-        running = delta[t] + discount[t] * running
-        adv[t] = running
+    adv = _discounted_sums(delta, gamma * lam * not_done)
     return adv, adv + value
 
 
@@ -49,10 +43,15 @@ def compute_vtrace(reward: torch.Tensor, value: torch.Tensor, done: torch.Tensor
     not_done = (~done).to(reward.dtype)
     next_value = torch.cat([value[1:], last_value.unsqueeze(0)], dim=0)
     delta = rho.clamp(max=rho_bar) * (reward + gamma * next_value * not_done - value)
-    trace = gamma * lam * rho.clamp(max=c_bar) * not_done
-    out = torch.empty_like(reward)
-    running = torch.zeros_like(last_value)
-    for t in range(reward.shape[0] - 1, -1, -1):
-        running = delta[t] + trace[t] * running
+    return value + _discounted_sums(delta, gamma * lam * rho.clamp(max=c_bar) * not_done)
+
+
+def _discounted_sums(delta: torch.Tensor, discount: torch.Tensor) -> torch.Tensor:
+    """``out[t] = delta[t] + discount[t] * out[t + 1]`` (``out[T] = 0``) for ``[T, N]`` tensors: the
+    backward recursion behind GAE and V-trace. The loop runs over T only; each step is N-wide."""
+    out = torch.empty_like(delta)
+    running = torch.zeros_like(delta[0])
+    for t in range(delta.shape[0] - 1, -1, -1):
+        running = delta[t] + discount[t] * running
         out[t] = running
-    return value + out
+    return out

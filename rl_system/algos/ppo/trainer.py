@@ -90,8 +90,9 @@ class PPO:
             log_rho = self._log_rho(batch, done)
             ret = compute_vtrace(reward, batch["value"], done, batch["last_value"], log_rho, cfg.gamma,
                                  cfg.gae_lambda, cfg.vtrace_rho_bar, cfg.vtrace_c_bar)
-            self.rho_stats = {"vtrace_rho_mean": float(log_rho.exp().mean()),
-                              "vtrace_rho_clipped": float((log_rho.exp() > cfg.vtrace_rho_bar).float().mean())}
+            rho = log_rho.exp()
+            self.rho_stats = {"vtrace_rho_mean": float(rho.mean()),
+                              "vtrace_rho_clipped": float((rho > cfg.vtrace_rho_bar).float().mean())}
         data = {k: v for k, v in batch.items() if k.startswith(OBS)}
         data.update(action=batch["action"], logp=batch["logp"], value=batch["value"], advantage=adv, ret=ret)
         if self.recurrent:
