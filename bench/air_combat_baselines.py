@@ -28,7 +28,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from envs.air_combat import (N_DISCRETE_ACTIONS, OBS_BEARING_COS, OBS_BEARING_SIN, OBS_MISSILE_BEARING_COS,  # noqa: E402
+from rl_system.envs.air_combat import (N_DISCRETE_ACTIONS, OBS_BEARING_COS, OBS_BEARING_SIN, OBS_MISSILE_BEARING_COS,  # noqa: E402
                              OBS_MISSILE_BEARING_SIN,
                              OBS_MISSILE_RANGE, OBS_MISSILES_LEFT, OBS_RANGE, OBS_WARNING, RANGE_SCALE_M,
                              AirCombatVecEnv)

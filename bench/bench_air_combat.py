@@ -1,4 +1,4 @@
-"""Env-only throughput (env steps per second) of ``envs.air_combat.AirCombatVecEnv``.
+"""Env-only throughput (env steps per second) of ``rl_system.envs.air_combat.AirCombatVecEnv``.
 
 Two loads, both against the scripted opponent, pre-generated actions, only ``step`` (with its
 auto-resets) timed:
@@ -35,7 +35,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from envs.air_combat import N_DISCRETE_ACTIONS, AirCombatVecEnv  # noqa: E402
+from rl_system.envs.air_combat import N_DISCRETE_ACTIONS, AirCombatVecEnv  # noqa: E402
 
 
 def bench(n: int, load: str, time_scale: float, repeats: int, seconds: float, warmup: int) -> dict[str, float]:

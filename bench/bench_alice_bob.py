@@ -1,4 +1,4 @@
-"""Env-only throughput (env steps per second) of the batched Alice_and_Bob env (``envs.alice_bob``).
+"""Env-only throughput (env steps per second) of the batched Alice_and_Bob env (``rl_system.envs.alice_bob``).
 
 Steps ``AliceBobVecEnv`` (``--size``, default map and 5 x 5 views unless told otherwise) with two
 action sources:
@@ -28,7 +28,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from envs.alice_bob import N_ACTIONS, AliceBobVecEnv  # noqa: E402
+from rl_system.envs.alice_bob import N_ACTIONS, AliceBobVecEnv  # noqa: E402
 
 N_ACTION_BATCHES = 32
 

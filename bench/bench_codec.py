@@ -55,7 +55,7 @@ ENVS = {
     "AliceBob": ("launch/configs/alice_bob_hmasd.yaml",
                  ["workers.num_envs=64", "workers.rollout_len=100"], 3),
     # Images: MinAtar's bool [10, 10, 4] planes travel as one byte per cell (needs minatar).
-    "gym:envs.minatar_gym:MinAtar/Breakout-v1": ("launch/configs/minatar_breakout_ppo.yaml",
+    "gym:rl_system.envs.minatar_gym:MinAtar/Breakout-v1": ("launch/configs/minatar_breakout_ppo.yaml",
                                                  ["workers.num_envs=32", "workers.rollout_len=128"], 3),
 }
 LEVELS = [("L0", 0), ("HC1", 1), ("HC4", 4), ("HC9", 9)]
@@ -327,7 +327,7 @@ if __name__ == "__main__":
     if args.rollouts:
         todo = [(pathlib.Path(f).name, pathlib.Path(f).read_bytes(), None) for f in args.rollouts]
     else:
-        from envs import registered_names
+        from rl_system.envs import registered_names
 
         envs = [e for e in ENVS if e in registered_names()] if args.env == "all" else [args.env]
         todo = []

@@ -1,7 +1,7 @@
 """Env-only throughput (env steps per second) of the vectorized envs.
 
-Rows: our torch CartPole (``envs.cartpole.CartPoleVecEnv``) at several batch sizes and physics
-dtypes, the Gymnasium adapter (``envs.gym_adapter.GymnasiumVecEnv``, CartPole-v1, sync) next to the
+Rows: our torch CartPole (``rl_system.envs.cartpole.CartPoleVecEnv``) at several batch sizes and physics
+dtypes, the Gymnasium adapter (``rl_system.envs.gym_adapter.GymnasiumVecEnv``, CartPole-v1, sync) next to the
 raw Gymnasium ``SyncVectorEnv`` it wraps and, as a peer, Gymnasium's own numpy-vectorized CartPole
 (``gymnasium.make_vec("CartPole-v1", vectorization_mode="vector_entry_point")``).
 
@@ -28,8 +28,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from envs.cartpole import CartPoleVecEnv  # noqa: E402
-from envs.gym_adapter import GymnasiumVecEnv  # noqa: E402
+from rl_system.envs.cartpole import CartPoleVecEnv  # noqa: E402
+from rl_system.envs.gym_adapter import GymnasiumVecEnv  # noqa: E402
 
 N_ACTION_BATCHES = 64
 

@@ -42,8 +42,8 @@ from typing import Any
 from bench.trained import train_row, write_tables
 
 CONFIG = "launch/configs/minatar_breakout_ppo.yaml"
-GAMES = {"Breakout": "gym:envs.minatar_gym:MinAtar/Breakout-v1",
-         "SpaceInvaders": "gym:envs.minatar_gym:MinAtar/SpaceInvaders-v1"}
+GAMES = {"Breakout": "gym:rl_system.envs.minatar_gym:MinAtar/Breakout-v1",
+         "SpaceInvaders": "gym:rl_system.envs.minatar_gym:MinAtar/SpaceInvaders-v1"}
 PUBLISHED = {"Breakout": {"DQN (MinAtar paper, 5M)": 10, "AC(lambda) (MinAtar paper, 5M)": 17.5},
              "SpaceInvaders": {"DQN (MinAtar paper, 5M)": 43, "AC(lambda) (MinAtar paper, 5M)": 185}}
 TEST_EPISODES = 100

@@ -1,4 +1,4 @@
-"""Env-only throughput (env steps per second) of the lidar navigation env (``envs.navigation``).
+"""Env-only throughput (env steps per second) of the lidar navigation env (``rl_system.envs.navigation``).
 
 Steps ``NavigationVecEnv`` (default layout: 16 static cylinders, 5 moving obstacles, 20 m arena)
 with pre-generated uniform random actions, so episodes end often (collisions) and the auto-reset
@@ -28,7 +28,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from envs.navigation import NavigationVecEnv  # noqa: E402
+from rl_system.envs.navigation import NavigationVecEnv  # noqa: E402
 
 N_ACTION_BATCHES = 32
 

@@ -56,7 +56,7 @@ def matmul_peak(threads: int, seconds: float = 0.3) -> tuple[float, int]:
 def build(cfg: Any) -> tuple[Any, dict[str, torch.Tensor]]:
     """The trainer for ``cfg`` and one round's batch: ``num_workers × num_envs`` envs sampled at once
     by the untrained policy, as the learner receives them joined along the env axis."""
-    from envs import make_env
+    from rl_system.envs import make_env
 
     wc = cfg.workers
     env = make_env(cfg.env.name, wc.num_workers * wc.num_envs, "cpu", seed=cfg.seed, **cfg.env.kwargs)

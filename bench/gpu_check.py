@@ -33,8 +33,8 @@ import torch
 
 from bench.bench_scaling import fixed_round, learner_rate
 from bench.report import stamp
-from envs import make_env
-from envs.base import Box, Discrete, MultiDiscrete
+from rl_system.envs import make_env
+from rl_system.envs.base import Box, Discrete, MultiDiscrete
 from rl_system.config import load_config
 from rl_system.driver import train
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from envs import make_env
+from rl_system.envs import make_env
 from rl_system.algos.hmasd.returns import next_inputs
 from rl_system.config import RunConfig
 from rl_system.evaluation import evaluate, policy_sampler
@@ -101,7 +101,7 @@ def actor_table(state: dict, rollouts: int = 3) -> list[str]:
     """What each agent's actor does, both levels sampled: its action shares, its entropy (the
     mean of ``-log pi(a)`` over the sampled actions, an unbiased estimate; ln 5 = 1.61 is
     uniform) and how many distinct cells of each part of the map it reaches."""
-    from envs.alice_bob import N_ACTIONS
+    from rl_system.envs.alice_bob import N_ACTIONS
 
     if not RunConfig.model_validate(state["config"]).hmasd.hierarchy:
         return []

@@ -343,7 +343,7 @@ def run_envs(b: Budget, run_root: Path, sec: dict) -> None:
 
 def run_codec(b: Budget, run_root: Path, sec: dict) -> None:
     from bench import bench_codec
-    from envs import registered_names
+    from rl_system.envs import registered_names
     from rl_system.codec import decode, encode
 
     rows = sec["rows"]

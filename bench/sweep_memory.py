@@ -14,7 +14,7 @@ import time
 
 import torch
 
-from envs import make_env
+from rl_system.envs import make_env
 from rl_system.algos.ppo import make_policy, make_sampler, make_trainer
 from rl_system.config import load_config
 

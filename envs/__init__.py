@@ -6,11 +6,11 @@
 * an **entry point** ``"package.module:Name"``: ``Name`` is a :class:`VecEnv` subclass or a
   factory ``(num_envs, device, seed, **kwargs) -> VecEnv``, imported wherever the env is built
   (every worker, on every node);
-* ``"gym:<id>"``: a Gymnasium env run through :class:`envs.gym_adapter.GymnasiumVecEnv`, e.g.
+* ``"gym:<id>"``: a Gymnasium env run through :class:`rl_system.envs.gym_adapter.GymnasiumVecEnv`, e.g.
   ``"gym:Acrobot-v1"``; ``"gym:package.module:EnvId-v0"`` imports ``package.module`` first
   (Gymnasium's own convention), so an env that module registers can be made on every worker.
 * ``"envpool:<id>"``: an EnvPool task (``envpool.list_all_envs()``, e.g. ``"envpool:Hopper-v5"``)
-  run through :class:`envs.envpool_adapter.EnvPoolVecEnv` (the ``envpool`` extra).
+  run through :class:`rl_system.envs.envpool_adapter.EnvPoolVecEnv` (the ``envpool`` extra).
 
 A name that cannot be resolved raises :class:`EntryPointError` (a ``ValueError``) with one line
 saying what was expected.
@@ -19,20 +19,22 @@ saying what was expected.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
 
-from envs.base import (ACTION_MASK, AgentDiscrete, Box, Discrete, MultiDiscrete, StepResult, TensorSpec, VecEnv,
+from rl_system.envs.base import (ACTION_MASK, AgentDiscrete, Box, Discrete, MultiDiscrete, StepResult, TensorSpec, VecEnv,
                        validate_specs)
 
-# name -> "module:Class"; imported lazily so that importing ``envs`` stays cheap.
+# name -> "module:Class"; imported lazily so that importing ``rl_system.envs`` stays cheap.
 _REGISTRY: dict[str, str | Callable[..., VecEnv]] = {
-    "CartPole": "envs.cartpole:CartPoleVecEnv",
-    "Chaos": "envs.chaos:ChaosVecEnv",
-    "AirCombat": "envs.air_combat:AirCombatVecEnv",
-    "Navigation": "envs.navigation:NavigationVecEnv",
-    "AliceBob": "envs.alice_bob:AliceBobVecEnv",
+    "CartPole": "rl_system.envs.cartpole:CartPoleVecEnv",
+    "Chaos": "rl_system.envs.chaos:ChaosVecEnv",
+    "AirCombat": "rl_system.envs.air_combat:AirCombatVecEnv",
+    "Navigation": "rl_system.envs.navigation:NavigationVecEnv",
+    "AliceBob": "rl_system.envs.alice_bob:AliceBobVecEnv",
 }
 
 GYM_PREFIX = "gym:"
@@ -73,7 +75,31 @@ def import_entry_point(target: str, what: str) -> Any:
     return obj
 
 
+def own_module_name(module_name: str) -> str:
+    """``module_name``, or ``rl_system.envs.<module>`` for an ``envs.<module>`` of ours.
+
+    The built-in envs once installed as a top-level ``envs`` package, and configs, checkpoints and
+    scripts from then name them ``envs.<module>``. That name is also the usual one for a project's
+    own folder of environments, so ``envs.<module>`` stays the user's wherever their ``envs``
+    package has that module; otherwise (no such package, it lacks the module, or it is this
+    repository's own ``envs/`` folder, as when running from a checkout) it means ours."""
+    if module_name != "envs" and not module_name.startswith("envs."):
+        return module_name
+    ours = f"rl_system.{module_name}"
+    if importlib.util.find_spec(ours) is None:
+        return module_name
+    theirs = importlib.util.find_spec("envs")  # top level: found, not imported
+    here = Path(__file__).resolve().parent
+    if theirs is None or any(Path(p).resolve() == here for p in theirs.submodule_search_locations or ()):
+        return ours
+    try:
+        return module_name if importlib.util.find_spec(module_name) is not None else ours
+    except ImportError:
+        return ours
+
+
 def _import_module(module_name: str, what: str) -> Any:
+    module_name = own_module_name(module_name)
     try:
         return importlib.import_module(module_name)
     except Exception as err:  # noqa: BLE001 - a user's module can fail to import in any way
@@ -116,11 +142,11 @@ def make_env(name: str, num_envs: int, device: str | torch.device = "cpu", seed:
     something other than a :class:`VecEnv`, and ``TypeError``/``ValueError`` for
     specs that are malformed or disagree (an ``action_mask`` of the wrong width)."""
     if name.startswith(GYM_PREFIX):
-        from envs.gym_adapter import GymnasiumVecEnv
+        from rl_system.envs.gym_adapter import GymnasiumVecEnv
 
         env: Any = GymnasiumVecEnv(_gym_id(name), num_envs=num_envs, device=device, seed=seed, **kwargs)
     elif name.startswith(ENVPOOL_PREFIX):
-        from envs.envpool_adapter import EnvPoolVecEnv
+        from rl_system.envs.envpool_adapter import EnvPoolVecEnv
 
         env = EnvPoolVecEnv(name[len(ENVPOOL_PREFIX):], num_envs=num_envs, device=device, seed=seed, **kwargs)
     else:
@@ -129,7 +155,7 @@ def make_env(name: str, num_envs: int, device: str | torch.device = "cpu", seed:
             got = type(env).__name__
             if hasattr(env, "close"):
                 env.close()
-            raise EntryPointError(f"env {name!r}: the factory returned {got}, expected an envs.base.VecEnv")
+            raise EntryPointError(f"env {name!r}: the factory returned {got}, expected an rl_system.envs.base.VecEnv")
     try:
         validate_specs(env.observation_spec, env.action_spec, getattr(env, "num_agents", 1))
     except (TypeError, ValueError):
@@ -139,4 +165,4 @@ def make_env(name: str, num_envs: int, device: str | torch.device = "cpu", seed:
 
 
 __all__ = ["ACTION_MASK", "AgentDiscrete", "Box", "Discrete", "EntryPointError", "MultiDiscrete", "StepResult",
-           "TensorSpec", "VecEnv", "import_entry_point", "make_env", "register", "registered_names", "resolve"]
+           "TensorSpec", "VecEnv", "import_entry_point", "make_env", "own_module_name", "register", "registered_names", "resolve"]

@@ -100,7 +100,7 @@ Opponent (pluggable at construction and at runtime)
 Reward (float32 ``[N]``)
     Terminal: ``+1`` win (blue destroyed, red alive), ``-1`` loss, ``0`` draw (both destroyed in
     the same step) or timeout. Plus the sum of ``reward_modules`` (shaping plug-ins, named in a
-    config; see :mod:`envs.air_combat_rewards`).
+    config; see :mod:`rl_system.envs.air_combat_rewards`).
 Termination / truncation
     ``terminated`` when either aircraft is destroyed; ``truncated`` when ``max_time_s`` of sim
     time has passed (``terminated`` wins where both). ``info`` (valid where done):
@@ -113,7 +113,7 @@ Start state
     throttle ``START_THROTTLE``; 6 missiles each, none in flight. Drawn from a
     ``torch.Generator`` (``seed`` makes the batch reproducible on a device).
 Auto-reset
-    ``SAME_STEP`` (see :mod:`envs.base`). ``state_dict``/``load_state_dict`` capture everything,
+    ``SAME_STEP`` (see :mod:`rl_system.envs.base`). ``state_dict``/``load_state_dict`` capture everything,
     RNG included (the opponent object is not part of the state).
 Speed
     ``python bench/bench_air_combat.py`` measures env steps/s (figures, and how PPO was trained
@@ -132,16 +132,16 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from envs.air_combat_rewards import build_reward_modules
+from rl_system.envs.air_combat_rewards import build_reward_modules
 # The interface (observation and action layout, sides, outcome codes) is defined in
-# envs.air_combat_spec and re-exported here, so callers may import it from either module.
-from envs.air_combat_spec import (ACTION_STRAIGHT_FULL, BLUE, N_DISCRETE_ACTIONS, OBS_BEARING_COS,  # noqa: F401
+# rl_system.envs.air_combat_spec and re-exported here, so callers may import it from either module.
+from rl_system.envs.air_combat_spec import (ACTION_STRAIGHT_FULL, BLUE, N_DISCRETE_ACTIONS, OBS_BEARING_COS,  # noqa: F401
                                   OBS_BEARING_SIN, OBS_CLOSURE, OBS_DIM, OBS_IN_FLIGHT, OBS_MISSILE_BEARING_COS,
                                   OBS_MISSILE_BEARING_SIN, OBS_MISSILE_RANGE, OBS_MISSILES_LEFT, OBS_RANGE,
                                   OBS_SPEED, OBS_WARNING, OUTCOME_DRAW, OUTCOME_LOSS, OUTCOME_RUNNING,
                                   OUTCOME_TIMEOUT, OUTCOME_WIN, RANGE_SCALE_M, RED, RUDDER_LEVELS,
                                   THROTTLE_LEVELS)
-from envs.base import Box, Discrete, Obs, StepResult, TensorSpec, VecEnv, check_action, make_generator
+from rl_system.envs.base import Box, Discrete, Obs, StepResult, TensorSpec, VecEnv, check_action, make_generator
 
 # --------------------------------------------------------------------------- parameters
 G = 9.81                      # m/s^2
@@ -441,7 +441,7 @@ class AirCombatVecEnv(VecEnv):
         self._last_obs: Obs | None = None
         self._blue_obs: Obs | None = None
         self._needs_reset = True
-        self.launch_log: Any = None  # an envs.air_combat_launches.LaunchLog while one records
+        self.launch_log: Any = None  # an rl_system.envs.air_combat_launches.LaunchLog while one records
 
     # ------------------------------------------------------------------ public API
 

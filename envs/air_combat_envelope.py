@@ -1,6 +1,6 @@
 """The missile's launch envelope, from one batch of shots: ``rl-system air-combat range-map``.
 
-Every env of one :class:`~envs.air_combat.AirCombatVecEnv` batch is one shot: red at the origin
+Every env of one :class:`~rl_system.envs.air_combat.AirCombatVecEnv` batch is one shot: red at the origin
 heading along +x fires one missile at t = 0 at blue, which is on red's nose at the cell's launch
 range, its heading set by the cell's **target aspect** (the angle between blue's heading and the
 line from blue to red: 0° hot, nose on the shooter; 90° beam; 180° cold, tail to the shooter).
@@ -16,7 +16,7 @@ Turns use the scripted opponent's rudder law (rudder ``∝`` heading error, clip
 the aircraft's lift and load like every turn in the env. Each cell holds ``samples`` shots whose
 shooter and target speeds are drawn from the given ranges (default: the episodes' start speeds),
 so its hit probability is a fraction of real shots, not a threshold. The batch is stepped by
-:meth:`~envs.air_combat.AirCombatVecEnv.advance`, the training step's integrator at the same
+:meth:`~rl_system.envs.air_combat.AirCombatVecEnv.advance`, the training step's integrator at the same
 ``time_scale``, until every missile has hit or died; per-sub-step tracking gives the time of
 flight, the closing speed at impact and the miss distance. There is no per-shot Python loop.
 
@@ -25,7 +25,7 @@ non-manoeuvring target) and the **no-escape range** ``R_ne`` (the far edge again
 turns cold at launch), both where the hit probability crosses 0.5 (linear between grid ranges).
 The 2D model has no altitude (the air density is fixed), so there is no altitude axis.
 
-:func:`sweep` returns a :class:`Envelope`; :mod:`envs.air_combat_envelope_plot` draws it.
+:func:`sweep` returns a :class:`Envelope`; :mod:`rl_system.envs.air_combat_envelope_plot` draws it.
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ from typing import Any, Sequence
 
 import torch
 
-from envs.air_combat import (MISSILE_MAX_TOF_S, SCRIPTED_TURN_GAIN, START_SPEED_MS, V_STALL, V_TERMINAL,
+from rl_system.envs.air_combat import (MISSILE_MAX_TOF_S, SCRIPTED_TURN_GAIN, START_SPEED_MS, V_STALL, V_TERMINAL,
                              AirCombatVecEnv, _wrap)
-from envs.air_combat_spec import BLUE, RED
+from rl_system.envs.air_combat_spec import BLUE, RED
 
 MANOEUVRES = ("straight", "beam", "cold", "scripted")
 _STRAIGHT, _BEAM, _COLD, _SCRIPTED = range(4)

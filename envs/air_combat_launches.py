@@ -1,6 +1,6 @@
 """Where a policy fires, and what becomes of each missile: ``rl-system eval RUN --launch-map OUT.png``.
 
-:class:`LaunchLog` rides on an :class:`~envs.air_combat.AirCombatVecEnv` (``env.launch_log``),
+:class:`LaunchLog` rides on an :class:`~rl_system.envs.air_combat.AirCombatVecEnv` (``env.launch_log``),
 which calls it at every launch, after every physics sub-step and before every reset. Per launch
 it keeps the geometry at the moment of firing (range, target aspect, off-boresight angle, both
 speeds, the sim time into the episode) and then the missile's fate: ``hit``, ``miss`` (it
@@ -9,7 +9,7 @@ episode ended, e.g. because another missile decided the duel). Launches are rare
 keeps plain Python lists; an env without a log pays one ``None`` check per hook.
 
 :func:`launch_map` evaluates a checkpoint with a log attached, sweeps the missile envelope under
-the checkpoint's own env settings (:mod:`envs.air_combat_envelope`) and draws the policy's
+the checkpoint's own env settings (:mod:`rl_system.envs.air_combat_envelope`) and draws the policy's
 launches on it.
 """
 
@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from envs.air_combat import _wrap
-from envs.air_combat_envelope import Envelope, SweepSpec, aspect_deg, sweep
-from envs.air_combat_spec import RED
+from rl_system.envs.air_combat import _wrap
+from rl_system.envs.air_combat_envelope import Envelope, SweepSpec, aspect_deg, sweep
+from rl_system.envs.air_combat_spec import RED
 
 OUTCOMES = ("hit", "miss", "cut", "pending")
 COLUMNS = ("side", "env", "shot", "range_km", "aspect_deg", "off_boresight_deg", "shooter_speed", "target_speed",
@@ -147,8 +147,8 @@ def launch_map(state: dict[str, Any], out: Path, episodes: int = 200, determinis
     sweep the envelope under its env kwargs, draw red's launches on it at ``out``; returns the
     evaluation result with ``launches`` (:func:`classify`) and ``envelope_s`` (the sweep's wall
     time). Raises ``ValueError`` (one line) for a checkpoint of another env."""
-    from envs.air_combat import AirCombatVecEnv
-    from envs.air_combat_envelope_plot import draw_launch_map
+    from rl_system.envs.air_combat import AirCombatVecEnv
+    from rl_system.envs.air_combat_envelope_plot import draw_launch_map
     from rl_system.config import RunConfig
     from rl_system.evaluation import evaluate
 

@@ -1,9 +1,9 @@
-"""Draws one :mod:`envs.air_combat` episode (``rl-system eval CHECKPOINT --render OUT.png``).
+"""Draws one :mod:`rl_system.envs.air_combat` episode (``rl-system eval CHECKPOINT --render OUT.png``).
 
 Top view in km: the red and blue aircraft tracks, missile tracks in the launching side's colour,
 launch points, hits and destroyed aircraft; the outcome, hits and missiles fired in the title.
-Reads only :meth:`envs.air_combat.AirCombatVecEnv.render_state`, ``env.dt`` and
-``info["outcome"]``; matplotlib is needed only by the figure :func:`envs.render.render_episode`
+Reads only :meth:`rl_system.envs.air_combat.AirCombatVecEnv.render_state`, ``env.dt`` and
+``info["outcome"]``; matplotlib is needed only by the figure :func:`rl_system.envs.render.render_episode`
 hands to :meth:`AirCombatRenderer.draw`.
 """
 
@@ -13,9 +13,9 @@ from typing import Any
 
 import torch
 
-from envs.air_combat_spec import BLUE, OUTCOME_DRAW, OUTCOME_LOSS, OUTCOME_TIMEOUT, OUTCOME_WIN, RED
-from envs.base import Obs, VecEnv
-from envs.render import Renderer
+from rl_system.envs.air_combat_spec import BLUE, OUTCOME_DRAW, OUTCOME_LOSS, OUTCOME_TIMEOUT, OUTCOME_WIN, RED
+from rl_system.envs.base import Obs, VecEnv
+from rl_system.envs.render import Renderer
 
 # Per frame, the render_state entries in this order (env index 0).
 FRAME_KEYS = ("x", "y", "alive", "m_active", "m_x", "m_y")
@@ -46,6 +46,7 @@ class AirCombatRenderer(Renderer):
     and draws the duel."""
 
     figsize = (9.0, 8.5)
+    history = ("frames",)
 
     def __init__(self) -> None:
         self.frames: list[tuple[torch.Tensor, ...]] = []
@@ -67,7 +68,8 @@ class AirCombatRenderer(Renderer):
             _draw_aircraft(ax, side, *km[:3])
             fired[side], hits[side] = _draw_missiles(ax, side, *km)
         _draw_legend(ax)
-        outcome = OUTCOME_TEXT.get(int(meta["info"].get("outcome", 0)), "episode cut")
+        outcome = "in flight" if meta.get("in_progress") else \
+            OUTCOME_TEXT.get(int(meta["info"].get("outcome", 0)), "episode cut")
         sim_s = meta["steps"] * self.dt
         ax.set_title(f"{meta['env']} ({meta['algo']} v{meta['policy_version']}): {outcome}\n"
                      f"hits red {hits[0]} / blue {hits[1]}, missiles fired red {fired[0]} / blue {fired[1]}, "

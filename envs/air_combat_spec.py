@@ -1,12 +1,12 @@
-"""The interface of :class:`envs.air_combat.AirCombatVecEnv`, without its physics.
+"""The interface of :class:`rl_system.envs.air_combat.AirCombatVecEnv`, without its physics.
 
 What a policy, an opponent or a reward module reads of a duel: the observation layout (the index
 of every entry of ``obs["obs"]`` ``[N, OBS_DIM]``), the discrete action layout, the side numbers
 and the ``info["outcome"]`` codes. It lives apart from the simulator so that
-:mod:`envs.air_combat_rewards` can read it while :mod:`envs.air_combat` imports the rewards: both
-import this module and neither imports the other's importer. :mod:`envs.air_combat` re-exports
-every name, so ``from envs.air_combat import OBS_RANGE`` works as well. The meaning of each entry
-is in the module docstring of :mod:`envs.air_combat`.
+:mod:`rl_system.envs.air_combat_rewards` can read it while :mod:`rl_system.envs.air_combat` imports the rewards: both
+import this module and neither imports the other's importer. :mod:`rl_system.envs.air_combat` re-exports
+every name, so ``from rl_system.envs.air_combat import OBS_RANGE`` works as well. The meaning of each entry
+is in the module docstring of :mod:`rl_system.envs.air_combat`.
 """
 
 from __future__ import annotations

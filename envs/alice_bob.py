@@ -75,7 +75,7 @@ Per-agent observations ``"obs"`` *(choice)*, float32 ``[N, 2, O]``, all in ``[0,
     ``O = 6 * K * K + 6`` (156 for the default radius). The teammate's position beyond the window
     is not observed; the collected flags are (the diamonds are in plain sight in the game).
 Auto-reset
-    ``SAME_STEP`` (see :mod:`envs.base`): finished envs restart in the same step (only those env
+    ``SAME_STEP`` (see :mod:`rl_system.envs.base`): finished envs restart in the same step (only those env
     indices); ``final_obs`` is the observation of the ended episode. Randomness (``random_start``)
     comes from one ``torch.Generator`` on the env's device (``seed`` makes the batch
     reproducible; different devices draw different numbers).
@@ -102,7 +102,7 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
-from envs.base import AgentDiscrete, Obs, StepResult, TensorSpec, VecEnv, make_generator
+from rl_system.envs.base import AgentDiscrete, Obs, StepResult, TensorSpec, VecEnv, make_generator
 
 AGENT_NAMES = ("alice", "bob")
 N_ACTIONS = 5

@@ -121,7 +121,7 @@ def validate_specs(observation_spec: dict[str, TensorSpec], action_spec: ActionS
     """Check that an env's declared specs are well formed and agree with each other; raises
     ``TypeError``/``ValueError`` with one line naming what is wrong and what was expected."""
     if not isinstance(action_spec, (Discrete, Box, AgentDiscrete, MultiDiscrete)):
-        raise TypeError(f"action_spec must be Discrete, MultiDiscrete, Box or AgentDiscrete from envs.base, "
+        raise TypeError(f"action_spec must be Discrete, MultiDiscrete, Box or AgentDiscrete from rl_system.envs.base, "
                         f"got {type(action_spec).__name__}")
     if not isinstance(observation_spec, dict) or not observation_spec:
         raise TypeError(f"observation_spec must be a non-empty dict of TensorSpec, got {observation_spec!r}")

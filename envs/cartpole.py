@@ -30,7 +30,7 @@ Start state
     env's device (``seed`` makes the batch reproducible on a given device; different devices
     use different generators and so draw different numbers).
 Auto-reset
-    ``SAME_STEP`` (see :mod:`envs.base`): where ``terminated | truncated`` the returned ``obs``
+    ``SAME_STEP`` (see :mod:`rl_system.envs.base`): where ``terminated | truncated`` the returned ``obs``
     is already the reset observation and ``final_obs`` the one the episode ended on.
 
 ``dtype`` is the dtype of the physics state (``float64`` matches Gymnasium, ``float32`` is
@@ -45,7 +45,7 @@ import math
 
 import torch
 
-from envs.base import Discrete, Obs, StepResult, TensorSpec, VecEnv, make_generator
+from rl_system.envs.base import Discrete, Obs, StepResult, TensorSpec, VecEnv, make_generator
 
 # Gymnasium CartPoleEnv constants.
 GRAVITY = 9.8

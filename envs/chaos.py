@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from envs.base import Obs, StepResult, VecEnv
+from rl_system.envs.base import Obs, StepResult, VecEnv
 
 
 class ChaosError(RuntimeError):
@@ -23,7 +23,7 @@ class ChaosVecEnv(VecEnv):
     def __init__(self, num_envs: int, device: str | torch.device = "cpu", seed: int | None = None,
                  env: str = "CartPole", raise_at_step: int | None = None, nan_reward_at_step: int | None = None,
                  env_kwargs: dict[str, Any] | None = None):
-        from envs import make_env
+        from rl_system.envs import make_env
 
         self.inner = make_env(env, num_envs, device, seed=seed, **(env_kwargs or {}))
         self.num_envs, self.device = self.inner.num_envs, self.inner.device

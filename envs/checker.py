@@ -1,7 +1,7 @@
-"""Conformance check of a :class:`~envs.base.VecEnv`, in the spirit of Gymnasium's
+"""Conformance check of a :class:`~rl_system.envs.base.VecEnv`, in the spirit of Gymnasium's
 ``check_env`` and PettingZoo's ``api_test``: ``rl-system check-env NAME``.
 
-:func:`check_env` builds the env by name (:func:`envs.make_env`), steps it with random legal
+:func:`check_env` builds the env by name (:func:`rl_system.envs.make_env`), steps it with random legal
 actions and returns one :class:`Finding` per check:
 
 ``specs``       the declared specs are well formed and agree (``action_mask`` width)
@@ -30,8 +30,8 @@ from typing import Any, Callable
 
 import torch
 
-from envs import make_env
-from envs.base import ACTION_MASK, AgentDiscrete, Box, MultiDiscrete, StepResult, VecEnv
+from rl_system.envs import make_env
+from rl_system.envs.base import ACTION_MASK, AgentDiscrete, Box, MultiDiscrete, StepResult, VecEnv
 
 Obs = dict[str, torch.Tensor]
 
@@ -132,7 +132,7 @@ def _check_obs(where: str, obs: Any, env: VecEnv) -> None:
 
 def _check_step(result: Any, env: VecEnv) -> None:
     if not isinstance(result, StepResult):
-        raise Violation(f"step() must return envs.base.StepResult, got {type(result).__name__}")
+        raise Violation(f"step() must return rl_system.envs.base.StepResult, got {type(result).__name__}")
     n, dev = env.num_envs, env.device
     _check_obs("step().obs", result.obs, env)
     _check_obs("step().final_obs", result.final_obs, env)

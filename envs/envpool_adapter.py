@@ -1,4 +1,4 @@
-"""An EnvPool batch (C++ envs stepped by a thread pool) as a :class:`envs.base.VecEnv`.
+"""An EnvPool batch (C++ envs stepped by a thread pool) as a :class:`rl_system.envs.base.VecEnv`.
 
 ``env.name: "envpool:Hopper-v5"`` builds ``envpool.make("Hopper-v5", env_type="gymnasium",
 num_envs=N, batch_size=N, seed=seed, num_threads=1)``: EnvPool's synchronous mode, every env
@@ -7,7 +7,7 @@ dm_control tasks (``envpool.list_all_envs()``) and steps them several times fast
 Gymnasium's vector envs on few cores (``bench/results/mujoco/stepping.md``: Hopper-v5, N = 8, one
 thread: ~7,400 env steps/s against ~2,540).
 
-Spaces and conversions are those of the Gymnasium adapter (:class:`envs.gym_adapter.NumpyBatchEnv`).
+Spaces and conversions are those of the Gymnasium adapter (:class:`rl_system.envs.gym_adapter.NumpyBatchEnv`).
 What differs is the auto-reset: EnvPool resets a finished env on its *next* step and ignores
 that step's action (Gymnasium's ``NEXT_STEP`` mode), where this system's envs return the next
 episode's first observation in the very step that ended the last (``SAME_STEP``). So after a step
@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from envs.base import Obs, StepResult
-from envs.gym_adapter import NumpyBatchEnv
+from rl_system.envs.base import Obs, StepResult
+from rl_system.envs.gym_adapter import NumpyBatchEnv
 
 _NOT_FORWARDED = {"env_id", "players", "elapsed_step"}
 

@@ -1,4 +1,4 @@
-"""Any Gymnasium env id as a :class:`envs.base.VecEnv`.
+"""Any Gymnasium env id as a :class:`rl_system.envs.base.VecEnv`.
 
 ``GymnasiumVecEnv("Acrobot-v1", num_envs=8)`` builds ``gymnasium.make_vec(...)`` with
 ``vectorization_mode`` ``"sync"`` (default; all copies in this process) or ``"async"`` (one
@@ -11,7 +11,7 @@ Observation spaces
     * ``Discrete`` -> ``{"obs": int64 [N]}`` (values as Gymnasium gives them, ``start`` included)
     * ``MultiBinary`` / ``MultiDiscrete`` -> ``{"obs": int64 [N, *shape]}``
     * ``Dict`` of the above -> one entry per key (``{"pos": ..., "goal": ...}``). A key
-      ``"action_mask"`` carries the legal-action flags (:mod:`envs.base`): it must be a
+      ``"action_mask"`` carries the legal-action flags (:mod:`rl_system.envs.base`): it must be a
       ``MultiBinary`` or 0/1 ``Box`` as wide as the action's mask, and becomes a bool entry; any
       other space under that key collides with the mask and raises ``ValueError``.
     * anything else (``Tuple``, ``Graph``, ``Text``, nested ``Dict``, ...) raises ``TypeError``.
@@ -47,7 +47,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from envs.base import ACTION_MASK, Box, Discrete, MultiDiscrete, Obs, StepResult, TensorSpec, VecEnv, check_action
+from rl_system.envs.base import ACTION_MASK, Box, Discrete, MultiDiscrete, Obs, StepResult, TensorSpec, VecEnv, check_action
 
 _MODES = ("sync", "async")
 _CPU = torch.device("cpu")  # Gymnasium takes numpy actions
@@ -120,7 +120,7 @@ def _action_spec(space: spaces.Space) -> Discrete | MultiDiscrete | Box:
 
 class NumpyBatchEnv(VecEnv):
     """The numpy <-> torch boundary of a batch of envs that speak Gymnasium's spaces (this
-    module's Gymnasium adapter and :class:`envs.envpool_adapter.EnvPoolVecEnv`): the specs of the
+    module's Gymnasium adapter and :class:`rl_system.envs.envpool_adapter.EnvPoolVecEnv`): the specs of the
     single-env spaces, observations to torch (one copy at most) and actions to numpy."""
 
     def _init_batch(self, env_id: str, num_envs: int, device: str | torch.device) -> None:

@@ -3,11 +3,11 @@
 Importing this module registers, with :func:`gymnasium.register`:
 
 ==============================  ==========================================================
-id                              env (``envs.make_env`` name)
+id                              env (``rl_system.envs.make_env`` name)
 ==============================  ==========================================================
-``rl_system/CartPole-v0``       ``CartPole`` (:mod:`envs.cartpole`)
-``rl_system/Navigation-v0``     ``Navigation`` (:mod:`envs.navigation`)
-``rl_system/AirCombat-v0``      ``AirCombat`` (:mod:`envs.air_combat`)
+``rl_system/CartPole-v0``       ``CartPole`` (:mod:`rl_system.envs.cartpole`)
+``rl_system/Navigation-v0``     ``Navigation`` (:mod:`rl_system.envs.navigation`)
+``rl_system/AirCombat-v0``      ``AirCombat`` (:mod:`rl_system.envs.air_combat`)
 ==============================  ==========================================================
 
 each with a ``vector_entry_point`` (:class:`TorchVectorEnv`: the whole batch is one torch env,
@@ -15,16 +15,16 @@ stepped as tensors) and an ``entry_point`` (:class:`TorchEnv`: one env, the same
 ``num_envs=1``)::
 
     import gymnasium
-    import envs.gym_vector  # registers the ids (or use the id "envs.gym_vector:rl_system/Navigation-v0")
+    import rl_system.envs.gym_vector  # registers the ids (or use the id "rl_system.envs.gym_vector:rl_system/Navigation-v0")
 
     vec = gymnasium.make_vec("rl_system/Navigation-v0", num_envs=8)       # TorchVectorEnv
     env = gymnasium.make("rl_system/AirCombat-v0", time_scale=4.0)        # TorchEnv
     vec = gymnasium.make_vec("rl_system/CartPole-v0", num_envs=8, vectorization_mode="sync")  # 8 TorchEnv
 
 Keyword arguments reach the env's constructor (``device="cuda"``, ``num_static=8``, ...).
-Gymnasium's ``"module:id"`` form (``"envs.gym_vector:rl_system/Navigation-v0"``) imports this
+Gymnasium's ``"module:id"`` form (``"rl_system.envs.gym_vector:rl_system/Navigation-v0"``) imports this
 module first, which is what a process that has not imported it (an RLlib EnvRunner) needs.
-:func:`register_gym_env` registers any other name of :func:`envs.make_env`.
+:func:`register_gym_env` registers any other name of :func:`rl_system.envs.make_env`.
 
 Spaces and data (torch tensors <-> numpy at the boundary, copied: a caller may keep what it got)
     * Observations: an env whose observation is just ``{"obs": ...}`` (CartPole) gets a ``Box``;
@@ -69,10 +69,10 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from envs import make_env
-from envs.base import AgentDiscrete, Box, Discrete, TensorSpec, VecEnv
+from rl_system.envs import make_env
+from rl_system.envs.base import AgentDiscrete, Box, Discrete, TensorSpec, VecEnv
 
-#: envs.make_env name -> Gymnasium id, registered on import.
+#: rl_system.envs.make_env name -> Gymnasium id, registered on import.
 GYM_IDS: dict[str, str] = {
     "CartPole": "rl_system/CartPole-v0",
     "Navigation": "rl_system/Navigation-v0",
@@ -293,7 +293,7 @@ class TorchEnv(gymnasium.Env):
 
 
 def register_gym_env(env_name: str, gym_id: str | None = None) -> str:
-    """Register ``envs.make_env`` name ``env_name`` with Gymnasium (vector and single entry
+    """Register ``rl_system.envs.make_env`` name ``env_name`` with Gymnasium (vector and single entry
     points) under ``gym_id`` (default ``rl_system/<env_name>-v0``); returns the id. Registering
     an id again is a no-op."""
     gym_id = gym_id or f"rl_system/{env_name}-v0"

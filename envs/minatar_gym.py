@@ -2,7 +2,7 @@
 registers ``MinAtar/<Game>-v0`` (full action set) and ``MinAtar/<Game>-v1`` (minimal action set)
 for Asterix, Breakout, Freeway, Seaquest and SpaceInvaders, which the package itself only does
 when its ``register_envs()`` is called. Use them as
-``env.name: gym:envs.minatar_gym:MinAtar/Breakout-v1``; every worker imports this module first.
+``env.name: gym:rl_system.envs.minatar_gym:MinAtar/Breakout-v1``; every worker imports this module first.
 
 Observations are bool ``[10, 10, C]`` planes (kept bool by the Gymnasium adapter: one byte per
 cell on the wire); the default encoder for them is the MinAtar paper's small CNN (``conv``).

@@ -74,7 +74,7 @@ Parameters (constructor keywords, ``env.kwargs`` in a run config)
     ``max_steps=500`` (time limit in steps), ``dt=0.1`` (s), ``action_frame="goal"`` (see
     Action), ``seed``, ``device``.
 Auto-reset
-    ``SAME_STEP`` (see :mod:`envs.base`): finished envs get a fresh random layout in the same
+    ``SAME_STEP`` (see :mod:`rl_system.envs.base`): finished envs get a fresh random layout in the same
     step (only those env indices); ``final_obs`` is the observation the episode ended on.
     Randomness comes from one ``torch.Generator`` (``seed`` makes the batch reproducible).
 """
@@ -85,7 +85,7 @@ import math
 
 import torch
 
-from envs.base import Box, Obs, StepResult, TensorSpec, VecEnv, make_generator
+from rl_system.envs.base import Box, Obs, StepResult, TensorSpec, VecEnv, make_generator
 
 ROBOT_RADIUS = 0.2
 MAX_SPEED = 2.0

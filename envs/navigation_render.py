@@ -1,10 +1,10 @@
-"""Draws one :mod:`envs.navigation` episode (``rl-system eval CHECKPOINT --render OUT.png``).
+"""Draws one :mod:`rl_system.envs.navigation` episode (``rl-system eval CHECKPOINT --render OUT.png``).
 
 Top view in metres: the robot's path (coloured by height), start and goal, static cylinders as
 circles (shaded by height), the moving obstacles' tracks, and the horizontal (0°) lidar beams
 from a few poses along the path and the last one, coloured by the measured range; side panels
 with the height over time and the last lidar scan. Reads only
-:meth:`envs.navigation.NavigationVecEnv.render_state`, ``env.arena``, the ``"lidar"``
+:meth:`rl_system.envs.navigation.NavigationVecEnv.render_state`, ``env.arena``, the ``"lidar"``
 observation ``[N, 1, beams, elevations]`` (``LIDAR_RANGE - distance``) and ``info["success"]`` /
 ``info["collision"]``; matplotlib is imported only when drawing.
 """
@@ -16,9 +16,9 @@ from typing import Any
 
 import torch
 
-from envs.base import Obs, StepResult, VecEnv
-from envs.navigation import ELEVATIONS_DEG, GOAL_TOLERANCE, LIDAR_RANGE
-from envs.render import Renderer
+from rl_system.envs.base import Obs, StepResult, VecEnv
+from rl_system.envs.navigation import ELEVATIONS_DEG, GOAL_TOLERANCE, LIDAR_RANGE
+from rl_system.envs.render import Renderer
 
 HEIGHT_RANGE = (0.0, 5.0)  # m, floor to ceiling: the colour scale of heights
 
@@ -36,6 +36,7 @@ class NavigationRenderer(Renderer):
 
     figsize = (13.0, 7.5)
     lidar_poses = 4  # beams are drawn from this many poses (evenly spaced, the last one included)
+    history = ("pos", "dyn_pos", "lidar")
 
     def __init__(self) -> None:
         self.pos: list[torch.Tensor] = []
@@ -155,7 +156,7 @@ class NavigationRenderer(Renderer):
 
     def _title(self, meta: dict[str, Any], pos: torch.Tensor) -> str:
         info = meta["info"]
-        outcome = ("reached the goal" if info.get("success") else "collision" if info.get("collision")
+        outcome = ("en route" if meta.get("in_progress") else "reached the goal" if info.get("success") else "collision" if info.get("collision")
                    else "timeout" if meta.get("truncated") else "episode cut")
         dist_left = float(torch.linalg.vector_norm(self.goal - pos[-1]))
         return (f"{meta['env']} ({meta['algo']} v{meta['policy_version']}): {outcome}\n"

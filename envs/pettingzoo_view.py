@@ -1,6 +1,6 @@
-"""A PettingZoo ``ParallelEnv`` view of a cooperative multi-agent :class:`~envs.base.VecEnv`.
+"""A PettingZoo ``ParallelEnv`` view of a cooperative multi-agent :class:`~rl_system.envs.base.VecEnv`.
 
-The batched multi-agent envs of this package (``num_agents > 1``, :class:`~envs.base.AgentDiscrete`
+The batched multi-agent envs of this package (``num_agents > 1``, :class:`~rl_system.envs.base.AgentDiscrete`
 actions, observations ``{"state": [N, S], "obs": [N, num_agents, O]}``, team reward ``[N]``) are
 built for throughput; this view wraps one built with ``num_envs=1`` so that PettingZoo tooling
 (``pettingzoo.test.parallel_api_test``, wrappers, other libraries' runners) can drive it:
@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from pettingzoo import ParallelEnv
 
-from envs.base import AgentDiscrete, TensorSpec, VecEnv
+from rl_system.envs.base import AgentDiscrete, TensorSpec, VecEnv
 
 
 def _box(spec: TensorSpec, shape: tuple[int, ...]) -> gymnasium.spaces.Box:
@@ -124,6 +124,6 @@ class PettingZooParallelView(ParallelEnv):
 def parallel_env(name: str = "AliceBob", seed: int | None = None, device: str | torch.device = "cpu",
                  render_mode: str | None = None, **params: Any) -> PettingZooParallelView:
     """Build env ``name`` from the registry with ``num_envs=1`` and wrap it in the PettingZoo view."""
-    from envs import make_env
+    from rl_system.envs import make_env
 
     return PettingZooParallelView(make_env(name, 1, device=device, seed=seed, **params), render_mode=render_mode)

@@ -9,13 +9,13 @@ What is drawn comes from a small registry, env name -> :class:`Renderer` subclas
 (:func:`register_renderer`); an env without one raises :class:`RenderError` (the CLI prints one line
 and exits with 2). Each renderer sits beside its env and imports matplotlib only when it draws:
 
-* ``AirCombat`` (:mod:`envs.air_combat_render`): aircraft and missile tracks, launches, hits.
-* ``Navigation`` (:mod:`envs.navigation_render`): the robot's path, obstacles and lidar beams.
+* ``AirCombat`` (:mod:`rl_system.envs.air_combat_render`): aircraft and missile tracks, launches, hits.
+* ``Navigation`` (:mod:`rl_system.envs.navigation_render`): the robot's path, obstacles and lidar beams.
 
 A renderer reads only public views: the env's ``render_state(env_index)`` (a dict of fresh CPU
 tensors), its public attributes and the observations and step results. The envs reset finished
 episodes inside ``step`` (``SAME_STEP``), so to see the state an episode ended in the recorder sets
-the env's :attr:`~envs.base.VecEnv.before_autoreset` observer, which those envs call just before
+the env's :attr:`~rl_system.envs.base.VecEnv.before_autoreset` observer, which those envs call just before
 the reset.
 
 The checkpoint entry points (:func:`record_episode`, :func:`render_episode`) read the run config
@@ -26,14 +26,18 @@ env and an action function.
 
 from __future__ import annotations
 
+import copy
 import importlib
+import os
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
 import torch
 
-from envs import make_env
-from envs.base import Obs, StepResult, VecEnv
+from rl_system.envs import make_env
+from rl_system.envs.base import Obs, StepResult, VecEnv
 
 
 class RenderError(RuntimeError):
@@ -51,6 +55,10 @@ class Renderer:
     info entries of env 0, as Python scalars)."""
 
     figsize: tuple[float, float] = (9.0, 8.0)
+    history: tuple[str, ...] = ()
+    """The attributes holding one entry per captured frame (lists): :meth:`at` cuts them."""
+    env_kwargs: dict[str, Any] = {}
+    """Env constructor kwargs the recording needs (e.g. a Gymnasium ``render_mode``)."""
 
     def start(self, env: VecEnv, obs: Obs) -> None:
         raise NotImplementedError
@@ -64,12 +72,78 @@ class Renderer:
     def draw(self, fig: Any, meta: dict[str, Any]) -> None:
         raise NotImplementedError
 
+    def at(self, t: int) -> Renderer:
+        """A copy that has seen the episode up to frame ``t`` (0: the reset state) only."""
+        view = copy.copy(self)
+        for name in self.history:
+            setattr(view, name, getattr(self, name)[:t + 1])
+        return view
+
+    def video_frames(self, meta: dict[str, Any], frames: Sequence[int], dpi: int = 80) -> Iterator[np.ndarray]:
+        """RGB images ``[H, W, 3]`` uint8 of the episode at each frame index in ``frames``: the
+        picture :meth:`draw` makes of the episode so far, its title counting steps and return up to
+        that frame. Needs matplotlib."""
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        rewards = meta.get("rewards", [])
+        for t in frames:
+            so_far = {**meta, "steps": t, "return": float(sum(rewards[:t])), "in_progress": t < meta["steps"]}
+            if so_far["in_progress"]:
+                so_far.update(info={}, terminated=False, truncated=False)
+            fig = Figure(figsize=self.figsize, dpi=dpi)
+            canvas = FigureCanvasAgg(fig)
+            self.at(t).draw(fig, so_far)
+            canvas.draw()
+            yield np.asarray(canvas.buffer_rgba())[..., :3].copy()
+
+
+class GymFramesRenderer(Renderer):
+    """A Gymnasium env's own pictures (``render_mode="rgb_array"``) of env index 0, one per step;
+    the env is built with that render mode. A video only: :meth:`draw` shows the last frame."""
+
+    env_kwargs = {"render_mode": "rgb_array"}
+    history = ("frames",)
+
+    def __init__(self) -> None:
+        # Gymnasium draws through pygame, whose init opens a display and a sound card: a headless
+        # worker has neither, and needs neither for rgb_array.
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+        os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+        self.frames: list[np.ndarray] = []
+        self._ended = False
+
+    def start(self, env: VecEnv, obs: Obs) -> None:
+        self.capture(env)
+
+    def capture(self, env: VecEnv) -> None:
+        if self._ended:  # the adapter has already reset this env (SAME_STEP): the end has no picture
+            return
+        picture = env.gym_env.render()
+        picture = picture[0] if isinstance(picture, (tuple, list)) else picture
+        if picture is None:
+            raise RenderError(f"{env!r} rendered nothing: its render_mode 'rgb_array' is not supported")
+        self.frames.append(np.asarray(picture, dtype=np.uint8))
+
+    def on_step(self, out: StepResult, action: torch.Tensor) -> None:
+        self._ended = bool(out.terminated[0] | out.truncated[0])
+
+    def draw(self, fig: Any, meta: dict[str, Any]) -> None:
+        ax = fig.add_axes((0, 0, 1, 1))
+        ax.imshow(self.frames[-1])
+        ax.set_axis_off()
+
+    def video_frames(self, meta: dict[str, Any], frames: Sequence[int], dpi: int = 80) -> Iterator[np.ndarray]:
+        for t in frames:
+            yield self.frames[min(t, len(self.frames) - 1)]
+
 
 # env name -> "module:Class" (imported on first use, so that this module does not import the
 # renderer modules, which import it) or a factory.
 _RENDERERS: dict[str, str | Callable[[], Renderer]] = {
-    "AirCombat": "envs.air_combat_render:AirCombatRenderer",
-    "Navigation": "envs.navigation_render:NavigationRenderer",
+    "AirCombat": "rl_system.envs.air_combat_render:AirCombatRenderer",
+    "Navigation": "rl_system.envs.navigation_render:NavigationRenderer",
+    "CartPole": "rl_system.envs.cartpole_render:CartPoleRenderer",
 }
 
 
@@ -83,10 +157,15 @@ def renderer_names() -> list[str]:
     return sorted(_RENDERERS)
 
 
-def _make_renderer(env_name: str) -> Renderer:
+def make_renderer(env_name: str) -> Renderer:
+    """The renderer of env ``env_name`` (a ``gym:<id>`` env: its own ``rgb_array`` pictures);
+    :class:`RenderError` for an env without one."""
     factory = _RENDERERS.get(env_name)
+    if factory is None and env_name.startswith("gym:"):
+        factory = GymFramesRenderer
     if factory is None:
-        raise RenderError(f"no renderer for env {env_name!r} (renderers: {', '.join(renderer_names())})")
+        raise RenderError(f"no renderer for env {env_name!r} (renderers: {', '.join(renderer_names())}, "
+                          f"and gym:<id> envs that render rgb_array)")
     if isinstance(factory, str):
         module, _, attr = factory.partition(":")
         factory = getattr(importlib.import_module(module), attr)
@@ -102,10 +181,10 @@ def _scalar(v: torch.Tensor) -> Any:
 
 
 def play_episode(env: VecEnv, obs: Obs, act: Callable[[Obs], torch.Tensor], renderer: Renderer,
-                 max_steps: int) -> tuple[int, float, StepResult | None]:
+                 max_steps: int) -> tuple[list[float], StepResult | None]:
     """Step env index 0 from ``obs`` with ``act(obs) -> action`` until its episode ends (or
     ``max_steps``), feeding ``renderer`` every step and the state the episode ended in.
-    Returns ``(steps, return, last StepResult)``."""
+    Returns ``(reward of every step, last StepResult)``."""
     ended = False
 
     def capture_before_reset(idx: torch.Tensor) -> None:  # idx: int64 [k]
@@ -115,14 +194,14 @@ def play_episode(env: VecEnv, obs: Obs, act: Callable[[Obs], torch.Tensor], rend
             ended = True
 
     env.before_autoreset = capture_before_reset
-    steps, ret, out = 0, 0.0, None
+    rewards: list[float] = []
+    out = None
     try:
-        while steps < max_steps:
+        while len(rewards) < max_steps:
             action = act(obs)
             ended = False
             out = env.step(action)
-            steps += 1
-            ret += float(out.reward[0])
+            rewards.append(float(out.reward[0]))
             renderer.on_step(out, action)
             if not ended:  # no reset happened (or the env has no observer): the state is current
                 renderer.capture(env)
@@ -131,7 +210,7 @@ def play_episode(env: VecEnv, obs: Obs, act: Callable[[Obs], torch.Tensor], rend
             obs = out.obs
     finally:
         env.before_autoreset = None
-    return steps, ret, out
+    return rewards, out
 
 
 @torch.no_grad()
@@ -145,7 +224,7 @@ def record_episode(state: dict[str, Any], renderer: Renderer, deterministic: boo
 
     cfg = RunConfig.model_validate(state["config"])
     torch.manual_seed(seed)
-    env = make_env(cfg.env.name, 1, device, seed=seed, **cfg.env.test_kwargs())
+    env = make_env(cfg.env.name, 1, device, seed=seed, **{**cfg.env.test_kwargs(), **renderer.env_kwargs})
     try:
         policy = load_policy(state, env, device)
         # A recurrent policy carries its state through the one episode recorded.
@@ -160,12 +239,13 @@ def record_episode(state: dict[str, Any], renderer: Renderer, deterministic: boo
 
         obs = env.reset(seed=seed)
         renderer.start(env, obs)
-        steps, ret, out = play_episode(env, obs, act, renderer, max_steps)
+        rewards, out = play_episode(env, obs, act, renderer, max_steps)
     finally:
         env.close()
     info = {k: _scalar(v[0]) for k, v in out.info.items()} if out is not None else {}
     return {"env": cfg.env.name, "algo": cfg.algo, "policy_version": int(state["learner"].get("version", 0)),
-            "steps": steps, "return": ret, "deterministic": deterministic, "info": info,
+            "steps": len(rewards), "return": sum(rewards), "rewards": rewards, "deterministic": deterministic,
+            "info": info,
             "terminated": bool(out.terminated[0]) if out is not None else False,
             "truncated": bool(out.truncated[0]) if out is not None else False}
 
@@ -176,7 +256,7 @@ def render_episode(state: dict[str, Any], out_path: str | Path, deterministic: b
     Returns the episode's summary (``meta`` plus ``"path"``); raises :class:`RenderError`."""
     from rl_system.config import RunConfig
 
-    renderer = _make_renderer(RunConfig.model_validate(state["config"]).env.name)
+    renderer = make_renderer(RunConfig.model_validate(state["config"]).env.name)
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure

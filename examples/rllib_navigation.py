@@ -4,10 +4,10 @@ RLlib comes with rl_system (``ray[default,rllib]``)::
 
     python examples/rllib_navigation.py --iterations 5
 
-How RLlib finds the env: ``config.environment(env="envs.gym_vector:rl_system/Navigation-v0")``
+How RLlib finds the env: ``config.environment(env="rl_system.envs.gym_vector:rl_system/Navigation-v0")``
 is a Gymnasium id in ``"module:id"`` form. Every EnvRunner (a separate Ray actor process) builds
 its envs with ``gymnasium.make_vec(id, num_envs=num_envs_per_env_runner,
-vectorization_mode=config.gym_env_vectorize_mode, **env_config)``; the ``envs.gym_vector:``
+vectorization_mode=config.gym_env_vectorize_mode, **env_config)``; the ``rl_system.envs.gym_vector:``
 prefix makes Gymnasium import that module, which registers the id, in that process first.
 ``env_config`` goes to the env constructor (``max_steps``, ``num_static``...).
 
@@ -34,7 +34,7 @@ import json
 import math
 import time
 
-GYM_ID = "envs.gym_vector:rl_system/Navigation-v0"
+GYM_ID = "rl_system.envs.gym_vector:rl_system/Navigation-v0"
 
 
 def build_config(args: argparse.Namespace):

@@ -54,7 +54,7 @@ def ensure_importable() -> Path | None:
     """Make ``rl_system`` importable. Returns the checkout put on ``sys.path``, or None if the
     package was importable already (installed, or on PYTHONPATH as under ``--working-dir``)."""
     try:
-        import envs  # noqa: F401
+        import rl_system.envs  # noqa: F401
         import rl_system  # noqa: F401
         return None
     except ImportError:

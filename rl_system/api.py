@@ -268,6 +268,6 @@ def export(run_or_checkpoint: str | Path, format: str, out: str | Path, pick: st
 def make_env(name: str, num_envs: int = 1, device: str = "cpu", seed: int = 0, **kwargs: Any) -> Any:
     """A batched env by name, as ``env.name`` in a config (``CartPole``, ``gym:<id>``,
     ``package.module:Name`` ...): ``num_envs`` envs stepped at once as torch tensors."""
-    from envs import make_env as _make_env
+    from rl_system.envs import make_env as _make_env
 
     return _make_env(name, num_envs, device, seed=seed, **kwargs)

@@ -60,6 +60,14 @@ def _parser() -> argparse.ArgumentParser:
                    help="instead of the statistics, draw one episode (env index 0) to a PNG "
                         "(AirCombat, Navigation; needs matplotlib: pip install matplotlib, or pip install -e '.[render]' in a checkout)")
 
+    e.add_argument("--video", type=Path, default=None, metavar="OUT.mp4",
+                   help="instead of the statistics, one episode (env index 0) as an H.264 video (.mp4, .mkv, .mov): "
+                        "AirCombat, Navigation, CartPole and gym:<id> envs that render rgb_array (needs PyAV and "
+                        "matplotlib: pip install -e '.[render]' in a checkout)")
+    e.add_argument("--fps", type=int, default=30, help="--video: frames per second (default 30)")
+    e.add_argument("--max-frames", type=int, default=300,
+                   help="--video: at most this many frames, spread evenly over the episode (default 300)")
+
     add_eval_flags(e)
 
     x = sub.add_parser("export", help="a trained policy as a TorchScript or ONNX file that runs without rl_system or Ray")
@@ -269,33 +277,27 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return _fail(f"cannot load checkpoint: {err}", 1)
     if args.env_overrides:
         found.state = with_env_kwargs(found.state, args.env_overrides)
-    if args.opponent is not None and args.render is not None:
-        return _fail("--opponent does not apply to --render (the rendered episode is against the scripted opponent)", 2)
-    if args.render is not None and args.greedy_level is not None:
-        return _fail("--greedy-level does not apply to --render", 2)
-    if args.launch_map is not None and (args.render is not None or args.opponent is not None
-                                        or args.greedy_level is not None):
-        return _fail("--launch-map does not combine with --render, --opponent or --greedy-level", 2)
+    picture = next((flag for flag, value in (("--render", args.render), ("--video", args.video)) if value), None)
+    if args.render is not None and args.video is not None:
+        return _fail("--render and --video: one at a time", 2)
+    if picture and args.opponent is not None:
+        return _fail(f"--opponent does not apply to {picture} (the episode is against the scripted opponent)", 2)
+    if picture and args.greedy_level is not None:
+        return _fail(f"--greedy-level does not apply to {picture}", 2)
+    if args.launch_map is not None and (picture or args.opponent is not None or args.greedy_level is not None):
+        return _fail("--launch-map does not combine with --render, --video, --opponent or --greedy-level", 2)
     if args.launch_map is not None:
         from rl_system.cli_air_combat import cmd_launch_map
 
         return cmd_launch_map(args, found.state, found.run_dir)
+    if picture:
+        return _draw_episode(args, found.state)
     opponent = None
     if args.opponent is not None:
         try:
             opponent = find_resume(args.opponent, load_config(None), None).state
         except CheckpointError as err:
             return _fail(f"cannot load opponent checkpoint: {err}", 1)
-    if args.render is not None:
-        from envs.render import RenderError, render_episode
-
-        try:
-            ep = render_episode(found.state, args.render, deterministic=args.deterministic, seed=args.seed)
-        except (RenderError, ValueError) as err:
-            return _fail(f"cannot render: {err}", 2)
-        print(f"{ep['env']} v{ep['policy_version']}: one episode of {ep['steps']} steps, return {ep['return']:.2f}"
-              f"{' (deterministic)' if args.deterministic else ''}; wrote {ep['path']}")
-        return 0
     try:
         result = evaluate(found.state, episodes=args.episodes, deterministic=args.greedy_level or args.deterministic,
                           num_envs=args.num_envs, seed=args.seed, opponent=opponent)
@@ -317,6 +319,28 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _draw_episode(args: argparse.Namespace, state: dict) -> int:
+    """``eval --render OUT.png`` or ``eval --video OUT.mp4``: one episode of env index 0."""
+    from rl_system.envs.render import RenderError, render_episode
+
+    greedy = " (deterministic)" if args.deterministic else ""
+    try:
+        if args.video is not None:
+            from rl_system.video import write_video
+
+            ep = write_video(state, args.video, deterministic=args.deterministic, seed=args.seed, fps=args.fps,
+                             max_frames=args.max_frames)
+            shown = f"{ep['frames']} frames of {ep['size'][0]}x{ep['size'][1]} at {ep['fps']} fps"
+        else:
+            ep = render_episode(state, args.render, deterministic=args.deterministic, seed=args.seed)
+            shown = "a picture"
+    except (RenderError, ValueError) as err:
+        return _fail(f"cannot render: {err}", 2)
+    print(f"{ep['env']} v{ep['policy_version']}: one episode of {ep['steps']} steps, return {ep['return']:.2f}"
+          f"{greedy}; wrote {ep['path']} ({shown})")
+    return 0
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from rl_system.policy_export import ExportError, export_policy
 
@@ -324,13 +348,14 @@ def cmd_export(args: argparse.Namespace) -> int:
         out = export_policy(args.checkpoint, args.fmt, args.out, pick=args.pick)
     except ExportError as err:
         return _fail(f"cannot export: {err}", 2)
-    print(f"wrote {out} ({args.fmt}: one input per observation key, outputs action, logp, value)")
+    print(f"wrote {out} ({args.fmt}: one input per observation key, then state for a recurrent policy; "
+          f"outputs action, logp, value, then new_state)")
     return 0
 
 
 def cmd_check_env(args: argparse.Namespace) -> int:
-    from envs import EntryPointError
-    from envs.checker import check_env
+    from rl_system.envs import EntryPointError
+    from rl_system.envs.checker import check_env
 
     if args.num_envs < 1 or args.steps < 1:
         return _fail("--num-envs and --steps must be positive", 2)

@@ -1,6 +1,6 @@
 """``rl-system air-combat range-map`` and ``rl-system eval RUN --launch-map``: the AirCombat
-missile envelope (:mod:`envs.air_combat_envelope`) and a policy's launches on it
-(:mod:`envs.air_combat_launches`). Bad arguments end in one line and exit 2, as everywhere in
+missile envelope (:mod:`rl_system.envs.air_combat_envelope`) and a policy's launches on it
+(:mod:`rl_system.envs.air_combat_launches`). Bad arguments end in one line and exit 2, as everywhere in
 the CLI."""
 
 from __future__ import annotations
@@ -80,8 +80,8 @@ def speed_range(text: str, flag: str) -> tuple[float, float]:
 def env_kwargs(assignments: list[str]) -> dict[str, Any]:
     """``--env`` assignments as AirCombat kwargs, ``time_scale`` 16 unless given; ConfigError for
     a name the env does not take."""
-    from envs.air_combat import AirCombatVecEnv
-    from envs.air_combat_envelope import DEFAULT_ENV_KWARGS
+    from rl_system.envs.air_combat import AirCombatVecEnv
+    from rl_system.envs.air_combat_envelope import DEFAULT_ENV_KWARGS
     from rl_system.cli import env_kwarg
 
     tree: dict[str, Any] = {}
@@ -95,8 +95,8 @@ def env_kwargs(assignments: list[str]) -> dict[str, Any]:
 
 
 def cmd_range_map(args: argparse.Namespace) -> int:
-    from envs.air_combat_envelope import MANOEUVRES, EnvelopeError, SweepSpec, sweep
-    from envs.air_combat_envelope_plot import PlotError, draw_envelope, draw_space_time
+    from rl_system.envs.air_combat_envelope import MANOEUVRES, EnvelopeError, SweepSpec, sweep
+    from rl_system.envs.air_combat_envelope_plot import PlotError, draw_envelope, draw_space_time
     from rl_system.filesystems import write_json
 
     spec = SweepSpec(ranges_km=grid(args.ranges, "--ranges"), aspects_deg=grid(args.aspects, "--aspects"),
@@ -147,8 +147,8 @@ def _edge_table(envelope: Any) -> str:
 
 
 def cmd_launch_map(args: argparse.Namespace, state: dict[str, Any], run_dir: Path | None) -> int:
-    from envs.air_combat_envelope_plot import PlotError
-    from envs.air_combat_launches import launch_map
+    from rl_system.envs.air_combat_envelope_plot import PlotError
+    from rl_system.envs.air_combat_launches import launch_map
     from rl_system.filesystems import write_json
 
     try:

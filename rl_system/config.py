@@ -376,6 +376,34 @@ def attempt_seed(seed: int, attempt: int) -> int:
     return seed + 1_000_003 * attempt
 
 
+class WandbConfig(_Strict):
+    """Weights & Biases (``rl_system.trackers``; the ``wandb`` extra)."""
+
+    enabled: bool = False
+    project: str = "rl-system"
+    entity: str | None = None
+    mode: Literal["online", "offline"] = "online"
+    """``offline``: written under ``<run dir>/wandb`` only (``wandb sync`` uploads it later)."""
+    tags: list[str] = Field(default_factory=list)
+
+
+class MlflowConfig(_Strict):
+    """MLflow (``rl_system.trackers``; the ``mlflow`` extra)."""
+
+    enabled: bool = False
+    tracking_uri: str | None = None
+    """A server (``http://...``), a database (``sqlite:///...``, needs the full ``mlflow``) or a
+    ``file:`` store; default: ``MLFLOW_TRACKING_URI``, else a file store in ``<run dir>/mlruns``."""
+    experiment: str = "rl-system"
+
+
+class TrackersConfig(_Strict):
+    """Experiment trackers that get the TensorBoard scalars too."""
+
+    wandb: WandbConfig = Field(default_factory=WandbConfig)
+    mlflow: MlflowConfig = Field(default_factory=MlflowConfig)
+
+
 class RunConfig(_Strict):
     """Top-level config of a training run."""
 
@@ -420,6 +448,8 @@ class RunConfig(_Strict):
     """Where archives go (local path or filesystem URI); default ``<run dir>/rollouts``."""
     log_every_s: float = Field(1.0, ge=0)
     tensorboard: bool = True
+    trackers: TrackersConfig = Field(default_factory=TrackersConfig)
+    """Weights & Biases and MLflow beside TensorBoard (:mod:`rl_system.trackers`)."""
     ray_dashboard: bool = False
     """Start the Ray dashboard with the embedded Ray (a run without ``--address``). Off by default:
     on a laptop its seven processes cost about a second of start-up and compete with the actors

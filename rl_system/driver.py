@@ -38,6 +38,7 @@ from rl_system.selfplay import SnapshotPool
 from rl_system.startup import default_run_dir, init_ray, probe_specs
 from rl_system.storage import RunStorage
 from rl_system.telemetry import Telemetry
+from rl_system.trackers import open_trackers
 from rl_system.worker import RolloutWorker
 
 
@@ -86,7 +87,8 @@ class RunLoop:
         self.run_dir = Path(run_dir) if run_dir else default_run_dir(cfg)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.model_dump(), sort_keys=False))
-        self.log = RunLogger(self.run_dir, tensorboard=cfg.tensorboard, level="warning" if quiet else log_level)
+        self.log = RunLogger(self.run_dir, tensorboard=cfg.tensorboard, level="warning" if quiet else log_level,
+                             trackers=open_trackers(cfg, self.run_dir))
         self._says_phases = self.clock.say is None  # then each phase is a debug line of this run's log
         if self._says_phases:
             self.clock.say = lambda text: self.log.line(text, "debug")
@@ -262,7 +264,7 @@ class RunLoop:
     # -- the loop -----------------------------------------------------------------------------
     def run(self, address: str | None = None) -> dict[str, Any]:
         t_start = time.perf_counter()
-        clock = self.clock
+        clock, status = self.clock, "failed"
         if not ray.is_initialized():
             with clock.phase("ray_init"):
                 init_ray(self.cfg, address)
@@ -283,7 +285,9 @@ class RunLoop:
                           f"{self.cfg.workers.num_envs} envs × {self.cfg.workers.rollout_len} steps | "
                           f"actors ready in {startup_s:.1f}s")
             summary = self._loop(startup_s)
+            status = summary["status"]
         except (TrainingError, ConfigError, KeyboardInterrupt) as err:  # already meant for the user
+            status = _status_of(err)
             self._flush_checkpoints()
             self._write_summary(reporting.summary(self, 0.0, 0.0, state=_status_of(err), error=err))
             raise
@@ -298,7 +302,7 @@ class RunLoop:
                 self._stop_actors()
             if self._says_phases:
                 clock.say = None
-            self.log.close()
+            self.log.close(status)
         return summary
 
     def _loop(self, startup_s: float) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import torch
 
-from envs import make_env
+from rl_system.envs import make_env
 from rl_system.algos import get_algorithm, load_policy
 from rl_system.config import RunConfig
 

@@ -18,7 +18,7 @@ from typing import Any
 import ray
 import torch
 
-from envs.base import ActionSpec, TensorSpec
+from rl_system.envs.base import ActionSpec, TensorSpec
 from rl_system import codec, collective, rollout
 from rl_system.algos import get_algorithm
 from rl_system.checkpoint import capture_rng_state, restore_rng_state

@@ -69,9 +69,9 @@ class RunLogger:
     the full text of anything the console shows as one line (``detail``: tracebacks, forwarded
     errors); the console shows the lines at or above ``level``: ``debug`` (everything, details
     too), ``info`` (progress, the default), ``warning`` (only what went wrong or was recovered),
-    ``error``."""
+    ``error``. ``trackers`` (:mod:`rl_system.trackers`) get every scalar TensorBoard gets."""
 
-    def __init__(self, run_dir: Path, tensorboard: bool = True, level: str = "info"):
+    def __init__(self, run_dir: Path, tensorboard: bool = True, level: str = "info", trackers: list | None = None):
         if level not in LEVELS:
             raise ValueError(f"log level must be one of {', '.join(LEVELS)}, got {level!r}")
         self.run_dir = run_dir
@@ -80,6 +80,7 @@ class RunLogger:
         self._file = open(run_dir / "console.log", "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
         self.file = Console(file=self._file, no_color=True, highlight=False, width=200, soft_wrap=True)
         self.writer = None
+        self.trackers = list(trackers or [])
         if tensorboard:
             from tensorboardX import SummaryWriter
 
@@ -87,11 +88,15 @@ class RunLogger:
             self.writer = SummaryWriter(str(run_dir / "tb"), flush_secs=5)
 
     def scalars(self, step: int, metrics: dict[str, Any], prefix: str = "") -> None:
-        if self.writer is None:
+        if self.writer is None and not self.trackers:
             return
-        for key, value in metrics.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-                self.writer.add_scalar(f"{prefix}{key}", value, step)
+        kept = {f"{prefix}{key}": float(value) for key, value in metrics.items()
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)}
+        if self.writer is not None:
+            for tag, value in kept.items():
+                self.writer.add_scalar(tag, value, step)
+        for tracker in self.trackers:
+            tracker.log(step, kept)
 
     def line(self, text: str, level: str = "info") -> None:
         """One line (rich markup allowed) to the log file, and to the console at ``level``."""
@@ -123,9 +128,16 @@ class RunLogger:
             + "".join(f"{k} {v:.2f} | " for k, v in window.rates.items())
             + f"v{version} | dropped {dropped}")
 
-    def close(self) -> None:
+    def close(self, status: str = "completed") -> None:
+        """Flush and close TensorBoard and the trackers (``status``: the run's, for the trackers'
+        FINISHED / FAILED mark) and the log file."""
         if self.writer is not None:
             self.writer.close()
+        for tracker in self.trackers:
+            try:
+                tracker.close(status)
+            except Exception as err:  # noqa: BLE001 - a tracker's upload must not fail a finished run
+                self.warn(f"tracker {type(tracker).__name__} did not close cleanly: {type(err).__name__}: {err}")
         self._file.close()
 
 

@@ -4,7 +4,8 @@ TorchScript (``torch.jit.load``) or ONNX (``onnxruntime``).
 The graph takes the observation keys in the order of the env's observation spec (one input per
 key, a batch on the leading axis) and returns ``(action, logp, value)`` for the deterministic
 action (argmax, or the Gaussian's mean), with the policy's observation normalisation inside.
-Feedforward PPO policies (MLP and CNN encoders); recurrent ones are refused with one line.
+A recurrent policy (GRU or LSTM core) takes one more input, ``state[B, S]`` (zeros where an
+episode begins), and returns one more output, ``new_state[B, S]``, to feed back on the next step.
 The file is written to a temporary name and renamed, so a failed export leaves nothing behind.
 """
 
@@ -36,6 +37,26 @@ class _Deterministic(nn.Module):
         return self.network.act(dict(zip(self.keys, obs)), deterministic=True)
 
 
+class _RecurrentDeterministic(nn.Module):
+    """A recurrent policy's deterministic step: observation tensors then ``state[B, S]`` in,
+    ``(action, logp, value, new_state)`` out."""
+
+    def __init__(self, network: nn.Module, keys: list[str]):
+        super().__init__()
+        self.network, self.keys = network, keys
+
+    def forward(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        *obs, state = inputs
+        return self.network.act(dict(zip(self.keys, obs)), state, deterministic=True)
+
+
+def graph_io(policy) -> tuple[list[str], list[str]]:
+    """The exported graph's input and output names for ``policy`` (an :class:`rl_system.api.Policy`)."""
+    if policy.recurrent:
+        return [*policy.obs_keys, "state"], ["action", "logp", "value", "new_state"]
+    return list(policy.obs_keys), ["action", "logp", "value"]
+
+
 def export_policy(run_or_checkpoint: str | Path, fmt: str, out: str | Path, pick: str = "best") -> Path:
     """Export the policy of a run (``pick``: ``best`` or ``final``) or a checkpoint file to ``out``;
     returns the path. :class:`ExportError` for a format, policy or missing package it cannot do."""
@@ -53,11 +74,12 @@ def export_policy(run_or_checkpoint: str | Path, fmt: str, out: str | Path, pick
         policy = load_policy(run_or_checkpoint, pick=pick)
     except ValueError as err:
         raise ExportError(str(err)) from None
-    if policy.recurrent:
-        raise ExportError(f"{policy.path}: a recurrent policy's state in and out is not exported yet; feedforward "
-                          f"PPO policies only")
-    module = _Deterministic(policy.network.eval(), policy.obs_keys).eval()
+    wrapper = _RecurrentDeterministic if policy.recurrent else _Deterministic
+    module = wrapper(policy.network.eval(), policy.obs_keys).eval()
     example = tuple(torch.zeros(2, *spec.shape, dtype=spec.dtype) for spec in policy.obs_spec.values())
+    if policy.recurrent:
+        example += (policy.network.initial_state(2),)
+    inputs, outputs = graph_io(policy)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
@@ -68,9 +90,9 @@ def export_policy(run_or_checkpoint: str | Path, fmt: str, out: str | Path, pick
             if fmt == "torchscript":
                 torch.jit.save(torch.jit.trace(module, example), tmp)
             else:
-                axes = {name: {0: "batch"} for name in [*policy.obs_keys, "action", "logp", "value"]}
-                torch.onnx.export(module, example, tmp, dynamo=False, input_names=list(policy.obs_keys),
-                                  output_names=["action", "logp", "value"], dynamic_axes=axes)
+                axes = {name: {0: "batch"} for name in [*inputs, *outputs]}
+                torch.onnx.export(module, example, tmp, dynamo=False, input_names=inputs, output_names=outputs,
+                                  dynamic_axes=axes)
         os.replace(tmp, out)
     finally:
         if os.path.exists(tmp):

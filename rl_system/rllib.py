@@ -3,16 +3,16 @@
 
 :func:`register` stores one creator per id with ``ray.tune.register_env``. The creators live in
 Ray's function registry in the cluster's GCS, so every EnvRunner on every node finds them,
-without the ``"envs.gym_vector:"`` module prefix that a plain Gymnasium id needs there
-(docs/ecosystem.md). Each creator builds the Gymnasium single-env view of :mod:`envs.gym_vector`
-(:class:`~envs.gym_vector.TorchEnv`: one torch env, the plain ``gymnasium.Env`` contract, which
+without the ``"rl_system.envs.gym_vector:"`` module prefix that a plain Gymnasium id needs there
+(docs/ecosystem.md). Each creator builds the Gymnasium single-env view of :mod:`rl_system.envs.gym_vector`
+(:class:`~rl_system.envs.gym_vector.TorchEnv`: one torch env, the plain ``gymnasium.Env`` contract, which
 is what RLlib 2.60's ``SingleAgentEnvRunner`` expects). A ``Dict`` observation is flattened
 into one vector (Gymnasium's ``FlattenObservation``) so RLlib's default models take it with no
 connector; AirCombat's action mask then rides along as 12 0/1 features. ``env_config`` items
 are the env's constructor kwargs, plus ``seed``.
 
 AliceBob, multi-agent, is registered as ``rl_system/AliceBob-v0``: RLlib's own
-``ParallelPettingZooEnv`` over the PettingZoo view of one env (:mod:`envs.pettingzoo_view`), so
+``ParallelPettingZooEnv`` over the PettingZoo view of one env (:mod:`rl_system.envs.pettingzoo_view`), so
 ``PPOConfig().environment("rl_system/AliceBob-v0").multi_agent(...)`` trains it with RLlib's
 multi-agent runners (one shared policy or one per agent, as ``policy_mapping_fn`` says).
 """
@@ -33,7 +33,7 @@ MULTI_AGENT_IDS = {"rl_system/AliceBob-v0": "AliceBob"}
 def make(name: str, env_config: dict | None = None, **kwargs: Any) -> gymnasium.Env:
     """The RLlib-facing env of built-in env ``name``: ``env_config`` (RLlib's ``EnvContext``, a
     dict) and ``kwargs`` are its constructor kwargs, ``seed`` included."""
-    from envs.gym_vector import TorchEnv
+    from rl_system.envs.gym_vector import TorchEnv
 
     kwargs = {**dict(env_config or {}), **kwargs}
     env: gymnasium.Env = TorchEnv(name, seed=kwargs.pop("seed", None), **kwargs)
@@ -54,7 +54,7 @@ def make_multi_agent(name: str, env_config: dict | None = None, **kwargs: Any) -
     agent names); ``env_config`` and ``kwargs`` are its constructor kwargs, ``seed`` included."""
     from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
 
-    from envs.pettingzoo_view import parallel_env
+    from rl_system.envs.pettingzoo_view import parallel_env
 
     kwargs = {**dict(env_config or {}), **kwargs}
     return ParallelPettingZooEnv(parallel_env(name, seed=kwargs.pop("seed", None), **kwargs))

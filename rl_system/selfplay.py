@@ -1,5 +1,5 @@
 """Self-play: a pool of frozen snapshots of earlier policy versions that drive the opponent side
-of two-player envs (e.g. :class:`envs.air_combat.AirCombatVecEnv`).
+of two-player envs (e.g. :class:`rl_system.envs.air_combat.AirCombatVecEnv`).
 
 Driver side, :class:`SnapshotPool`: every ``refresh_every`` rounds the current weights (the
 object-store ref the workers already share, so no copy) join a pool of the last ``pool_size``

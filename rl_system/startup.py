@@ -14,7 +14,7 @@ from typing import Any
 import gymnasium
 import ray
 
-from envs import EntryPointError, make_env
+from rl_system.envs import EntryPointError, make_env
 from rl_system.algos import get_algorithm
 from rl_system.config import ConfigError, RunConfig
 from rl_system.errors import one_line
@@ -109,6 +109,9 @@ def probe_specs(cfg: RunConfig) -> tuple[Any, Any]:
     start in parallel with the workers), after building one policy from them: a config the env or
     the algorithm rejects (an unknown env kwarg, a feature range past the observation) is one
     :class:`ConfigError` line before any actor starts, not a traceback from every actor."""
+    from rl_system.trackers import check_installed
+
+    check_installed(cfg)  # a tracker that cannot start is found before the env is built
     name = cfg.env.name
     try:
         if cfg.env.eval_kwargs:  # the test env too: a typo there is found now, not after training

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from envs import make_env
+from rl_system.envs import make_env
 from rl_system import codec
 from rl_system.algos import get_algorithm
 from rl_system.config import RunConfig

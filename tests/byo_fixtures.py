@@ -6,7 +6,7 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
-from envs.base import Discrete, MultiDiscrete, StepResult, TensorSpec, VecEnv
+from rl_system.envs.base import Discrete, MultiDiscrete, StepResult, TensorSpec, VecEnv
 from examples.grid_reach.env import GridReach
 
 

@@ -11,10 +11,12 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 
 
-def write_policy_checkpoint(run_dir: Path, config: str, overrides: list[str] = (), observed: bool = False) -> Path:
+def write_policy_checkpoint(run_dir: Path, config: str, overrides: list[str] = (), observed: bool = False,
+                            perturb: float = 0.0) -> Path:
     """``run_dir`` holding one checkpoint (version 0) of the learner that ``launch/configs/<config>``
-    builds, its initial weights; ``observed``: its observation normaliser has seen data first."""
-    from envs import make_env
+    builds, its initial weights; ``observed``: its observation normaliser has seen data first;
+    ``perturb``: that much Gaussian noise added to every weight (seeded)."""
+    from rl_system.envs import make_env
     from rl_system.checkpoint import CheckpointStore
     from rl_system.config import load_config
     from rl_system.learner import Learner
@@ -26,6 +28,11 @@ def write_policy_checkpoint(run_dir: Path, config: str, overrides: list[str] = (
     learner = Learner(cfg, spec, action_spec)
     if observed:
         learner.policy.observe({k: 3 + 2 * torch.randn(64, *s.shape) for k, s in spec.items()})
+    if perturb:
+        g = torch.Generator().manual_seed(0)
+        with torch.no_grad():
+            for p in learner.policy.parameters():
+                p.add_(perturb * torch.randn(p.shape, generator=g))
     CheckpointStore(str(run_dir / "checkpoints")).save({"learner": learner.state(), "config": cfg.model_dump()},
                                                        {"policy_version": 0, "env_steps": 0})
     return run_dir

@@ -1,4 +1,4 @@
-"""Tests for the batched Alice_and_Bob env (``envs.alice_bob``) and its PettingZoo view."""
+"""Tests for the batched Alice_and_Bob env (``rl_system.envs.alice_bob``) and its PettingZoo view."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from envs import make_env
-from envs.alice_bob import (
+from rl_system.envs import make_env
+from rl_system.envs.alice_bob import (
     DOWN,
     LAYOUTS,
     LEFT,
@@ -19,7 +19,7 @@ from envs.alice_bob import (
     oracle_actions,
     parse_layout,
 )
-from envs.base import AgentDiscrete
+from rl_system.envs.base import AgentDiscrete
 
 # Small layout (rows, cols):          Alice 1 at (1,2), Bob 2 at (1,4)
 #   #######                           red button r (1,1), blue button b (1,5)
@@ -461,7 +461,7 @@ def test_pettingzoo_parallel_api():
     pytest.importorskip("pettingzoo")
     from pettingzoo.test import parallel_api_test, parallel_seed_test
 
-    from envs.pettingzoo_view import PettingZooParallelView, parallel_env
+    from rl_system.envs.pettingzoo_view import PettingZooParallelView, parallel_env
 
     env = parallel_env("AliceBob", seed=0, size="small")
     assert env.possible_agents == ["alice", "bob"]
@@ -478,7 +478,7 @@ def test_pettingzoo_parallel_api():
 
 def test_pettingzoo_view_plays_the_scripted_solution():
     pytest.importorskip("pettingzoo")
-    from envs.pettingzoo_view import parallel_env
+    from rl_system.envs.pettingzoo_view import parallel_env
 
     env = parallel_env(size="small", render_mode="ansi")
     obs, infos = env.reset(seed=0)

@@ -10,7 +10,7 @@ pytest.importorskip("minatar")
 pytest.importorskip("stable_baselines3")
 
 from bench.peers import sb3_minatar
-from envs import make_env
+from rl_system.envs import make_env
 from rl_system.algos.ppo import make_policy
 from rl_system.config import load_config
 
@@ -23,7 +23,7 @@ def _shapes(module) -> list[tuple[int, ...]]:
 
 @pytest.mark.parametrize("game", ["Breakout", "SpaceInvaders"])
 def test_the_peer_has_rl_system_s_network_parameter_for_parameter(game):
-    cfg = load_config(CONFIG, [f"env.name=gym:envs.minatar_gym:MinAtar/{game}-v1"])
+    cfg = load_config(CONFIG, [f"env.name=gym:rl_system.envs.minatar_gym:MinAtar/{game}-v1"])
     env = make_env(cfg.env.name, 2, seed=0)
     try:
         ours = make_policy(env.observation_spec, env.action_spec, cfg)

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from envs import EntryPointError, make_env
-from envs.base import MultiDiscrete, TensorSpec
-from envs.checker import check_env
+from rl_system.envs import EntryPointError, make_env
+from rl_system.envs.base import MultiDiscrete, TensorSpec
+from rl_system.envs.checker import check_env
 from rl_system.algos import get_algorithm
 from rl_system.cli import main
 from rl_system.config import load_config
@@ -43,7 +43,7 @@ BAD_INPUT = [
     (["env.name=NoSuchEnv"], r"env\.name: unknown env 'NoSuchEnv'; expected a registered name \(.*CartPole"),
     (["env.name=no_such_pkg.mod:Env"], r"env\.name: .*module 'no_such_pkg\.mod' does not import"),
     (["env.name=examples.grid_reach.env:Nope"], r"env\.name: .*has no attribute 'Nope'"),
-    (["env.name=byo_fixtures:not_an_env"], r"env\.name: .*the factory returned dict, expected an envs\.base\.VecEnv"),
+    (["env.name=byo_fixtures:not_an_env"], r"env\.name: .*the factory returned dict, expected an rl_system\.envs\.base\.VecEnv"),
     ([f"env.name={GRID}", "model.network=byo_fixtures:NotANetwork"],
      r"model\.network: .*must be a torch\.nn\.Module subclass implementing ActorCriticNetwork"),
     ([f"env.name={GRID}", "model.network=byo_fixtures:NoEvaluate"],
@@ -75,7 +75,7 @@ def test_bad_env_or_network_is_one_config_error_line_and_exit_2(capsys, tmp_path
 @pytest.mark.parametrize("name,kwargs", [
     ("CartPole", {}), ("Chaos", {}), ("Navigation", {}), ("AirCombat", {}), ("AliceBob", {"size": "small"}),
     ("gym:CartPole-v1", {}), ("gym:byo_fixtures:ByoDictMultiDiscrete-v0", {}), (GRID, {}),
-    ("CartPole", {"velocities": False}), ("gym:envs.minatar_gym:MinAtar/Breakout-v1", {}),
+    ("CartPole", {"velocities": False}), ("gym:rl_system.envs.minatar_gym:MinAtar/Breakout-v1", {}),
     ("gym:popgym:popgym-RepeatPreviousEasy-v0", {}),
 ])
 def test_every_built_in_and_example_env_conforms(name, kwargs):
@@ -196,7 +196,7 @@ def test_user_env_and_network_train_checkpoint_resume_and_evaluate(ray_session, 
 
 
 def test_a_factory_entry_point_builds_the_env():
-    from envs import resolve
+    from rl_system.envs import resolve
 
     with pytest.raises(EntryPointError, match="expected 'package.module:Name'"):
         resolve("pkg.mod:")

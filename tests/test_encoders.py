@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from envs import make_env
-from envs.base import Discrete, TensorSpec
+from rl_system.envs import make_env
+from rl_system.envs.base import Discrete, TensorSpec
 from rl_system.algos.ppo import make_policy
 from rl_system.algos.ppo.encoders import ConvEncoder, _CircularConv1d, chw, layout_of, plan
 from rl_system.codec import decode, encode
@@ -85,7 +85,7 @@ def test_onehot_observations_widen_the_trunk_input():
 
 def test_gymnasium_bool_planes_stay_bool_from_env_to_policy():
     pytest.importorskip("minatar")
-    env = make_env("gym:envs.minatar_gym:MinAtar/Breakout-v1", 2, seed=0)
+    env = make_env("gym:rl_system.envs.minatar_gym:MinAtar/Breakout-v1", 2, seed=0)
     try:
         assert env.observation_spec["obs"].dtype == torch.bool and env.observation_spec["obs"].shape == (10, 10, 4)
         obs = env.reset(seed=0)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from envs import make_env
-from envs.checker import check_env
+from rl_system.envs import make_env
+from rl_system.envs.checker import check_env
 from rl_system.cli import main
 
 envpool = pytest.importorskip("envpool")

@@ -1,4 +1,4 @@
-"""Tests for the torch CartPole (``envs.cartpole``) and the Gymnasium adapter (``envs.gym_adapter``)."""
+"""Tests for the torch CartPole (``rl_system.envs.cartpole``) and the Gymnasium adapter (``rl_system.envs.gym_adapter``)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pytest
 import torch
 from gymnasium import spaces
 
-from envs import EntryPointError, make_env
-from envs.base import Box, Discrete, VecEnv
-from envs.cartpole import THETA_THRESHOLD_RADIANS, X_THRESHOLD, CartPoleVecEnv
-from envs.gym_adapter import GymnasiumVecEnv
+from rl_system.envs import EntryPointError, make_env
+from rl_system.envs.base import Box, Discrete, VecEnv
+from rl_system.envs.cartpole import THETA_THRESHOLD_RADIANS, X_THRESHOLD, CartPoleVecEnv
+from rl_system.envs.gym_adapter import GymnasiumVecEnv
 
 # ---------------------------------------------------------------------------------------------- helpers
 

@@ -20,7 +20,7 @@ def test_quota_keeps_each_envs_first_episodes_in_finishing_order():
 
 def _alice_bob_checkpoint(run_dir):
     """A freshly initialised HMASD policy on the small Alice_and_Bob map, saved as training does."""
-    from envs import make_env
+    from rl_system.envs import make_env
     from rl_system.algos import get_algorithm
     from rl_system.checkpoint.store import CheckpointStore
     from rl_system.config import load_config

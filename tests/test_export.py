@@ -1,6 +1,7 @@
 """``rl-system export``: a policy as TorchScript or ONNX, run without this package's code (torch.jit
 or onnxruntime alone) on 1,000 observations: the same greedy actions, log-probabilities and
-values within 1e-5, for an MLP (CartPole), a CNN (MinAtar) and a Gaussian policy (Pendulum);
+values within 1e-5, for an MLP (CartPole), a CNN (MinAtar), a Gaussian policy (Pendulum) and
+GRU and LSTM policies (hidden-velocity CartPole; the state fed back through 10 steps);
 what it cannot export is one line and exit 2, with nothing written."""
 
 from __future__ import annotations
@@ -28,38 +29,82 @@ CASES = [("cartpole_ppo.yaml", ["model.normalize_obs=true"], True), ("pendulum_p
          ("minatar_breakout_ppo.yaml", [], False)]
 
 
-@pytest.mark.parametrize("config,overrides,observed", CASES, ids=["mlp", "gaussian", "cnn"])
-def test_an_exported_policy_acts_as_the_torch_policy_without_rl_system(tmp_path, config, overrides, observed):
+def _check(got, want, name: str) -> None:
+    """``got`` (numpy, from the exported graph) against ``want`` (torch): actions identical where
+    discrete, everything else within 1e-5."""
+    got, want = np.asarray(got), want.numpy()
+    if name == "action" and not np.issubdtype(want.dtype, np.floating):
+        assert np.array_equal(got, want), name
+    else:  # a Gaussian's mean, log-probabilities, values, states: the same up to float rounding
+        np.testing.assert_allclose(got, want, atol=1e-5, err_msg=name)
+
+
+def _exported_runs(policy, run, tmp_path):
+    """``(name, step)`` of the TorchScript and ONNX exports, each ``step(obs, state) -> outputs``."""
     import onnxruntime
 
+    ts = torch.jit.load(str(rl_system.export(run, "torchscript", tmp_path / "p.pt", pick="final")))
+    assert main(["export", str(run), "--format", "onnx", "--out", str(tmp_path / "p.onnx"), "--pick", "final"]) == 0
+    session = onnxruntime.InferenceSession(str(tmp_path / "p.onnx"))
+    names = [i.name for i in session.get_inputs()]
+    assert names == policy.obs_keys + (["state"] if policy.recurrent else [])
+
+    @torch.no_grad()
+    def torchscript(obs, state):
+        return [t.numpy() for t in ts(*obs.values(), *([] if state is None else [torch.as_tensor(state)]))]
+
+    def onnx(obs, state):
+        feed = {k: v.numpy() for k, v in obs.items()}
+        if state is not None:
+            feed["state"] = np.asarray(state)
+        return session.run(None, feed)
+
+    return [("torchscript", torchscript), ("onnx", onnx)]
+
+
+# CartPole's MLP with an observation normaliser that has seen data: the export must carry it.
+CASES = [("cartpole_ppo.yaml", ["model.normalize_obs=true"], True), ("pendulum_ppo.yaml", [], False),
+         ("minatar_breakout_ppo.yaml", [], False)]
+
+
+@pytest.mark.parametrize("config,overrides,observed", CASES, ids=["mlp", "gaussian", "cnn"])
+def test_an_exported_policy_acts_as_the_torch_policy_without_rl_system(tmp_path, config, overrides, observed):
     run = write_policy_checkpoint(tmp_path, config, overrides, observed=observed)
     policy = rl_system.load_policy(run, pick="final")
     obs = _observations(policy)
-    action, logp, value = policy.network.act(obs, deterministic=True)
+    want = policy.network.act(obs, deterministic=True)
+    for fmt, step in _exported_runs(policy, run, tmp_path):
+        for name, got, ref in zip(("action", "logp", "value"), step(obs, None), want):
+            _check(got, ref, f"{fmt} {name}")
 
-    ts = torch.jit.load(str(rl_system.export(run, "torchscript", tmp_path / "p.pt", pick="final")))
-    t_action, t_logp, t_value = ts(*obs.values())
-    assert torch.equal(t_action, action)
-    assert torch.allclose(t_logp, logp, atol=1e-5) and torch.allclose(t_value, value, atol=1e-5)
 
-    assert main(["export", str(run), "--format", "onnx", "--out", str(tmp_path / "p.onnx"), "--pick", "final"]) == 0
-    session = onnxruntime.InferenceSession(str(tmp_path / "p.onnx"))
-    assert [i.name for i in session.get_inputs()] == policy.obs_keys
-    o_action, o_logp, o_value = session.run(None, {k: v.numpy() for k, v in obs.items()})
-    if action.dtype.is_floating_point:  # a Gaussian's mean: the same up to float rounding
-        np.testing.assert_allclose(o_action, action.numpy(), atol=1e-5)
-    else:
-        assert np.array_equal(o_action, action.numpy())
-    np.testing.assert_allclose(o_logp, logp.numpy(), atol=1e-5)
-    np.testing.assert_allclose(o_value, value.numpy(), atol=1e-5)
+@pytest.mark.parametrize("core", ["gru", "lstm"])
+def test_an_exported_recurrent_policy_carries_its_state_as_the_torch_policy(tmp_path, core):
+    """10 steps of 100 envs (1,000 observations), each export's own state fed back: every step's
+    action, logp, value and new state match the torch policy's, so the state in and out is right."""
+    # Weights off their initialisation (zero biases), so every input and the state matter.
+    run = write_policy_checkpoint(tmp_path, "cartpole_memory_ppo.yaml", [f"model.recurrent={core}"], perturb=0.3)
+    policy = rl_system.load_policy(run, pick="final")
+    obs = _observations(policy)
+    steps = {k: v.view(10, 100, *v.shape[1:]) for k, v in obs.items()}
+    for fmt, step in _exported_runs(policy, run, tmp_path):
+        state, mine = policy.network.initial_state(100), None
+        for t in range(10):
+            o = {k: v[t] for k, v in steps.items()}
+            want = policy.network.act(o, state, deterministic=True)
+            got = step(o, mine if mine is not None else state.numpy())
+            for name, g, ref in zip(("action", "logp", "value", "new_state"), got, want):
+                _check(g, ref, f"{fmt} step {t} {name}")
+            state, mine = want[3], got[3]
+        assert float(state.abs().max()) > 0.1  # the state moved: the check is not of zeros
 
 
 def test_what_cannot_be_exported_is_one_line_exit_2_and_nothing_written(tmp_path, capsys):
-    run = write_policy_checkpoint(tmp_path / "gru", "cartpole_memory_ppo.yaml")
-    out = tmp_path / "gru.pt"
+    run = write_policy_checkpoint(tmp_path / "hmasd", "alice_bob_hmasd.yaml")
+    out = tmp_path / "hmasd.pt"
     assert main(["export", str(run), "--format", "torchscript", "--out", str(out), "--pick", "final"]) == 2
-    err = capsys.readouterr().err
-    assert "cannot export:" in err and "recurrent" in err and not out.exists()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot export:" in err[0] and "'hmasd'" in err[0] and not out.exists()
     junk = tmp_path / "junk.rlck"
     junk.write_bytes(b"not a checkpoint")
     assert main(["export", str(junk), "--format", "onnx", "--out", str(tmp_path / "j.onnx")]) == 2

@@ -12,9 +12,9 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
-import envs.gym_vector as gv
-from envs.air_combat import N_DISCRETE_ACTIONS
-from envs.cartpole import THETA_THRESHOLD_RADIANS, X_THRESHOLD
+import rl_system.envs.gym_vector as gv
+from rl_system.envs.air_combat import N_DISCRETE_ACTIONS
+from rl_system.envs.cartpole import THETA_THRESHOLD_RADIANS, X_THRESHOLD
 
 IDS = sorted(gv.GYM_IDS.values())
 # Small or fast variants keep the tests cheap (kwargs reach the env constructor).
@@ -28,8 +28,8 @@ FAST_KWARGS = {
 def test_import_registers_ids_with_both_entry_points():
     for name, gym_id in gv.GYM_IDS.items():
         spec = gymnasium.spec(gym_id)
-        assert spec.vector_entry_point == "envs.gym_vector:TorchVectorEnv"
-        assert spec.entry_point == "envs.gym_vector:TorchEnv"
+        assert spec.vector_entry_point == "rl_system.envs.gym_vector:TorchVectorEnv"
+        assert spec.entry_point == "rl_system.envs.gym_vector:TorchEnv"
         assert spec.kwargs == {"env_name": name}
     assert gv.register_gym_env("CartPole") == "rl_system/CartPole-v0"  # again: a no-op
 
@@ -204,7 +204,7 @@ def test_seeding_is_deterministic(gym_id):
 
 def test_module_prefixed_id_and_bad_input():
     # "module:id" imports the module first: what a process that never imported it needs.
-    vec = gymnasium.make_vec("envs.gym_vector:rl_system/CartPole-v0", num_envs=2)
+    vec = gymnasium.make_vec("rl_system.envs.gym_vector:rl_system/CartPole-v0", num_envs=2)
     with pytest.raises(ValueError, match="seed must be an int"):
         vec.reset(seed=[1, 2])
     vec.reset(seed=0)

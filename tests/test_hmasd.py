@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch import nn
 
-from envs.alice_bob import AliceBobVecEnv
+from rl_system.envs.alice_bob import AliceBobVecEnv
 from rl_system.algos.hmasd import make_policy, make_sampler, make_trainer
 from rl_system.algos.hmasd.networks import HMASDPolicy, SkillCoordinator
 from rl_system.algos.hmasd.returns import low_level_reward, window_gae
@@ -693,7 +693,7 @@ def test_plan_table_window_counts_agree_with_the_env_episode_info():
     from bench.bench_hmasd import SMALL_MAP_SKILLS
     from bench.hmasd_tables import plan_table, window_stats
     from rl_system.evaluation import policy_sampler
-    from envs import make_env
+    from rl_system.envs import make_env
 
     cfg = load_config("launch/configs/alice_bob_hmasd.yaml", [
         "env.kwargs.size=small", *SMALL_MAP_SKILLS, "workers.rollout_len=30", "hmasd.skill_interval=10"])
@@ -723,7 +723,7 @@ def test_checkpoint_tables_of_the_actors_and_of_q_d_cover_the_map():
     each cell, per agent) on an untrained policy."""
     from bench.bench_hmasd import SMALL_MAP_SKILLS
     from bench.hmasd_tables import actor_table, discriminator_cells, discriminator_map
-    from envs import make_env
+    from rl_system.envs import make_env
 
     cfg = load_config("launch/configs/alice_bob_hmasd.yaml", ["env.kwargs.size=small", *SMALL_MAP_SKILLS])
     env = make_env("AliceBob", 1, "cpu", **cfg.env.kwargs)

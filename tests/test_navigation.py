@@ -1,4 +1,4 @@
-"""Tests for the batched lidar navigation env (``envs.navigation``)."""
+"""Tests for the batched lidar navigation env (``rl_system.envs.navigation``)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
-from envs import make_env
-from envs.base import Box
-from envs.navigation import ELEVATIONS_DEG, LIDAR_RANGE, N_BEAMS, NavigationVecEnv
+from rl_system.envs import make_env
+from rl_system.envs.base import Box
+from rl_system.envs.navigation import ELEVATIONS_DEG, LIDAR_RANGE, N_BEAMS, NavigationVecEnv
 
 FAR = -1.0e4
 E0 = ELEVATIONS_DEG.index(0.0)
@@ -211,7 +211,7 @@ def test_reset_layout_keeps_start_and_goal_clear():
 
 def march_lidar(pos: torch.Tensor, yaw: float, cyl: torch.Tensor, arena: float, step: float = 1e-3) -> torch.Tensor:
     """Brute-force reference for one env: march every ray in ``step`` increments ([36, 4])."""
-    from envs.navigation import CEILING
+    from rl_system.envs.navigation import CEILING
 
     az = yaw + torch.arange(N_BEAMS, dtype=torch.float64) * (2 * math.pi / N_BEAMS)
     el = torch.tensor(ELEVATIONS_DEG, dtype=torch.float64).deg2rad()

@@ -11,7 +11,7 @@ import re
 import pytest
 import torch
 
-from envs import make_env
+from rl_system.envs import make_env
 from rl_system.algos.ppo import make_policy, make_sampler, make_trainer
 from rl_system.algos.recurrent import RecurrentCore, episode_starts, unroll
 from rl_system.checkpoint.resume import find_resume

@@ -12,10 +12,10 @@ import torch
 
 pytest.importorskip("matplotlib")
 
-from envs import make_env
-from envs.air_combat_render import AirCombatRenderer
-from envs.navigation_render import NavigationRenderer
-from envs.render import record_episode, renderer_names
+from rl_system.envs import make_env
+from rl_system.envs.air_combat_render import AirCombatRenderer
+from rl_system.envs.navigation_render import NavigationRenderer
+from rl_system.envs.render import record_episode, renderer_names
 from rl_system.algos import get_algorithm
 from rl_system.checkpoint.store import CheckpointStore
 from rl_system.cli import main
@@ -59,7 +59,7 @@ def test_eval_render_writes_a_png(tmp_path, capsys, overrides):
     assert width >= 600 and height >= 500
     assert out.stat().st_size > 30_000  # tracks, obstacles and text, not an empty canvas
     line = capsys.readouterr().out.strip()
-    assert line.endswith(f"wrote {out}") and "v3: one episode of" in line
+    assert f"wrote {out} (a picture)" in line and "v3: one episode of" in line
     from matplotlib.image import imread
 
     pixels = imread(out)
@@ -68,14 +68,14 @@ def test_eval_render_writes_a_png(tmp_path, capsys, overrides):
 
 
 def test_render_of_an_env_without_renderer_is_one_line_and_exit_2(tmp_path, capsys):
-    _checkpoint(tmp_path / "run", ["env.name=CartPole"])
-    out = tmp_path / "cartpole.png"
+    _checkpoint(tmp_path / "run", ["env.name=Chaos"])
+    out = tmp_path / "chaos.png"
     assert main(["eval", str(tmp_path / "run"), "--render", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.splitlines() == [err]
-    assert "no renderer for env 'CartPole'" in err and "AirCombat" in err and "Navigation" in err
+    assert "no renderer for env 'Chaos'" in err and "AirCombat" in err and "Navigation" in err
     assert not out.exists()
-    assert "CartPole" not in renderer_names()
+    assert "Chaos" not in renderer_names() and "CartPole" in renderer_names()
 
 
 def test_recording_sees_the_final_state_before_the_autoreset(tmp_path):

@@ -77,8 +77,8 @@ def test_selfplay_on_an_env_without_opponent_is_one_clear_error(ray_session, tmp
 def _air_checkpoint(run_dir, passive: bool = False, overrides=()):
     """A checkpoint of a fresh AirCombat policy; ``passive``: its action head always picks
     "straight, full throttle, no fire" (so as blue it never shoots)."""
-    from envs import make_env
-    from envs.air_combat import ACTION_STRAIGHT_FULL
+    from rl_system.envs import make_env
+    from rl_system.envs.air_combat import ACTION_STRAIGHT_FULL
     from rl_system.algos import get_algorithm
     from rl_system.checkpoint.store import CheckpointStore
 
@@ -122,7 +122,7 @@ def test_eval_against_an_unfit_opponent_is_one_line_and_exit_2(tmp_path, capsys)
     _air_checkpoint(tmp_path / "wide", overrides=["model.hidden_sizes=[16, 16]"])
     cart = load_config(None, ["env.name=CartPole", "tensorboard=false"])
     from rl_system.checkpoint.store import CheckpointStore
-    from envs import make_env
+    from rl_system.envs import make_env
     from rl_system.algos import get_algorithm
 
     env = make_env("CartPole", 1, "cpu", seed=0)

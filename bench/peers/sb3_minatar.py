@@ -8,7 +8,7 @@ Everything that shapes learning is ``launch/configs/minatar_breakout_ppo.yaml``'
 * 64 envs x 128 steps per update (8,192 env steps), 4 epochs of 8 minibatches (1,024), lr 5e-4
   annealed linearly to zero over ``schedule_steps``, gamma 0.99, lambda 0.95, clip 0.2,
   entropy 0.01, value 0.5, gradient norm 0.5, advantages normalised;
-* the same Gymnasium ids (``envs.minatar_gym``: sticky actions 0.1, difficulty ramping).
+* the same Gymnasium ids (``rl_system.envs.minatar_gym``: sticky actions 0.1, difficulty ramping).
 
 What differs is SB3's own: its 64 envs step one after another in the training process
 (``DummyVecEnv``, the RL Zoo's default), and it does not clip the value loss (``clip_range_vf``
@@ -71,7 +71,7 @@ def test(model: PPO, game: str, episodes: int, seed: int) -> dict[str, float]:
 def build(game: str, seed: int, lr_scale: float = 1.0) -> PPO:
     """SB3 PPO with rl_system's MinAtar settings on 64 ``MinAtar/<game>-v1`` envs. ``lr_scale``:
     the share of the learning-rate schedule (5e-4 -> 0) that SB3's ``total_timesteps`` spans."""
-    import envs.minatar_gym  # noqa: F401  (registers the MinAtar ids)
+    import rl_system.envs.minatar_gym  # noqa: F401  (registers the MinAtar ids)
 
     env = make_vec_env(f"MinAtar/{game}-v1", n_envs=N_ENVS, seed=seed)
 

@@ -2,7 +2,7 @@
 
 import torch
 
-from envs.base import MultiDiscrete, StepResult, TensorSpec, VecEnv, make_generator
+from rl_system.envs.base import MultiDiscrete, StepResult, TensorSpec, VecEnv, make_generator
 
 
 class GridReach(VecEnv):

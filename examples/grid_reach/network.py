@@ -5,7 +5,7 @@ rl_system.algos.protocols.ActorCriticNetwork."""
 import torch
 from torch import nn
 
-from envs.base import ACTION_MASK, Discrete
+from rl_system.envs.base import ACTION_MASK, Discrete
 
 
 class SharedTrunk(nn.Module):

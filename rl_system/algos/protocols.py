@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch import nn
 
-from envs.base import ActionSpec, TensorSpec, VecEnv
+from rl_system.envs.base import ActionSpec, TensorSpec, VecEnv
 from rl_system.config import RunConfig
 from rl_system.rollout import Columns, Episodes
 
@@ -74,7 +74,7 @@ class ActorCriticNetwork(Protocol):
     implements it, and so does a user's own class named by ``model.network``.
 
     The class is an ``nn.Module`` built as ``Class(obs_spec, action_spec, model_cfg)`` from the
-    env's specs (:mod:`envs.base`) and the run's ``model:`` section
+    env's specs (:mod:`rl_system.envs.base`) and the run's ``model:`` section
     (:class:`~rl_system.config.ModelConfig`; ``model_cfg.kwargs`` is free for the class). Its
     ``state_dict()`` is what workers receive per policy version, so everything that acting
     depends on (normaliser statistics included) must be a parameter or a buffer.

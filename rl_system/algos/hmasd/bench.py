@@ -17,7 +17,7 @@ import time
 
 import torch
 
-from envs.alice_bob import AliceBobVecEnv
+from rl_system.envs.alice_bob import AliceBobVecEnv
 from rl_system.algos.hmasd import make_policy, make_sampler, make_trainer
 from rl_system.config import RunConfig
 from rl_system.rollout import concat

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from envs.base import VecEnv
+from rl_system.envs.base import VecEnv
 from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.networks import HMASDPolicy
 from rl_system.algos.episodes import EpisodeTracker

@@ -15,8 +15,8 @@ import inspect
 import torch
 from torch import nn
 
-from envs import EntryPointError, import_entry_point
-from envs.base import AgentDiscrete
+from rl_system.envs import EntryPointError, import_entry_point
+from rl_system.envs.base import AgentDiscrete
 from rl_system.algos.ppo.policy import ActorCritic, RecurrentActorCritic
 from rl_system.algos.ppo.sampler import PolicySampler
 from rl_system.algos.ppo.trainer import PPO

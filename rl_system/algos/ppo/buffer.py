@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import torch
 
-from envs.base import ActionSpec, TensorSpec
+from rl_system.envs.base import ActionSpec, TensorSpec
 from rl_system.rollout import Columns, obs_column
 
 

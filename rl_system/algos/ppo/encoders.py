@@ -41,7 +41,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from envs.base import ACTION_MASK, TensorSpec
+from rl_system.envs.base import ACTION_MASK, TensorSpec
 from rl_system.config import ConfigError, EncoderConfig
 
 CONV_TYPES = ("nature", "impala", "conv", "scan")

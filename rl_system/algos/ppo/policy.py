@@ -7,9 +7,9 @@ encoders and the heads and implements
 :class:`~rl_system.algos.protocols.RecurrentActorCriticNetwork`.
 
 Shapes: ``obs`` is ``dict[str, Tensor[B, *spec.shape]]``; every method returns ``[B]`` tensors
-except the action: ``[B]`` int64 for :class:`~envs.base.Discrete`, ``[B, K]`` int64 for
-:class:`~envs.base.MultiDiscrete` (independent categoricals, log-probs and entropies summed),
-``[B, *shape]`` float32 for :class:`~envs.base.Box` (diagonal Gaussian, state-independent
+except the action: ``[B]`` int64 for :class:`~rl_system.envs.base.Discrete`, ``[B, K]`` int64 for
+:class:`~rl_system.envs.base.MultiDiscrete` (independent categoricals, log-probs and entropies summed),
+``[B, *shape]`` float32 for :class:`~rl_system.envs.base.Box` (diagonal Gaussian, state-independent
 ``log_std``). An ``"action_mask"`` entry (bool ``[B, n]`` or ``[B, sum(nvec)]``) is not fed to the
 networks; it masks the logits so illegal actions get probability zero.
 """
@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from envs.base import ACTION_MASK, Box, Discrete, MultiDiscrete, TensorSpec
+from rl_system.envs.base import ACTION_MASK, Box, Discrete, MultiDiscrete, TensorSpec
 from rl_system import collective
 from rl_system.algos.ppo.encoders import ObsEncoders, onehot_width, plan
 from rl_system.algos.recurrent import RecurrentCore

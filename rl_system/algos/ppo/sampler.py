@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from envs.base import VecEnv
+from rl_system.envs.base import VecEnv
 from rl_system.algos.episodes import EpisodeTracker
 from rl_system.algos.ppo.buffer import RolloutBuffer
 from rl_system.algos.protocols import is_recurrent
