@@ -101,43 +101,74 @@ class _Callbacks:
 
 def train(config: ConfigLike, overrides: Sequence[str] = (), run_dir: str | Path | None = None,
           address: str | None = None, resume: str | Path | None = None, callbacks: Iterable[Callback] = (),
-          log_level: str = "warning") -> TrainResult:
+          log_level: str = "warning", quiet: bool = False) -> TrainResult:
     """Train as ``rl-system train`` does and return the result.
 
     ``config``: a YAML path, a dict or a :class:`RunConfig`; ``overrides``: ``KEY=VALUE`` strings.
     ``address``: a Ray cluster to join; default: this process's Ray if one is up, else an embedded
     one started here and stopped at the end. ``resume``: a run directory, a checkpoint file or
     ``"latest"``. ``callbacks``: called with a :class:`RoundInfo` after every round; one returning
-    True stops the run. Raises :class:`ConfigError` for a bad config and
-    :class:`~rl_system.errors.TrainingError` for a run that failed (one line each)."""
+    True stops the run. ``log_level``: what the console shows (every level goes to the run's
+    ``console.log``). Raises :class:`ConfigError` for a bad config and
+    :class:`~rl_system.errors.TrainingError` for a run that failed (one line each; its subclasses
+    ``ResumeError`` and ``RayStartError`` for a resume target or a Ray that are not there)."""
+    summary = run_training(as_config(config, overrides), run_dir=run_dir, address=address, resume=resume,
+                           callbacks=callbacks, log_level=log_level, quiet=quiet)
+    return _result(summary)
+
+
+def run_training(cfg: RunConfig, run_dir: str | Path | None = None, address: str | None = None,
+                 resume: str | Path | None = None, callbacks: Iterable[Callback] = (), log_level: str = "warning",
+                 quiet: bool = False, clock: Any = None, say: Callable[[str], None] | None = None,
+                 on_ray_started: Callable[[], None] | None = None) -> dict[str, Any]:
+    """The steps of a run, each timed on ``clock`` (a :class:`~rl_system.phases.PhaseClock`): find
+    the checkpoint to resume, probe the env and the policy (a config they reject fails here, before
+    Ray starts), start or join Ray, run the loop, stop the Ray started here. Returns the run's
+    summary (``summary.json``). ``say`` gets the lines a person should see before the run's own
+    (a skipped corrupt checkpoint, where the run resumes from); ``on_ray_started`` is called once
+    Ray is up (the CLI installs its SIGTERM handler there, after Ray's own)."""
     import ray
 
     from rl_system.checkpoint import CheckpointError, find_resume
     from rl_system.driver import RunLoop
+    from rl_system.errors import RayStartError, ResumeError, one_line
+    from rl_system.phases import PhaseClock
     from rl_system.startup import check_embedded_placement, init_ray, probe_specs, shutdown_ray
 
-    cfg = as_config(config, overrides)
+    clock = clock or PhaseClock()
     state, out_dir = None, Path(run_dir) if run_dir is not None else None
     if resume is not None:
         try:
             found = find_resume(str(resume), cfg, out_dir)
         except CheckpointError as err:
-            raise ConfigError(f"resume: {err}") from None
+            raise ResumeError(f"cannot resume: {err}") from None
+        for name, why in found.skipped:
+            (say or print)(f"skipped corrupt checkpoint {name}: {why}")
+        (say or print)(f"resuming from {found.path}")
         state, out_dir = found.state, found.run_dir or out_dir
-    specs = probe_specs(cfg)
-    ours = not ray.is_initialized()
-    if ours and address is None:
-        check_embedded_placement(cfg)
+    ours = not ray.is_initialized()  # else a caller's Ray (a notebook's, main() called in-process)
+    with clock.phase("probe"):
+        specs = probe_specs(cfg)
+        if ours and address is None:
+            check_embedded_placement(cfg)  # a GPU this machine does not have: one line, before Ray
     try:
         if ours:
-            init_ray(cfg, address)
+            with clock.phase("ray_init"):
+                try:
+                    init_ray(cfg, address)
+                except KeyboardInterrupt:
+                    raise
+                except Exception as err:  # noqa: BLE001 - Ray raises a bare Exception when its node times out
+                    raise RayStartError(f"cannot start or join Ray ({address or 'local'}): {one_line(err)}") from None
+        if on_ray_started is not None:
+            on_ray_started()
         reporter = _Callbacks(callbacks) if callbacks else None
-        summary = RunLoop(cfg, out_dir, resume_state=state, specs=specs, log_level=log_level,
-                          reporter=reporter).run(address)
+        return RunLoop(cfg, out_dir, quiet=quiet, resume_state=state, specs=specs, log_level=log_level,
+                       reporter=reporter, clock=clock).run(address)
     finally:
         if ours:
-            shutdown_ray()
-    return _result(summary)
+            with clock.phase("ray_shutdown"):
+                shutdown_ray()
 
 
 def _result(summary: dict[str, Any]) -> TrainResult:

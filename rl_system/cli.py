@@ -113,6 +113,8 @@ def _on_sigterm(signum, frame):  # noqa: ARG001
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    """``rl-system train``: :func:`rl_system.api.run_training` with the console's lines, exit codes
+    and the process's start-up phases."""
     from rl_system.phases import PhaseClock, process_age_s
 
     debug = (lambda text: print(f"debug: {text}", file=sys.stderr, flush=True)) if args.log_level == "debug" else None
@@ -123,22 +125,27 @@ def cmd_train(args: argparse.Namespace) -> int:
     with clock.phase("config"):
         cfg = load_config(args.config, args.overrides)
     with clock.phase("imports"):  # Ray, torch and the run's modules (kept out of `--help`)
-        import ray
+        import rl_system.driver  # noqa: F401 - timed here; run_training uses it
+        from rl_system.api import run_training
+        from rl_system.errors import RayStartError, ResumeError, TrainingError
 
-        import rl_system.driver  # noqa: F401 - timed here; _train_started uses it
-        from rl_system.startup import shutdown_ray
+    def say(text: str) -> None:
+        print(f"rl-system: {text}" if text.startswith("skipped") else text, file=sys.stderr if
+              text.startswith("skipped") else sys.stdout)
 
-    ours = not ray.is_initialized()  # a caller's Ray (main() called in-process) is the caller's to stop
+    def on_ray_started() -> None:
+        # After ray.init, which installs its own SIGTERM handler (that one aborts the process).
+        signal.signal(signal.SIGTERM, _on_sigterm)
+
     try:
-        summary = _train_started(args, cfg, clock)
-        if isinstance(summary, dict):
-            _print_done(cfg, summary)
-    finally:
-        if ours:
-            with clock.phase("ray_shutdown"):
-                shutdown_ray()
-    if not isinstance(summary, dict):
-        return summary
+        summary = run_training(cfg, run_dir=args.run_dir, address=args.address, resume=args.resume,
+                               log_level=args.log_level, quiet=args.quiet, clock=clock, say=say,
+                               on_ray_started=on_ray_started)
+    except (ResumeError, RayStartError) as err:
+        return _fail(str(err), 1)
+    except TrainingError as err:
+        return _fail(f"error: {err}", 1)
+    _print_done(cfg, summary)
     _record_phases(summary, clock)
     return 0
 
@@ -160,45 +167,6 @@ def _print_done(cfg, summary: dict) -> None:
     print(f"done: {summary['env_steps']:,} env steps in {summary['wall_time_s']:.2f}s "
           f"({summary['steps_per_s']:,.0f} steps/s), final mean return {_fmt(summary['final_mean_return'])}{reached}"
           f"{reseeded}{rolled}")
-
-
-def _train_started(args: argparse.Namespace, cfg, clock) -> dict | int:
-    """Resume, probe, Ray, then the run: its summary, or an exit code."""
-    import ray
-
-    from rl_system.checkpoint import CheckpointError, find_resume
-    from rl_system.driver import RunLoop, TrainingError
-    from rl_system.startup import check_embedded_placement, init_ray, probe_specs
-
-    resume, run_dir = None, args.run_dir
-    if args.resume:
-        try:
-            resume = find_resume(args.resume, cfg, args.run_dir)
-        except CheckpointError as err:
-            return _fail(f"cannot resume: {err}", 1)
-        for name, why in resume.skipped:
-            print(f"rl-system: skipped corrupt checkpoint {name}: {why}", file=sys.stderr)
-        print(f"resuming from {resume.path}")
-        run_dir = resume.run_dir or run_dir
-    with clock.phase("probe"):
-        specs = probe_specs(cfg)  # a config the env or algorithm rejects fails here, before Ray starts
-        if args.address is None and not ray.is_initialized():
-            check_embedded_placement(cfg)  # so does a GPU this machine does not have
-    try:
-        if not ray.is_initialized():  # else a caller's Ray (main() called in-process)
-            with clock.phase("ray_init"):
-                init_ray(cfg, args.address)
-    except KeyboardInterrupt:
-        raise
-    except Exception as err:  # noqa: BLE001 - Ray raises a bare Exception when its node times out starting
-        return _fail(f"cannot start or join Ray ({args.address or 'local'}): {one_line(err)}", 1)
-    # After ray.init, which installs its own SIGTERM handler (that one aborts the process).
-    signal.signal(signal.SIGTERM, _on_sigterm)
-    try:
-        return RunLoop(cfg, run_dir, quiet=args.quiet, resume_state=resume.state if resume else None,
-                       specs=specs, log_level=args.log_level, clock=clock).run(args.address)
-    except TrainingError as err:
-        return _fail(f"error: {err}", 1)
 
 
 def _record_phases(summary: dict, clock) -> None:

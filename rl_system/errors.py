@@ -11,6 +11,14 @@ class TrainingError(RuntimeError):
     """A run cannot go on; the message is meant for the user as is (one line)."""
 
 
+class ResumeError(TrainingError):
+    """``resume`` names nothing loadable (no checkpoint, none valid); one line."""
+
+
+class RayStartError(TrainingError):
+    """Ray could not be started or joined; one line naming the address."""
+
+
 # torch's weights_only refusal is a long message whose reason sits on one of these lines.
 _CAUSE_MARKERS = ("Unsupported global", "Unsupported operand", "Trying to")
 

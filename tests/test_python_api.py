@@ -81,6 +81,23 @@ def test_load_policy_refuses_what_is_not_a_policy_in_one_line(tmp_path):
         rl_system.load_policy(tmp_path, pick="worst")
 
 
+def test_a_resume_target_without_a_checkpoint_fails_in_one_line_before_ray(tmp_path, capsys):
+    """The CLI is the API's run with exit codes: the same ResumeError, exit 1 and one line."""
+    import ray
+
+    from rl_system.cli import main
+    from rl_system.errors import ResumeError
+
+    (tmp_path / "empty" / "checkpoints").mkdir(parents=True)
+    started = ray.is_initialized()
+    with pytest.raises(ResumeError, match="^cannot resume: "):
+        rl_system.train(CARTPOLE, resume=tmp_path / "empty")
+    assert main(["train", CARTPOLE, "--resume", str(tmp_path / "empty")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [err] and err.startswith("rl-system: cannot resume: ")
+    assert ray.is_initialized() == started  # nothing was started for it
+
+
 @pytest.mark.slow  # trains CartPole to 475 twice, evaluates and resumes
 def test_the_pages_examples_run_as_written(ray_session, tmp_path, monkeypatch):
     page = (REPO / "docs" / "python_api.md").read_text()
