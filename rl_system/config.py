@@ -54,6 +54,12 @@ class WorkersConfig(_Strict):
     """Custom Ray resources each worker requires, e.g. ``{rollout_node: 1}`` to pin placement."""
     max_restarts: int = Field(3, ge=-1)
     """Ray restarts of a dead worker (-1: unlimited)."""
+    wait_for: Literal["all", "any"] = "all"
+    """What a round waits for. ``all``: one rollout from every worker (a seeded run repeats bit for
+    bit, with or without ``max_policy_lag``). ``any``: the first ``num_workers`` rollouts from
+    whichever workers deliver them, so a slow worker never holds a round back (its rollouts are
+    trained on while the gate admits them; timing decides which, so runs do not repeat exactly);
+    needs ``max_policy_lag >= 1``, or every late rollout would be dropped."""
 
 
 class PPOConfig(_Strict):
@@ -471,6 +477,10 @@ class RunConfig(_Strict):
             raise ValueError("model.recurrent with selfplay: a recurrent opponent snapshot is not supported")
         if self.ppo.value_target == "vtrace" and self.algo != "ppo":
             raise ValueError(f"ppo.value_target: vtrace is PPO's value target; algo {self.algo!r} has its own")
+        if self.workers.wait_for == "any" and self.max_policy_lag == 0:
+            raise ValueError("workers.wait_for: any takes rollouts as they arrive, some from a policy version "
+                             "behind, and max_policy_lag is 0 (the gate would drop them); set max_policy_lag >= 1 "
+                             "or wait_for: all")
         if self.ppo.value_target == "vtrace" and self.max_policy_lag == 0:
             raise ValueError("ppo.value_target: vtrace corrects for policy lag, and max_policy_lag is 0 (every "
                              "rollout is on-policy: its targets are gae's); set max_policy_lag >= 1 or use gae")

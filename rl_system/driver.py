@@ -62,6 +62,9 @@ class _Pending:
     worker: int
     payload_ref: ray.ObjectRef
     version: int
+    held: RolloutMeta | None = None
+    """The rollout arrived while its worker had already delivered this round's (``wait_for: all``
+    with lag): it is the worker's rollout of the next round, held here until then."""
 
 
 class RunLoop:
@@ -189,11 +192,23 @@ class RunLoop:
         pending[meta_ref] = _Pending(w, payload_ref, self.version)
 
     def _gather(self, pending: dict, needed: int) -> tuple[list[ray.ObjectRef], list[RolloutMeta]]:
-        """Wait for ``needed`` rollouts that pass the gate; re-request failed or stale ones."""
-        accepted = []
+        """Wait for ``needed`` rollouts that pass the gate; re-request failed or stale ones.
+
+        ``workers.wait_for: all`` takes exactly one rollout from every worker per round: a worker's
+        next rollout that arrives while the round still waits for others (it was requested early,
+        to overlap the update, ``max_policy_lag`` >= 1) is held for the next round, so every round
+        trains on the same rollouts, each exactly as many versions behind, whatever the timing.
+        ``any`` takes the first ``needed`` from whichever workers deliver: a slow worker never
+        holds a round back, and its rollouts count while the gate lets them."""
+        accepted: list[tuple[int, ray.ObjectRef, RolloutMeta]] = []
+        delivered: set[int] = set()
         consecutive_failures = [0] * len(self.workers)
+        one_each = self.cfg.workers.wait_for == "all"
+        for ref, job in [(r, j) for r, j in pending.items() if j.held is not None]:
+            del pending[ref]
+            self._take(pending, job, job.held, accepted, delivered)
         while len(accepted) < needed:
-            ready, _ = ray.wait(list(pending), num_returns=1)
+            ready, _ = ray.wait([r for r, j in pending.items() if j.held is None], num_returns=1)
             job = pending.pop(ready[0])
             try:
                 meta = ray.get(ready[0])
@@ -202,24 +217,38 @@ class RunLoop:
                 self._submit(pending, job.worker)
                 continue
             consecutive_failures[job.worker] = 0
-            self._restarting_since.pop(job.worker, None)
-            if meta.fresh_process:
-                # A (re)started process: resolve `compression: auto` for it again.
-                self.workers[job.worker].set_learner_node.remote(self._learner_node_of(job.worker))
-                if self.cfg.selfplay.enabled:
-                    self.pool.send(job.worker, self.workers[job.worker])  # its opponent was lost too
-                if job.worker in self._sampled_before:
-                    # Ray restarted it while idle (no call failed): count the restart.
-                    self.stats.worker_restarts += 1
-                    self.log.warn(f"worker {job.worker} was restarted")
-            self._sampled_before.add(job.worker)
-            if self.gate.check(meta.version, self.version):
-                accepted.append((job.worker, job.payload_ref, meta))
-                if self.cfg.max_policy_lag > 0:
-                    self._submit(pending, job.worker)  # overlap sampling with the coming update
-            else:  # counted by the gate; re-request with the current weights
-                self._submit(pending, job.worker)
+            self._on_delivered(job.worker, meta)
+            if one_each and job.worker in delivered:
+                job.held = meta
+                pending[ready[0]] = job
+                continue
+            self._take(pending, job, meta, accepted, delivered)
         return in_worker_order(accepted)
+
+    def _take(self, pending: dict, job: _Pending, meta: RolloutMeta, accepted: list, delivered: set[int]) -> None:
+        """Accept ``meta``'s rollout into the round if the gate passes it (then, with lag, request
+        the worker's next one now: it samples while the learner updates); else re-request it."""
+        if self.gate.check(meta.version, self.version):
+            accepted.append((job.worker, job.payload_ref, meta))
+            delivered.add(job.worker)
+            if self.cfg.max_policy_lag > 0:
+                self._submit(pending, job.worker)  # overlap sampling with the coming update
+        else:  # counted by the gate; re-request with the current weights
+            self._submit(pending, job.worker)
+
+    def _on_delivered(self, w: int, meta: RolloutMeta) -> None:
+        """Bookkeeping for a rollout that arrived: a (re)started worker process is set up again."""
+        self._restarting_since.pop(w, None)
+        if meta.fresh_process:
+            # A (re)started process: resolve `compression: auto` for it again.
+            self.workers[w].set_learner_node.remote(self._learner_node_of(w))
+            if self.cfg.selfplay.enabled:
+                self.pool.send(w, self.workers[w])  # its opponent was lost too
+            if w in self._sampled_before:
+                # Ray restarted it while idle (no call failed): count the restart.
+                self.stats.worker_restarts += 1
+                self.log.warn(f"worker {w} was restarted")
+        self._sampled_before.add(w)
 
     # How long a worker may stay "restarting" before the run gives up on it.
     RESTART_TIMEOUT_S = 300.0
@@ -377,6 +406,7 @@ class RunLoop:
         st = self.stats
         settling = rollback.settling(self)
         for meta in metas:
+            st.rollouts_by_worker[meta.worker_id] = st.rollouts_by_worker.get(meta.worker_id, 0) + 1
             st.env_steps += meta.env_steps
             st.bytes_shipped += meta.payload_bytes
             st.bytes_raw += meta.raw_bytes

@@ -54,6 +54,9 @@ class RunStats:
     # on a shared machine the steadier measure of what a run costs.
     cpu_workers: float = 0.0
     cpu_learner: float = 0.0
+    # Rollouts trained on, per worker index (since this process started the run): equal under
+    # `workers.wait_for: all`; with `any`, a straggler shows as a low count.
+    rollouts_by_worker: dict[int, int] = field(default_factory=dict)
 
 
 def round_scalars(run: RunLoop, metrics: dict[str, Any], metas: list[RolloutMeta],
@@ -120,6 +123,7 @@ def summary(run: RunLoop, wall: float, startup_s: float, state: str,
         "episodes": window.episodes,
         **{f"final_{k}_rate": v for k, v in window.rates.items()},
         "dropped_rollouts": run.gate.dropped,
+        "rollouts_per_worker": [st.rollouts_by_worker.get(w, 0) for w in range(cfg.workers.num_workers)],
         "max_policy_lag_used": run.gate.max_lag_used,
         "worker_failures": st.worker_failures,
         "worker_restarts": st.worker_restarts,

@@ -24,11 +24,12 @@ from torch import nn
 
 from rl_system.envs.base import ACTION_MASK, Box, Discrete, MultiDiscrete, TensorSpec
 from rl_system import collective
+from rl_system.algos.activations import Tanh
 from rl_system.algos.ppo.encoders import ObsEncoders, onehot_width, plan
 from rl_system.algos.recurrent import RecurrentCore
 from rl_system.config import ModelConfig
 
-_ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU}
+_ACTIVATIONS = {"tanh": Tanh, "relu": nn.ReLU, "elu": nn.ELU}
 _LOG_2PI = math.log(2 * math.pi)
 
 
