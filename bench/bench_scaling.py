@@ -136,25 +136,29 @@ ROLLOUT = 512 * 16     # env steps per worker per round: 512 envs x 16 steps
 
 
 def projection(rows: list[tuple], sample_rate: float) -> list[tuple]:
-    """Measured-cost projection of synchronous rounds for W workers and N learners.
+    """Measured-cost projection of rounds for W workers and N learners, synchronous and overlapped.
 
     From the measurements: ``c``, one learner's seconds per env step trained on (one thread);
     ``o``, the group's extra seconds per minibatch step (``t_2 - t_1 / 2`` over the minibatch
     steps of an update: the all-reduce and whatever two learners lose to each other on this
-    machine); ``s``, one worker's sampling rate. A round of W rollouts then takes
-    ``ROLLOUT / s + W * ROLLOUT * c / N + STEPS_PER_UPDATE * o`` (``o`` = 0 for one learner).
-    Returns ``(W, N, env steps/s, share of the round spent learning)``."""
+    machine); ``s``, one worker's sampling rate. Returns ``(W, N, sync env steps/s, overlapped env
+    steps/s, share of the synchronous round spent learning)``: see :func:`project_round`."""
     t1 = next(r[3] for r in rows if r[:2] == (1, 1)) / 1e3
     t2 = next(r[3] for r in rows if r[:2] == (2, 1)) / 1e3
     c = t1 / (4 * ROLLOUT)  # the measured update trained on 4 rollouts
     o = max(t2 - t1 / 2, 0.0) / STEPS_PER_UPDATE
-    out = []
-    for w in (8, 64, 512):
-        for n in (1, 8, 64):
-            learn = w * ROLLOUT * c / n + (STEPS_PER_UPDATE * o if n > 1 else 0.0)
-            round_s = ROLLOUT / sample_rate + learn
-            out.append((w, n, w * ROLLOUT / round_s, learn / round_s))
-    return out
+    return [project_round(w, n, c, o, sample_rate) for w in (8, 64, 512) for n in (1, 8, 64)]
+
+
+def project_round(w: int, n: int, c: float, o: float, s: float) -> tuple[int, int, float, float, float]:
+    """One round of ``w`` rollouts (``ROLLOUT`` env steps each) for ``n`` learners: sampling takes
+    ``ROLLOUT / s`` (the workers in parallel), learning ``w * ROLLOUT * c / n + STEPS_PER_UPDATE * o``
+    (``o`` = 0 for one learner). Synchronous rounds (``max_policy_lag: 0``) take the sum; overlapped
+    ones (lag 1: the next round samples while the learners update, workers and learners on their
+    own cores) the larger of the two. ``(w, n, sync steps/s, overlapped steps/s, learning share)``."""
+    learn = w * ROLLOUT * c / n + (STEPS_PER_UPDATE * o if n > 1 else 0.0)
+    sample = ROLLOUT / s
+    return w, n, w * ROLLOUT / (sample + learn), w * ROLLOUT / max(sample, learn), learn / (sample + learn)
 
 
 def main() -> None:
@@ -178,11 +182,11 @@ def main() -> None:
             print(f"gloo all-reduce of {n:,} float32 between two processes (no Ray): {1e3 * sec:.2f} ms")
         sample_rate, _ = sampling_rate(load_config(CONFIG, ["workers.num_workers=1", "workers.num_envs=512",
                                                             "compression=none"]))
-        print(f"projection (synchronous rounds, 512 envs x 16 steps per worker; one worker samples "
+        print(f"projection (synchronous and lag-1 rounds, 512 envs x 16 steps per worker; one worker samples "
               f"{sample_rate:,.0f} steps/s here)")
-        print(f"{'workers':>7} {'learners':>8} {'env steps/s':>12} {'learning share':>15}")
-        for w, n, rate, share in projection(rows, sample_rate):
-            print(f"{w:>7} {n:>8} {rate:>12,.0f} {share:>15.0%}")
+        print(f"{'workers':>7} {'learners':>8} {'sync steps/s':>13} {'lag-1 steps/s':>14} {'learning share':>15}")
+        for w, n, rate, overlapped, share in projection(rows, sample_rate):
+            print(f"{w:>7} {n:>8} {rate:>13,.0f} {overlapped:>14,.0f} {share:>15.0%}")
 
 
 def worker_table(args) -> None:

@@ -3,7 +3,7 @@ one round's batch in the config's geometry, the trainer's ``update`` timed in th
 floating-point work counted, and the achieved FLOP/s set against this machine's measured matmul
 peak (the physical limit of a dense update).
 
-    python -m bench.bench_update [--configs NAME ...] [--threads N] [--repeats 7] [--out DIR]
+    python -m bench.bench_update [--configs NAME ...] [--threads N] [--repeats 7] [--compile] [--out DIR]
 
 NAME is a config under ``launch/configs/`` without ``.yaml`` (default: the MLP of CartPole and
 Hopper, MinAtar's CNN, the GRU of memory CartPole, HMASD on AliceBob); configs whose env is not
@@ -12,7 +12,9 @@ installed are skipped with a line saying so. The batch is what one round hands t
 untrained policy; the update is the config's (its epochs, minibatches and learning rate). FLOPs
 come from ``torch.utils.flop_counter.FlopCounterMode`` over one update (matmuls and convolutions,
 forward and backward: the arithmetic that a faster update cannot avoid). The matmul peak is the
-best of square fp32 ``torch.mm`` sizes 256-2048 on the same threads.
+best of square fp32 ``torch.mm`` sizes 256-2048 on the same threads. ``--compile`` adds, for PPO
+configs, the same update with ``learner.compile: true`` (``torch.compile`` of the loss): its
+first update (the compile, from inductor's on-disk cache where it has one) and its median.
 
 Prints a table and writes ``update_<N>thread(s).json`` / ``.md`` to ``--out`` (default
 ``bench/results/update/``).
@@ -72,7 +74,22 @@ def build(cfg: Any) -> tuple[Any, dict[str, torch.Tensor]]:
     return algo.make_trainer(policy, cfg), batch
 
 
-def measure(name: str, threads: int, repeats: int) -> dict[str, Any]:
+def compiled_times(name: str, repeats: int) -> dict[str, float]:
+    """The first update (compile included) and the median update with ``learner.compile: true``."""
+    trainer, batch = build(load_config(str(REPO / "launch" / "configs" / f"{name}.yaml"), ["learner.compile=true"]))
+    t0 = time.perf_counter()
+    metrics = trainer.update(batch, 0.0)
+    first = time.perf_counter() - t0
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        trainer.update(batch, 0.0)
+        times.append(time.perf_counter() - t0)
+    return {"compiled_first_s": first, "compiled_update_s": statistics.median(times),
+            "compiled": bool(metrics.get("compiled"))}
+
+
+def measure(name: str, threads: int, repeats: int, compile_too: bool = False) -> dict[str, Any]:
     cfg = load_config(str(REPO / "launch" / "configs" / f"{name}.yaml"))
     torch.set_num_threads(threads)
     trainer, batch = build(cfg)
@@ -88,17 +105,25 @@ def measure(name: str, threads: int, repeats: int) -> dict[str, Any]:
         times.append(time.perf_counter() - t0)
     t = statistics.median(times)
     params = sum(p.numel() for p in trainer.policy.parameters()) if hasattr(trainer, "policy") else None
-    return {"config": name, "algo": cfg.algo, "samples": samples, "update_s": t, "update_s_min": min(times),
-            "samples_per_s": samples / t, "gflop": flops / 1e9, "gflop_per_s": flops / t / 1e9, "params": params}
+    row = {"config": name, "algo": cfg.algo, "samples": samples, "update_s": t, "update_s_min": min(times),
+           "samples_per_s": samples / t, "gflop": flops / 1e9, "gflop_per_s": flops / t / 1e9, "params": params}
+    if compile_too and cfg.algo == "ppo":
+        row.update(compiled_times(name, repeats))
+    return row
 
 
 def markdown(result: dict[str, Any]) -> str:
     s, peak = result["stamp"], result["matmul_peak_gflop_per_s"]
     lines = [f"Measured {s['date_utc']} at commit `{s['commit']}` on {s['cpu']} ({s['cores']} cores), torch "
              f"{s['torch']}, {result['threads']} thread(s); matmul peak {peak:.1f} GFLOP/s (fp32 `torch.mm` "
-             f"{result['matmul_peak_size']}²). `python -m bench.bench_update --threads {result['threads']}`.", "",
+             f"{result['matmul_peak_size']}²). `python -m bench.bench_update --threads {result['threads']}"
+             f"{' --compile' if result.get('compile') else ''}`.", "",
              "| config | algo | samples per update | update (median) | samples/s | GFLOP per update | GFLOP/s | of matmul peak |",
              "|---|---|---|---|---|---|---|---|"]
+    compiled = any("compiled_update_s" in r for r in result["rows"])
+    if compiled:
+        lines[2] += " compiled update | first compiled update |"
+        lines[3] += "---|---|"
     for r in result["rows"]:
         if "skipped" in r:
             lines.append(f"| {r['config']} | – | – | – | – | – | – | skipped: {r['skipped']} |")
@@ -106,6 +131,9 @@ def markdown(result: dict[str, Any]) -> str:
         lines.append(f"| {r['config']} | {r['algo']} | {r['samples']:,} | {r['update_s'] * 1e3:,.1f} ms | "
                      f"{r['samples_per_s']:,.0f} | {r['gflop']:.3f} | {r['gflop_per_s']:.1f} | "
                      f"{100 * r['gflop_per_s'] / peak:.1f}% |")
+        if compiled:
+            lines[-1] += (f" {r['compiled_update_s'] * 1e3:,.1f} ms ({r['update_s'] / r['compiled_update_s']:.2f}×) | "
+                          f"{r['compiled_first_s']:.1f} s |" if "compiled_update_s" in r else " – | – |")
     return "\n".join(lines) + "\n"
 
 
@@ -114,18 +142,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--configs", nargs="+", default=DEFAULT)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--compile", action="store_true", help="also time PPO updates with learner.compile: true")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "update")
     args = ap.parse_args(argv)
     peak, size = matmul_peak(args.threads)
     rows = []
     for name in args.configs:
         try:
-            rows.append(measure(name, args.threads, args.repeats))
+            rows.append(measure(name, args.threads, args.repeats, compile_too=args.compile))
         except ImportError as err:  # an env whose extra is not installed
             rows.append({"config": name, "skipped": f"{type(err).__name__}: {err}".splitlines()[0]})
         print(rows[-1], flush=True)
-    result = {"stamp": stamp(), "threads": args.threads, "matmul_peak_gflop_per_s": peak, "matmul_peak_size": size,
-              "rows": rows}
+    result = {"stamp": stamp(), "threads": args.threads, "compile": args.compile, "matmul_peak_gflop_per_s": peak,
+              "matmul_peak_size": size, "rows": rows}
     text = markdown(result)
     print("\n" + text)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -14,3 +14,16 @@ def resolve_device(requested: str) -> torch.device:
     if device.type == "cuda" and not torch.cuda.is_available():
         raise RuntimeError(f"device {requested!r} requested but CUDA is not available on this node")
     return device
+
+
+def resolve_threads(requested: int | str, num_cpus: float) -> int:
+    """Torch intra-op threads of an actor: ``auto`` -> the CPUs it reserves from Ray (``num_cpus``,
+    rounded down, at least 1), capped at the cores this process may run on. Threads then match
+    Ray's accounting: an actor computes on the cores Ray counts as its own, and actors placed
+    beside it do not fight it for them."""
+    if requested != "auto":
+        return int(requested)
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(int(num_cpus), cores))

@@ -24,7 +24,7 @@ from rl_system.algos import get_algorithm
 from rl_system.checkpoint import capture_rng_state, restore_rng_state
 from rl_system.checkpoint.writer import to_transport
 from rl_system.config import RunConfig
-from rl_system.device import resolve_device
+from rl_system.device import resolve_device, resolve_threads
 from rl_system.gate import PolicyVersionGate
 
 
@@ -36,7 +36,7 @@ class Learner:
     def __init__(self, cfg: dict[str, Any] | RunConfig, obs_spec: dict[str, TensorSpec],
                  action_spec: ActionSpec):
         self.cfg = cfg if isinstance(cfg, RunConfig) else RunConfig.model_validate(cfg)
-        torch.set_num_threads(self.cfg.learner.torch_threads)
+        torch.set_num_threads(resolve_threads(self.cfg.learner.torch_threads, self.cfg.learner.num_cpus))
         self.device = resolve_device(self.cfg.learner.device)
         self.specs = (obs_spec, action_spec)
         self._build(self.cfg.seed)

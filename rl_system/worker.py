@@ -17,7 +17,7 @@ from rl_system.envs import make_env
 from rl_system import codec
 from rl_system.algos import get_algorithm
 from rl_system.config import RunConfig
-from rl_system.device import resolve_device
+from rl_system.device import resolve_device, resolve_threads
 from rl_system.rollout import RolloutMeta
 from rl_system.selfplay import SnapshotOpponent
 from rl_system.staging import HostStaging
@@ -27,7 +27,7 @@ class RolloutWorker:
     def __init__(self, worker_id: int, cfg: dict[str, Any] | RunConfig):
         self.cfg = cfg if isinstance(cfg, RunConfig) else RunConfig.model_validate(cfg)
         wc = self.cfg.workers
-        torch.set_num_threads(wc.torch_threads)
+        torch.set_num_threads(resolve_threads(wc.torch_threads, wc.num_cpus))
         self.worker_id = worker_id
         self.device = resolve_device(wc.device)
         # "auto" means: compress only across nodes; the driver calls set_learner_node once the

@@ -63,3 +63,20 @@ def test_cli_bad_config_is_one_line_and_exit_2(args, needle):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"rl-system: {needle}"), lines
     assert "Traceback" not in proc.stderr + proc.stdout
+
+
+def test_torch_threads_auto_follows_the_cpus_an_actor_reserves():
+    import os
+
+    from rl_system.device import resolve_threads
+
+    cfg = load_config(None, ["learner.torch_threads=auto", "learner.num_cpus=2", "workers.torch_threads=auto",
+                             "workers.num_cpus=0.5"])
+    cores = len(os.sched_getaffinity(0))
+    assert resolve_threads(cfg.learner.torch_threads, cfg.learner.num_cpus) == min(2, cores)
+    assert resolve_threads(cfg.workers.torch_threads, cfg.workers.num_cpus) == 1  # a share of a CPU: one thread
+    assert resolve_threads(3, 0.0) == 3  # a count is taken as given
+    assert resolve_threads("auto", 1000) == cores  # never more than this process may run on
+    for bad in ("0", "many", "true"):
+        with pytest.raises(ConfigError, match="^learner.torch_threads: .*thread count >= 1 or 'auto'"):
+            load_config(None, [f"learner.torch_threads={bad}"])

@@ -27,6 +27,7 @@ from rl_system.algos.ppo.policy import RunningNorm
 from rl_system.algos.protocols import is_recurrent
 from rl_system.algos.recurrent import episode_starts
 from rl_system.algos.surrogate import ppo_sums
+from rl_system.algos.compiled import CompiledOrEager
 from rl_system.config import PPOConfig
 from rl_system.rollout import OBS, observations
 
@@ -34,7 +35,7 @@ from rl_system.rollout import OBS, observations
 class PPO:
     """A :class:`~rl_system.algos.protocols.Trainer`: owns the optimiser; ``update(batch, progress)`` runs the epochs over one round's batch."""
 
-    def __init__(self, policy: nn.Module, cfg: PPOConfig):
+    def __init__(self, policy: nn.Module, cfg: PPOConfig, compile: bool = False):  # noqa: A002 - the config key's name
         self.policy, self.cfg = policy, cfg
         self.optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr, eps=1e-5, fused=True)
         self.skipped_updates = 0
@@ -45,6 +46,7 @@ class PPO:
         self.recurrent = is_recurrent(policy)
         self.params = list(policy.parameters())
         self.rho_stats: dict[str, float] = {}  # V-trace's importance weights in the last update
+        self.loss_fn = CompiledOrEager(self._losses) if compile else self._losses
 
     @property
     def group(self) -> collective.Collective:
@@ -162,6 +164,8 @@ class PPO:
             observe({k: v.flatten(0, 1) for k, v in observations(batch).items()})
         metrics = {k: v / max(n, 1) for k, v in stats.items()}
         metrics.update(self.rho_stats)
+        if isinstance(self.loss_fn, CompiledOrEager):
+            metrics["compiled"] = float(self.loss_fn.compiled)
         metrics.update(lr=lr, minibatch_steps=n, skipped_minibatches=skipped,
                        explained_variance=self.group.explained_variance(data["value"].flatten(), data["ret"].flatten()))
         return metrics
@@ -217,7 +221,7 @@ class PPO:
         cfg = self.cfg
         self.optimizer.zero_grad(set_to_none=True)
         if mb["logp"].numel():
-            loss, sums = self._losses(mb, rows, adv_stats)
+            loss, sums = self.loss_fn(mb, rows, adv_stats)
             loss.backward()
         else:  # a learner group member holding no row of this minibatch still joins the reduce
             sums = torch.zeros(len(_STATS), device=mb["logp"].device)
