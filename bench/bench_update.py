@@ -55,9 +55,10 @@ def matmul_peak(threads: int, seconds: float = 0.3) -> tuple[float, int]:
     return best
 
 
-def build(cfg: Any) -> tuple[Any, dict[str, torch.Tensor]]:
-    """The trainer for ``cfg`` and one round's batch: ``num_workers × num_envs`` envs sampled at once
-    by the untrained policy, as the learner receives them joined along the env axis."""
+def build(cfg: Any, device: str = "cpu") -> tuple[Any, dict[str, torch.Tensor]]:
+    """The trainer for ``cfg`` (its policy on ``device``) and one round's batch there:
+    ``num_workers × num_envs`` envs sampled at once on the CPU by the untrained policy, as the
+    learner receives them joined along the env axis."""
     from rl_system.envs import make_env
 
     wc = cfg.workers
@@ -69,9 +70,9 @@ def build(cfg: Any) -> tuple[Any, dict[str, torch.Tensor]]:
     sampler.reset(cfg.seed)
     with torch.no_grad():
         cols, _ = sampler.collect()
-    batch = {k: v.clone() for k, v in cols.items()}
+    batch = {k: v.to(device, copy=True) for k, v in cols.items()}
     env.close()
-    return algo.make_trainer(policy, cfg), batch
+    return algo.make_trainer(policy.to(device), cfg), batch
 
 
 def compiled_times(name: str, repeats: int) -> dict[str, float]:

@@ -10,9 +10,11 @@
 5. learner samples/s (env steps trained on per second) for 1 and 2 learners on one round.
    Two learners on one GPU use gloo (NCCL wants a GPU per rank; ``backend: auto`` picks gloo for shares);
 6. the model paths beyond the MLP (HMASD on AliceBob, the lidar CNN, recurrent PPO), each trained
-   for ``--models-s`` with GPU workers and learner and, as the baseline in the same run, on CPU.
+   for ``--models-s`` with GPU workers and learner and, as the baseline in the same run, on CPU;
+7. one update of each shipped network on the device: fp32, bf16 autocast, and the compiled PPO
+   loss (``learner.compile``: the first update, compile included, and the median after it).
 
-``--parts`` runs a subset (``tests,env,e2e,target,learners,models``).
+``--parts`` runs a subset (``tests,env,e2e,target,learners,models,update``).
 
 Prints one markdown table per part and writes ``gpu_check.md`` / ``gpu_check.json`` under
 ``--out`` with the GPU's name, the commit and the date. ``--quick --device cpu`` runs every part
@@ -107,7 +109,51 @@ def learner_table(device: str, quick: bool) -> list[dict]:
     return rows
 
 
-PARTS = ("tests", "env", "e2e", "target", "learners", "models")
+PARTS = ("tests", "env", "e2e", "target", "learners", "models", "update")
+UPDATES = ("cartpole_ppo", "hopper_ppo", "minatar_breakout_ppo", "alice_bob_hmasd")
+
+
+def update_table(device: str, quick: bool) -> list[dict]:
+    """One update of each network in :data:`UPDATES` on ``device``, in each mode it can run:
+    ``fp32``, ``bf16`` (autocast) and, for PPO, ``compiled`` (first update and median after it).
+    Configs whose env is not installed are skipped with the reason."""
+    from bench.bench_update import build
+
+    rows = []
+    for name in UPDATES:
+        modes = {"fp32": [], "bf16": ["learner.precision=bf16"], "compiled": ["learner.compile=true"]}
+        for mode, extra in modes.items():
+            sizes = ["workers.num_envs=4"] if quick else []
+            try:
+                cfg = load_config(f"launch/configs/{name}.yaml", [*sizes, *extra])
+            except ValueError as err:  # HMASD refuses learner.compile
+                rows.append({"config": name, "mode": mode, "skipped": str(err).splitlines()[0]})
+                continue
+            try:
+                trainer, batch = build(cfg, device=device)
+            except ImportError as err:
+                rows.append({"config": name, "mode": mode, "skipped": f"{type(err).__name__}: {err}".splitlines()[0]})
+                continue
+            rows.append({"config": name, "mode": mode, **time_update(trainer, batch, device, mode == "bf16",
+                                                                     1 if quick else 5)})
+    return rows
+
+
+def time_update(trainer, batch: dict, device: str, bf16: bool, repeats: int) -> dict:
+    """The first update (compile included where compiled) and the median of ``repeats`` after it."""
+    def once() -> float:
+        t0 = time.perf_counter()
+        with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=bf16):
+            trainer.update(batch, 0.0)
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        return time.perf_counter() - t0
+
+    first = once()
+    times = sorted(once() for _ in range(repeats))
+    samples = int(batch["reward"].numel())
+    median = times[len(times) // 2]
+    return {"samples": samples, "first_s": first, "update_s": median, "samples_per_s": samples / median}
 # The model paths beyond the MLP: HMASD's GRU levels and discriminators, the lidar CNN, recurrent PPO.
 MODELS = {"AliceBob HMASD": "launch/configs/alice_bob_hmasd.yaml",
           "Navigation lidar CNN": "launch/configs/navigation_scan_ppo.yaml",
@@ -187,6 +233,9 @@ def main() -> None:
         save(result, out)
     if "models" in parts:
         result["models"] = model_table(args.device, args.quick, args.models_s, out)
+        save(result, out)
+    if "update" in parts:
+        result["update"] = update_table(args.device, args.quick)
     ray.shutdown()
     print(save(result, out))
 
@@ -230,6 +279,12 @@ def render(r: dict) -> str:
                   "|---|---|---:|---:|---:|---:|"]
         lines += [f"| {x['model']} | {x['device']} | {x['env_steps']:,} | {x['steps_per_s']:,.0f} | "
                   f"{_num(x['final_mean_return'])} | {_num(x['final_success_rate'])} |" for x in r["models"]]
+    if r.get("update"):
+        lines += ["", "| network | mode | samples per update | first update | update (median) | samples/s |",
+                  "|---|---|---:|---:|---:|---:|"]
+        lines += [f"| {x['config']} | {x['mode']} | – | – | – | skipped: {x['skipped']} |" if "skipped" in x else
+                  f"| {x['config']} | {x['mode']} | {x['samples']:,} | {x['first_s']:.2f} s | {1e3 * x['update_s']:,.1f} ms | "
+                  f"{x['samples_per_s']:,.0f} |" for x in r["update"]]
     return "\n".join(lines) + "\n"
 
 

@@ -27,3 +27,22 @@ def resolve_threads(requested: int | str, num_cpus: float) -> int:
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, min(int(num_cpus), cores))
+
+
+def bf16_fast(device: torch.device) -> bool:
+    """Whether ``device`` multiplies bfloat16 faster than float32: a CUDA GPU with bf16 support, or
+    a CPU whose oneDNN has bf16 kernels (AVX-512 BF16 or AMX: Zen 4 and later, Sapphire Rapids and
+    later). Elsewhere bf16 is emulated and slower than float32."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # a build without oneDNN
+        return False
+
+
+def resolve_precision(requested: str, device: torch.device) -> str:
+    """``auto`` -> ``bf16`` where :func:`bf16_fast`, else ``fp32``; anything else as given."""
+    if requested != "auto":
+        return requested
+    return "bf16" if bf16_fast(device) else "fp32"

@@ -24,7 +24,7 @@ from rl_system.algos import get_algorithm
 from rl_system.checkpoint import capture_rng_state, restore_rng_state
 from rl_system.checkpoint.writer import to_transport
 from rl_system.config import RunConfig
-from rl_system.device import resolve_device, resolve_threads
+from rl_system.device import resolve_device, resolve_precision, resolve_threads
 from rl_system.gate import PolicyVersionGate
 
 
@@ -38,6 +38,7 @@ class Learner:
         self.cfg = cfg if isinstance(cfg, RunConfig) else RunConfig.model_validate(cfg)
         torch.set_num_threads(resolve_threads(self.cfg.learner.torch_threads, self.cfg.learner.num_cpus))
         self.device = resolve_device(self.cfg.learner.device)
+        self.precision = resolve_precision(self.cfg.learner.precision, self.device)
         self.specs = (obs_spec, action_spec)
         self._build(self.cfg.seed)
         self.gate = PolicyVersionGate(self.cfg.max_policy_lag)
@@ -119,13 +120,14 @@ class Learner:
         steps = sum(steps_per_rank)
         progress = self.env_steps / self.cfg.max_env_steps
         self.policy.train()
-        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.cfg.learner.precision == "bf16"):
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.precision == "bf16"):
             train = self.algo.update(batch, progress)
         self.env_steps += steps
         self.version += 1
         system = {"learner_env_steps": self.env_steps, "learner_dropped": dropped, "decode_s": t_decode,
                   "update_s": time.perf_counter() - t0 - t_decode, "skipped_updates_total": self.algo.skipped_updates,
-                  "checkpoint_blocked_s": self.ckpt_blocked_s, "cpu_s": time.process_time() - c0}
+                  "checkpoint_blocked_s": self.ckpt_blocked_s, "cpu_s": time.process_time() - c0,
+                  "bf16": float(self.precision == "bf16")}
         weights = self.get_weights() if self.rank == 0 else None  # identical on every rank
         return {"version": self.version, "train": train, "system": system}, weights
 

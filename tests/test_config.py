@@ -80,3 +80,27 @@ def test_torch_threads_auto_follows_the_cpus_an_actor_reserves():
     for bad in ("0", "many", "true"):
         with pytest.raises(ConfigError, match="^learner.torch_threads: .*thread count >= 1 or 'auto'"):
             load_config(None, [f"learner.torch_threads={bad}"])
+
+
+def test_precision_auto_is_bf16_only_where_the_device_multiplies_it_natively(monkeypatch):
+    import torch
+
+    from rl_system import device as dev
+    from rl_system.learner import Learner
+    from rl_system.worker import RolloutWorker
+
+    cpu = torch.device("cpu")
+    assert dev.resolve_precision("fp32", cpu) == "fp32" and dev.resolve_precision("bf16", cpu) == "bf16"
+    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: False)
+    assert dev.resolve_precision("auto", cpu) == "fp32"
+    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: True)
+    assert dev.resolve_precision("auto", cpu) == "bf16"
+    # The learner resolves it once and says which it used; its weights stay float32 either way.
+    cfg = load_config("launch/configs/cartpole_ppo.yaml", ["learner.precision=auto", "workers.num_envs=8",
+                                                           "tensorboard=false"]).model_dump()
+    worker = RolloutWorker(0, cfg)
+    learner = Learner(cfg, *worker.specs())
+    metrics, weights = learner.update(worker.sample(learner.get_weights(), 0)[1])
+    assert learner.precision == "bf16" and metrics["system"]["bf16"] == 1.0
+    assert all(w.dtype == torch.float32 for w in weights.values() if w.is_floating_point())
+    worker.env.close()

@@ -98,3 +98,12 @@ def test_the_gpu_check_script_measures_and_renders_on_any_device():
         "cartpole_475": {"reached": True, "time_to_target_s": 2.0, "steps_to_target": 1000},
         "learners": [{"learners": 2, "samples_per_s": 10.0, "ms_per_update": 1.0}]})
     assert "| Navigation | 8 |" in text and "CartPole to a mean return of 475: 2.0 s" in text
+    from bench.bench_update import build
+
+    trainer, batch = build(load_config("launch/configs/cartpole_ppo.yaml", ["workers.num_envs=4"]), device="cpu")
+    update = [{"config": "cartpole_ppo", "mode": "bf16", **gpu_check.time_update(trainer, batch, "cpu", True, 1)},
+              {"config": "alice_bob_hmasd", "mode": "compiled", "skipped": "learner.compile: compiles PPO's loss"}]
+    assert update[0]["samples"] == 2 * 4 * 16 and update[0]["update_s"] > 0
+    text = gpu_check.render({"meta": {"date_utc": "d", "commit": "c", "cpu": "cpu", "cores": 2, "torch": "2", "ray": "2"},
+                             "device": "cpu", "gpu": None, "update": update})
+    assert "| cartpole_ppo | bf16 | 128 |" in text and "| alice_bob_hmasd | compiled | – |" in text
