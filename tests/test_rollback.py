@@ -4,6 +4,7 @@ without it. Its bad settings are in tests/test_config.py with every other key's.
 
 import json
 
+import pytest
 import torch
 
 from rl_system.checkpoint import CheckpointStore
@@ -54,6 +55,7 @@ def test_a_collapsed_run_goes_back_to_its_best_checkpoint_with_a_smaller_step(ra
     assert state["learner"]["lr_scale"] == 0.25 and len(state["driver"]["rollbacks"]) == 2
 
 
+@pytest.mark.slow  # two runs compared bit for bit
 def test_a_guard_that_never_fires_leaves_the_run_as_it_was(ray_session, capsys, tmp_path):
     argv = ["--set", "max_env_steps=12288", "--set", "seed=3"]
     code, _, err = _train(capsys, "--run-dir", str(tmp_path / "plain"), *argv)

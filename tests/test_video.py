@@ -36,11 +36,11 @@ CASES = {
 def test_eval_video_writes_an_episode_that_reads_back(tmp_path, capsys, overrides):
     _checkpoint(tmp_path / "run", overrides)
     out = tmp_path / "clips" / "episode.mp4"
-    assert main(["eval", str(tmp_path / "run"), "--video", str(out), "--deterministic", "--max-frames", "12",
+    assert main(["eval", str(tmp_path / "run"), "--video", str(out), "--deterministic", "--max-frames", "6",
                  "--fps", "10"]) == 0
     line = capsys.readouterr().out.strip()
     steps = int(line.split("one episode of ")[1].split(" steps")[0])
-    expected = len(frame_indices(steps, 12))
+    expected = len(frame_indices(steps, 6))
     assert f"wrote {out} ({expected} frames of " in line and "at 10 fps" in line
     width, height = map(int, line.split(" frames of ")[1].split(" at ")[0].split("x"))
     assert (_read_back(out)) == (expected, width, height, "h264")
