@@ -114,3 +114,27 @@ def test_what_cannot_be_exported_is_one_line_exit_2_and_nothing_written(tmp_path
         main(["export", str(run), "--format", "tflite", "--out", str(out)])
     assert bad.value.code == 2
     assert not list(tmp_path.glob(".*.pt.*")) and not list(tmp_path.glob(".*.onnx.*"))  # no temporary left
+
+
+@pytest.mark.slow  # trains CartPole for 300k env steps, then 100 episodes under onnxruntime
+def test_an_exported_cartpole_policy_scores_475_under_onnxruntime_alone(ray_session, tmp_path):
+    """CartPole trained 300k env steps past its target, exported to ONNX by the CLI, then 100
+    Gymnasium CartPole-v1 episodes acted by examples/onnx_policy/run_gymnasium.py in a fresh
+    interpreter that imports neither rl_system, torch nor Ray: mean return >= 475."""
+    import re
+    import subprocess
+    import sys
+
+    from policy_checkpoint import REPO
+
+    result = rl_system.train(REPO / "launch/configs/cartpole_ppo.yaml", run_dir=tmp_path / "run",
+                             overrides=["stop_at_target=false", "max_env_steps=300000", "tensorboard=false"])
+    assert result.reached_target
+    assert main(["export", str(result.run_dir), "--format", "onnx", "--out", str(tmp_path / "cp.onnx")]) == 0
+    done = subprocess.run([sys.executable, str(REPO / "examples/onnx_policy/run_gymnasium.py"),
+                           str(tmp_path / "cp.onnx"), "CartPole-v1", "--episodes", "100"],
+                          capture_output=True, text=True, timeout=300, check=True)
+    line = done.stdout.strip()
+    assert "imported rl_system: False, torch: False, ray: False" in line, line
+    mean = float(re.search(r"return ([\d.]+) ±", line).group(1))
+    assert mean >= 475, line
