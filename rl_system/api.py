@@ -119,14 +119,17 @@ def train(config: ConfigLike, overrides: Sequence[str] = (), run_dir: str | Path
 
 def run_training(cfg: RunConfig, run_dir: str | Path | None = None, address: str | None = None,
                  resume: str | Path | None = None, callbacks: Iterable[Callback] = (), log_level: str = "warning",
-                 quiet: bool = False, clock: Any = None, say: Callable[[str], None] | None = None,
+                 quiet: bool = False, clock: Any = None, say: Callable[[str, bool], None] | None = None,
                  on_ray_started: Callable[[], None] | None = None) -> dict[str, Any]:
     """The steps of a run, each timed on ``clock`` (a :class:`~rl_system.phases.PhaseClock`): find
     the checkpoint to resume, probe the env and the policy (a config they reject fails here, before
     Ray starts), start or join Ray, run the loop, stop the Ray started here. Returns the run's
-    summary (``summary.json``). ``say`` gets the lines a person should see before the run's own
-    (a skipped corrupt checkpoint, where the run resumes from); ``on_ray_started`` is called once
-    Ray is up (the CLI installs its SIGTERM handler there, after Ray's own)."""
+    summary (``summary.json``). ``say(text, warning)`` gets the lines a person should see before
+    the run's own (where the run resumes from; a skipped corrupt checkpoint, a warning); by default
+    they are printed. ``on_ray_started`` is called once Ray is up (the CLI installs its SIGTERM
+    handler there, after Ray's own)."""
+    import sys
+
     import ray
 
     from rl_system.checkpoint import CheckpointError, find_resume
@@ -142,9 +145,10 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, address: str
             found = find_resume(str(resume), cfg, out_dir)
         except CheckpointError as err:
             raise ResumeError(f"cannot resume: {err}") from None
+        say = say or (lambda text, warning=False: print(text, file=sys.stderr if warning else sys.stdout))
         for name, why in found.skipped:
-            (say or print)(f"skipped corrupt checkpoint {name}: {why}")
-        (say or print)(f"resuming from {found.path}")
+            say(f"skipped corrupt checkpoint {name}: {why}", True)
+        say(f"resuming from {found.path}", False)
         state, out_dir = found.state, found.run_dir or out_dir
     ours = not ray.is_initialized()  # else a caller's Ray (a notebook's, main() called in-process)
     with clock.phase("probe"):

@@ -129,9 +129,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         from rl_system.api import run_training
         from rl_system.errors import RayStartError, ResumeError, TrainingError
 
-    def say(text: str) -> None:
-        print(f"rl-system: {text}" if text.startswith("skipped") else text, file=sys.stderr if
-              text.startswith("skipped") else sys.stdout)
+    def say(text: str, warning: bool = False) -> None:
+        print(f"rl-system: {text}" if warning else text, file=sys.stderr if warning else sys.stdout)
 
     def on_ray_started() -> None:
         # After ray.init, which installs its own SIGTERM handler (that one aborts the process).

@@ -133,6 +133,7 @@ def test_recurrent_checkpoint_evaluates(memory_run, capsys):
     assert result["episodes"] == 10 and result["return_mean"] >= 100, result  # random play: ~22
 
 
+@pytest.mark.slow  # two runs compared bit for bit (feedforward resume equivalence: tests/test_resilience.py)
 def test_recurrent_resume_matches_the_uninterrupted_run(ray_session, tmp_path):
     overrides = FAST + ["workers.num_workers=1", "workers.num_envs=16", "target_return=null",
                         "max_env_steps=3584", "checkpoint.every_rounds=6", "checkpoint.keep_last=10",

@@ -83,6 +83,7 @@ def test_a_stalled_run_restarts_once_per_check_and_keeps_its_budget(ray_session,
     assert summary["reseeds"] == [] and summary["policy_version"] == summary["rounds"]
 
 
+@pytest.mark.slow  # three runs compared bit for bit (resume equivalence itself: tests/test_resilience.py)
 def test_resume_before_or_after_the_restart_matches_the_uninterrupted_run(ray_session, tmp_path):
     """One worker, 7 rounds of 512 steps, a reseed after round 2: resuming from the checkpoint of
     round 1 reseeds at the same point; resuming from round 3 keeps the reseed and does not repeat
