@@ -8,6 +8,7 @@ installed from a wheel built from this checkout (not editable), the way a user i
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -45,8 +46,13 @@ def test_a_user_project_with_its_own_envs_package_trains_its_env_and_a_built_in_
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
     python = venv / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", str(REPO)],
-                   check=True, capture_output=True, timeout=300)
+    had_build = (REPO / "build").exists()
+    try:
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", str(REPO)],
+                       check=True, capture_output=True, timeout=300)
+    finally:
+        if not had_build:  # pip builds in the tree; a stale build/lib would leak into later wheels
+            shutil.rmtree(REPO / "build", ignore_errors=True)
     where = subprocess.run([str(python), "-c", "import rl_system.envs as e; print(e.__file__)"], cwd=tmp_path,
                            capture_output=True, text=True, check=True).stdout.strip()
     assert where.startswith(str(venv)), where  # the wheel's copy, not this checkout's
