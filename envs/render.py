@@ -157,6 +157,15 @@ def renderer_names() -> list[str]:
     return sorted(_RENDERERS)
 
 
+def require_matplotlib() -> None:
+    """:class:`RenderError` (one line, with the install hint) where matplotlib is missing."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise RenderError("matplotlib is not installed; pip install matplotlib, or pip install -e '.[render]' "
+                          "in a checkout") from None
+
+
 def make_renderer(env_name: str) -> Renderer:
     """The renderer of env ``env_name`` (a ``gym:<id>`` env: its own ``rgb_array`` pictures);
     :class:`RenderError` for an env without one."""
@@ -257,11 +266,9 @@ def render_episode(state: dict[str, Any], out_path: str | Path, deterministic: b
     from rl_system.config import RunConfig
 
     renderer = make_renderer(RunConfig.model_validate(state["config"]).env.name)
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise RenderError("matplotlib is not installed; pip install matplotlib, or pip install -e '.[render]' in a checkout") from None
+    require_matplotlib()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     meta = record_episode(state, renderer, deterministic=deterministic, seed=seed, max_steps=max_steps)
     # A Figure on an Agg canvas, without pyplot: no display, no global backend switch.

@@ -112,9 +112,10 @@ def train(config: ConfigLike, overrides: Sequence[str] = (), run_dir: str | Path
     ``console.log``). Raises :class:`ConfigError` for a bad config and
     :class:`~rl_system.errors.TrainingError` for a run that failed (one line each; its subclasses
     ``ResumeError`` and ``RayStartError`` for a resume target or a Ray that are not there)."""
-    summary = run_training(as_config(config, overrides), run_dir=run_dir, address=address, resume=resume,
-                           callbacks=callbacks, log_level=log_level, quiet=quiet)
-    return _result(summary)
+    cfg = as_config(config, overrides)
+    summary = run_training(cfg, run_dir=run_dir, address=address, resume=resume, callbacks=callbacks,
+                           log_level=log_level, quiet=quiet)
+    return _result(summary, cfg)
 
 
 def run_training(cfg: RunConfig, run_dir: str | Path | None = None, address: str | None = None,
@@ -175,27 +176,20 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, address: str
                 shutdown_ray()
 
 
-def _result(summary: dict[str, Any]) -> TrainResult:
+def _result(summary: dict[str, Any], cfg: RunConfig) -> TrainResult:
+    from rl_system.checkpoint import CheckpointStore
+    from rl_system.storage import checkpoint_root
+
     run_dir = Path(summary["run_dir"])
-    checkpoints = run_dir / "checkpoints"
-    best = _pointer(checkpoints / "best.json")
+    best = CheckpointStore(checkpoint_root(cfg, run_dir), clean=False).best_path()
     final = summary["checkpoints"].get("last_path")
     return TrainResult(
         status=summary["status"], run_dir=run_dir, env_steps=summary["env_steps"], rounds=summary["rounds"],
         wall_time_s=summary["wall_time_s"], final_mean_return=summary["final_mean_return"],
         best_mean_return=summary["best_mean_return"], reached_target=summary["reached_target"],
         time_to_target_s=summary["time_to_target_s"], steps_to_target=summary["steps_to_target"],
-        best_checkpoint=best, final_checkpoint=Path(final) if final else None, summary=summary)
-
-
-def _pointer(path: Path) -> Path | None:
-    """The checkpoint a ``best.json`` / ``latest.json`` pointer names (None without one)."""
-    import json
-
-    try:
-        return path.parent / json.loads(path.read_text())["name"]
-    except (OSError, ValueError, KeyError):
-        return None
+        best_checkpoint=Path(best) if best else None, final_checkpoint=Path(final) if final else None,
+        summary=summary)
 
 
 class Policy:

@@ -1,15 +1,17 @@
 """Where files go: local paths and ``pyarrow.fs`` URIs (``s3://``, ``gs://``, ``file://``), one
 resolver for all of them, and atomic writes (a reader never sees half a file).
 
-Used by the checkpoint store, the rollout archive and the run's JSON files.
+Used by the checkpoint store, the rollout archive, the run's JSON files, exported policies and videos.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pyarrow.fs as pafs
@@ -64,6 +66,27 @@ def atomic_output(fs: pafs.FileSystem, path: str) -> Iterator[Any]:
         except OSError:  # best effort; the original error matters
             pass
         raise
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[str]:
+    """A temporary local file name beside ``path``, for a writer that wants a name rather than a
+    stream (``torch.jit.save``, the ONNX exporter, an FFmpeg muxer); the file appears at ``path``
+    only if the block completes, fsynced as :func:`atomic_output` does; on any error it is
+    removed. Hidden (``.<name>.<random><suffix>``), with ``path``'s suffix, since some writers pick
+    their format by it."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=out.suffix, dir=out.parent)
+    os.close(fd)
+    try:
+        yield tmp
+        _fsync(tmp)
+        os.replace(tmp, out)
+        _fsync(str(out.parent))
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def write_json(path: str | os.PathLike, data: dict[str, Any], filesystem: pafs.FileSystem | None = None) -> None:

@@ -13,6 +13,8 @@ from typing import Any
 
 from rich.console import Console
 
+from rl_system.errors import one_line
+
 
 class ReturnWindow:
     """Mean of the last ``size`` completed episode returns (the usual "100-episode mean"), and
@@ -137,7 +139,7 @@ class RunLogger:
             try:
                 tracker.close(status)
             except Exception as err:  # noqa: BLE001 - a tracker's upload must not fail a finished run
-                self.warn(f"tracker {type(tracker).__name__} did not close cleanly: {type(err).__name__}: {err}")
+                self.warn(f"tracker {type(tracker).__name__} did not close cleanly: {one_line(err, with_type=True)}")
         self._file.close()
 
 

@@ -11,13 +11,13 @@ The file is written to a temporary name and renamed, so a failed export leaves n
 
 from __future__ import annotations
 
-import os
-import tempfile
 import warnings
 from pathlib import Path
 
 import torch
 from torch import nn
+
+from rl_system.filesystems import atomic_path
 
 FORMATS = ("torchscript", "onnx")
 
@@ -81,20 +81,12 @@ def export_policy(run_or_checkpoint: str | Path, fmt: str, out: str | Path, pick
         example += (policy.network.initial_state(2),)
     inputs, outputs = graph_io(policy)
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-    os.close(fd)
-    try:
-        with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the tracer's notes on Python control flow fixed at trace time
-            if fmt == "torchscript":
-                torch.jit.save(torch.jit.trace(module, example), tmp)
-            else:
-                axes = {name: {0: "batch"} for name in [*inputs, *outputs]}
-                torch.onnx.export(module, example, tmp, dynamo=False, input_names=inputs, output_names=outputs,
-                                  dynamic_axes=axes)
-        os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_path(out) as tmp, torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the tracer's notes on Python control flow fixed at trace time
+        if fmt == "torchscript":
+            torch.jit.save(torch.jit.trace(module, example), tmp)
+        else:
+            axes = {name: {0: "batch"} for name in [*inputs, *outputs]}
+            torch.onnx.export(module, example, tmp, dynamo=False, input_names=inputs, output_names=outputs,
+                              dynamic_axes=axes)
     return out

@@ -32,6 +32,12 @@ def storage_placement(root: str) -> Any:
     return NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
 
 
+def checkpoint_root(cfg: RunConfig, run_dir: Path) -> str:
+    """Where a run's checkpoints go: ``checkpoint.dir`` (a path or a filesystem URI), else
+    ``<run dir>/checkpoints``."""
+    return cfg.checkpoint.dir or str((run_dir / "checkpoints").resolve())
+
+
 class RunStorage:
     # At most this many archive writes in flight; beyond it a round's archive is skipped (and
     # counted) rather than queueing without bound behind a slow filesystem.
@@ -41,7 +47,7 @@ class RunStorage:
     def __init__(self, cfg: RunConfig, run_dir: Path, log: RunLogger, scope: ActorScope | None = None):
         self.log = log
         scope = scope or ActorScope()
-        self.ckpt_root = cfg.checkpoint.dir or str((run_dir / "checkpoints").resolve())
+        self.ckpt_root = checkpoint_root(cfg, run_dir)
         # Ray restarts a dead checkpointer or archiver, and retries the calls it was running on the
         # new process (max_task_retries=-1): a save whose state is still in the object store is
         # written after all, and what was written before stays (every write is atomic).

@@ -20,6 +20,9 @@ from typing import Any, Protocol
 from rl_system.config import ConfigError, RunConfig
 from rl_system.errors import one_line
 
+SUCCEEDED = ("completed", "stopped")
+"""Run statuses (``summary.json``) a tracker marks as a successful run; any other is a failure."""
+
 PACKAGES = {"wandb": ("wandb", "wandb"), "mlflow": ("mlflow", "mlflow-skinny")}
 """tracker -> (import name, what pip installs)"""
 
@@ -83,7 +86,7 @@ class WandbTracker:
         self.run.log(scalars, step=step)
 
     def close(self, status: str) -> None:
-        self.run.finish(exit_code=0 if status in ("completed", "stopped") else 1)
+        self.run.finish(exit_code=0 if status in SUCCEEDED else 1)
 
 
 class MlflowTracker:
@@ -115,7 +118,7 @@ class MlflowTracker:
         self.client.log_batch(self.run_id, metrics=[Metric(k, v, now, step) for k, v in scalars.items()])
 
     def close(self, status: str) -> None:
-        self.client.set_terminated(self.run_id, "FINISHED" if status in ("completed", "stopped") else "FAILED")
+        self.client.set_terminated(self.run_id, "FINISHED" if status in SUCCEEDED else "FAILED")
 
 
 _OPENERS = {"wandb": WandbTracker, "mlflow": MlflowTracker}

@@ -9,14 +9,13 @@ temporary name and renamed: a failed encode leaves nothing behind.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from rl_system.envs.render import GymFramesRenderer, RenderError, make_renderer, record_episode
+from rl_system.envs.render import GymFramesRenderer, RenderError, make_renderer, record_episode, require_matplotlib
+from rl_system.filesystems import atomic_path
 
 CONTAINERS = (".mp4", ".mkv", ".mov")
 
@@ -41,31 +40,23 @@ def encode(frames: Any, out: Path, fps: int) -> tuple[int, tuple[int, int]]:
     """Write RGB ``[H, W, 3]`` uint8 frames (an iterable) to ``out`` as H.264 (yuv420p; odd sizes
     padded by a pixel); returns ``(frames written, (width, height))``."""
     av = _import_av()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.stem}.", suffix=out.suffix, dir=out.parent)
-    os.close(fd)
     count, size = 0, (0, 0)
-    try:
-        with av.open(tmp, mode="w") as container:
-            stream = None
-            for image in frames:
-                h, w = image.shape[:2]
-                if stream is None:
-                    size = (w + w % 2, h + h % 2)  # yuv420p needs even sides
-                    stream = container.add_stream("libx264", rate=fps)
-                    stream.width, stream.height = size
-                    stream.pix_fmt = "yuv420p"
-                if (w, h) != size:
-                    image = np.pad(image, ((0, size[1] - h), (0, size[0] - w), (0, 0)), mode="edge")
-                container.mux(stream.encode(av.VideoFrame.from_ndarray(np.ascontiguousarray(image), format="rgb24")))
-                count += 1
+    with atomic_path(out) as tmp, av.open(tmp, mode="w") as container:
+        stream = None
+        for image in frames:
+            h, w = image.shape[:2]
             if stream is None:
-                raise RenderError("the episode gave no frame to encode")
-            container.mux(stream.encode(None))  # flush the encoder
-        os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+                size = (w + w % 2, h + h % 2)  # yuv420p needs even sides
+                stream = container.add_stream("libx264", rate=fps)
+                stream.width, stream.height = size
+                stream.pix_fmt = "yuv420p"
+            if (w, h) != size:
+                image = np.pad(image, ((0, size[1] - h), (0, size[0] - w), (0, 0)), mode="edge")
+            container.mux(stream.encode(av.VideoFrame.from_ndarray(np.ascontiguousarray(image), format="rgb24")))
+            count += 1
+        if stream is None:
+            raise RenderError("the episode gave no frame to encode")
+        container.mux(stream.encode(None))  # flush the encoder
     return count, size
 
 
@@ -85,11 +76,7 @@ def write_video(state: dict[str, Any], out_path: str | Path, deterministic: bool
     renderer = make_renderer(RunConfig.model_validate(state["config"]).env.name)
     _import_av()
     if not isinstance(renderer, GymFramesRenderer):
-        try:
-            import matplotlib  # noqa: F401 - the renderers draw every frame with it
-        except ImportError:
-            raise RenderError("matplotlib is not installed; pip install matplotlib, or pip install -e '.[render]' "
-                              "in a checkout") from None
+        require_matplotlib()  # the renderers draw every frame with it
     meta = record_episode(state, renderer, deterministic=deterministic, seed=seed)
     picks = frame_indices(meta["steps"], max_frames)
     count, size = encode(renderer.video_frames(meta, picks, dpi=dpi), out, fps)

@@ -212,6 +212,12 @@ class CheckpointStore:
         return self._first_valid(self._best_first([n for _, n in self._names()]), "checkpoint with a mean return",
                                  map_location, quarantine=False)
 
+    def best_path(self) -> str | None:
+        """The checkpoint :meth:`load_best` would try first (the one ``best.json`` names), ranked from
+        the manifests without loading it; None if no checkpoint has a score."""
+        ranked = self._best_first([n for _, n in self._names()])
+        return self._display(self.path(ranked[0])) if ranked else None
+
     def _first_valid(self, names: list[str], what: str, map_location: Any, quarantine: bool
                      ) -> tuple[dict[str, Any], dict[str, Any], str]:
         self.skipped = []
