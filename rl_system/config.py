@@ -189,8 +189,8 @@ class LearnerConfig(_Strict):
     """How long a learner waits in a collective for its peers before it fails (a peer that died)."""
     compile: bool = False
     """Compile the PPO loss's forward and backward with ``torch.compile`` (inductor: fused C++/
-    OpenMP kernels on CPU, Triton on GPU). The first update pays the compile (2-5 s on a 2-core VM,
-    less from the on-disk cache); each update after it is ~30% faster for small MLPs, where eager
+    OpenMP kernels on CPU, Triton on GPU). The first update pays the compile (2-6 s on a 2-core VM,
+    35 s for a GRU's unrolled sequence, less from the on-disk cache); each update after it is ~30% faster for small MLPs, where eager
     PyTorch spends most of a minibatch step dispatching ops (``bench/bench_update.py --compile``).
     Pays for runs of hundreds of updates (MuJoCo), not for CartPole's few seconds. A machine
     without a C++ compiler falls back to eager with one warning (``train/compiled`` 0)."""
@@ -198,8 +198,8 @@ class LearnerConfig(_Strict):
     """``bf16``: the update's forward and backward passes under ``torch.autocast`` to bfloat16
     (weights, optimiser state and the losses' reductions stay float32). Faster where the hardware
     multiplies bf16 natively and the update is arithmetic: GPUs with bf16 tensor cores, and CPUs
-    with AVX-512 BF16 or AMX (MinAtar's CNN update 2-3x, HMASD's 1.65x on a 2-core Zen 4 VM;
-    small MLPs get slower). It changes learning: MinAtar Breakout with bf16 reached 5.5-9.7 at 1M
+    with AVX-512 BF16 or AMX (MinAtar's CNN update 3.1x, HMASD's 1.9x on a 2-core Zen 4 VM,
+    ``python -m bench.bench_kernels``; small MLPs get slower). It changes learning: MinAtar Breakout with bf16 reached 5.5-9.7 at 1M
     env steps where fp32 reached 13.8-18.0 (seeds 0-2), so no shipped config uses it.
     ``auto``: ``bf16`` where the learner's device has native bf16
     (:func:`rl_system.device.bf16_fast`), else ``fp32`` (``system/bf16`` says which)."""

@@ -1,12 +1,12 @@
 """Activations for the update's hot path.
 
 PyTorch's CPU ``tanh`` kernel is not vectorised like its ``sigmoid``: on a 2-core AMD EPYC VM
-(torch 2.13, AVX-512) ``torch.tanh`` of a ``[512, 64]`` float32 tensor takes 67 µs and
-``torch.sigmoid`` 7.4 µs. :class:`Tanh` computes ``tanh(x) = 2·sigmoid(2x) − 1`` (exact in real
+(torch 2.13, AVX-512) ``torch.tanh`` of a ``[512, 64]`` float32 tensor takes 78 µs and
+``torch.sigmoid`` 8.7 µs. :class:`Tanh` computes ``tanh(x) = 2·sigmoid(2x) − 1`` (exact in real
 arithmetic; in float32 within 1.8e-7 of ``torch.tanh`` everywhere) on large CPU tensors, in place
 where it can, with ``tanh``'s own backward (``grad · (1 − y²)``). Forward plus backward of a
-``[4096, 64]`` tensor: 185 µs instead of 1,316 µs; ``[512, 64]``: 49 µs instead of 88 µs
-(``python -m bench.bench_update``). Small tensors (a sampler's step) and GPU tensors keep
+``[4096, 64]`` tensor: 358 µs instead of 770 µs; ``[512, 64]``: 61 µs instead of 105 µs
+(``python -m bench.bench_kernels``; the updates this speeds up: ``python -m bench.bench_update``). Small tensors (a sampler's step) and GPU tensors keep
 ``torch.tanh``, which is as fast or faster there.
 """
 
