@@ -28,10 +28,19 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rl_system.envs.air_combat import (N_DISCRETE_ACTIONS, OBS_BEARING_COS, OBS_BEARING_SIN, OBS_MISSILE_BEARING_COS,  # noqa: E402
-                             OBS_MISSILE_BEARING_SIN,
-                             OBS_MISSILE_RANGE, OBS_MISSILES_LEFT, OBS_RANGE, OBS_WARNING, RANGE_SCALE_M,
-                             AirCombatVecEnv)
+from rl_system.envs.air_combat import (  # noqa: E402
+    N_DISCRETE_ACTIONS,
+    OBS_BEARING_COS,
+    OBS_BEARING_SIN,
+    OBS_MISSILE_BEARING_COS,
+    OBS_MISSILE_BEARING_SIN,
+    OBS_MISSILE_RANGE,
+    OBS_MISSILES_LEFT,
+    OBS_RANGE,
+    OBS_WARNING,
+    RANGE_SCALE_M,
+    AirCombatVecEnv,
+)
 
 OUTCOMES = ("win", "loss", "draw", "timeout")  # info["outcome"] 1..4
 MISSILES = 6
@@ -96,8 +105,8 @@ def outcome_rates(policy, episodes: int, num_envs: int, time_scale: float, seed:
 def checkpoint_red(path: str) -> tuple[Any, dict[str, Any]]:
     """A trained policy as red (sampled actions, as in training) and its env kwargs."""
     from rl_system.algos import load_policy
-    from rl_system.config import RunConfig, load_config
     from rl_system.checkpoint.resume import find_resume
+    from rl_system.config import RunConfig, load_config
 
     state = find_resume(path, load_config(None), None).state
     kwargs = dict(RunConfig.model_validate(state["config"]).env.kwargs)

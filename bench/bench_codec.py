@@ -1,11 +1,11 @@
-"""The wire cost of rollouts: rl_system.codec on real rollouts, per column and overall.
+"""The wire cost of rollouts: rl_system.rollout.codec on real rollouts, per column and overall.
 
     python bench/bench_codec.py [--env CartPole|Navigation|AirCombat|AliceBob|all]
                                 [--train-rounds K] [--repeat N] [--save-rollouts DIR]
                                 [--set KEY=VALUE ...] [--rollouts FILE ...] [--synthetic]
                                 [--filter-speeds]
 
-For each env a real :class:`rl_system.worker.RolloutWorker` (the env's config and shape, see
+For each env a real :class:`rl_system.actors.worker.RolloutWorker` (the env's config and shape, see
 ``ENVS``) samples one rollout with the untrained policy (version 0) and one after ``K`` in-process
 learner rounds (trained-policy rollouts compress differently: longer episodes, more
 confident log-probs, smoother trajectories). Every column the worker ships is measured.
@@ -41,8 +41,8 @@ import torch
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from rl_system import codec  # noqa: E402
-from rl_system.codec import decode, encode  # noqa: E402
+from rl_system.rollout import codec  # noqa: E402
+from rl_system.rollout.codec import decode, encode  # noqa: E402
 
 # env -> (config file or None, overrides, default train rounds). The shapes (N envs x T steps) are
 # pinned to those of docs/wire_cost.md (the configs' shapes when it was measured); --set changes them.
@@ -84,9 +84,9 @@ def real_rollouts(env: str, train_rounds: int, sets: tuple[str, ...] = ()) -> li
     """[(label, payload, CPU s of worker.sample)]: a worker's rollout with the untrained policy,
     then after ``train_rounds`` in-process learner rounds (payloads as the worker sent them,
     uncompressed)."""
+    from rl_system.actors.learner import Learner
+    from rl_system.actors.worker import RolloutWorker
     from rl_system.config import load_config
-    from rl_system.learner import Learner
-    from rl_system.worker import RolloutWorker
 
     path, overrides, _ = ENVS.get(env, (None, [], 0))
     cfg = load_config(ROOT / path if path else None,

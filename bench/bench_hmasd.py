@@ -5,7 +5,7 @@ For each method (``launch/configs/alice_bob_hmasd.yaml`` and ``alice_bob_mappo.y
 code with the hierarchy switched off) and seed, trains until the 100-episode training success
 rate reaches ``--target`` (the team reward is 1 on success, so the mean return is the success
 rate) -- recorded, training goes on -- and until the env-step budget runs out, then measures the
-*test* success rate of the final policy with ``rl_system.evaluation`` (200 episodes on a fresh env
+*test* success rate of the final policy with ``rl_system.policy.evaluation`` (200 episodes on a fresh env
 seed, sampling as in training and argmax at both levels). Runs checkpoint as the preset says
 (``checkpoint.every_rounds``), and the checkpoint a user keeps as ``best.json`` (the best
 *training* return; ``rl-system eval RUN --pick best``) is tested on the same episodes beside it.
@@ -48,15 +48,22 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.hmasd_tables import (actor_table, discriminator_cells, discriminator_map, greedy_table, hall_trace,
-                                plan_table, skill_table)
+from bench.hmasd_tables import (
+    actor_table,
+    discriminator_cells,
+    discriminator_map,
+    greedy_table,
+    hall_trace,
+    plan_table,
+    skill_table,
+)
 from rl_system.checkpoint import CheckpointError
 from rl_system.checkpoint.store import CheckpointStore
-from rl_system.cli import with_env_kwargs
+from rl_system.cli.main import with_env_kwargs
 from rl_system.config import RunConfig, load_config
-from rl_system.driver import train
-from rl_system.evaluation import evaluate
-from rl_system.metrics import read_scalars
+from rl_system.observe.metrics import read_scalars
+from rl_system.policy.evaluation import evaluate
+from rl_system.run.loop import train
 
 CONFIGS = {"hmasd": "launch/configs/alice_bob_hmasd.yaml", "mappo": "launch/configs/alice_bob_mappo.yaml"}
 # The skill settings the small-map figures (bench/results/hmasd_small.txt, the learning test) were
@@ -199,7 +206,7 @@ def check_configs(args: argparse.Namespace) -> None:
     """Every method's config with the overrides, and with the test env kwargs, builds an env and
     a policy: a typo is one line now rather than a traceback after a 20-minute run."""
     from rl_system.config import ConfigError, build_config
-    from rl_system.startup import probe_specs
+    from rl_system.run.startup import probe_specs
 
     for method in args.methods:
         try:

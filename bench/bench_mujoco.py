@@ -41,7 +41,7 @@ def tb_curve(tb_dir: Path) -> Curve:
     """(env steps, elapsed s, mean return) per round, from a run's TensorBoard files: the return
     is ``rollout/return_mean``; elapsed is ``env steps / system/steps_per_s`` (the run's own
     clock, from the start of its first round)."""
-    from rl_system.metrics import read_scalars
+    from rl_system.observe.metrics import read_scalars
 
     scalars = read_scalars(tb_dir)
     rates = dict(scalars.get("system/steps_per_s", []))
@@ -50,7 +50,7 @@ def tb_curve(tb_dir: Path) -> Curve:
 
 def run_ours(env_id: str, steps: int, seed: int, run_root: Path, peer: str = "rl_system") -> dict[str, Any]:
     from rl_system.config import load_config
-    from rl_system.driver import train
+    from rl_system.run.loop import train
 
     cfg = load_config(CONFIGS[env_id], [f"seed={seed}", f"max_env_steps={steps}", "log_every_s=30",
                                         "checkpoint.every_rounds=0", f"env.name={BACKENDS[peer]}{env_id}"])

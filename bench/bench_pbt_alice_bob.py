@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from rl_system.checkpoint import load_checkpoint, read_manifest
-from rl_system.cli import with_env_kwargs
-from rl_system.evaluation import evaluate
+from rl_system.cli.main import with_env_kwargs
+from rl_system.policy.evaluation import evaluate
 
 RESULTS = Path(__file__).resolve().parent / "results" / "hmasd_default.txt"
 PRESET_COMMIT = "9eb0479"  # the preset rerun on the PBT seeds at the commit the PBT run ended on

@@ -21,7 +21,7 @@ from pathlib import Path
 import ray
 
 from rl_system.config import load_config
-from rl_system.driver import train
+from rl_system.run.loop import train
 
 CONFIG = "launch/configs/cartpole_ppo.yaml"
 THROUGHPUT_CONFIG = "launch/configs/cartpole_ppo_throughput.yaml"

@@ -28,7 +28,7 @@ from typing import Any
 import ray
 
 from rl_system.config import RunConfig, load_config
-from rl_system.driver import RunLoop
+from rl_system.run.loop import RunLoop
 
 # env -> (shipped config, the outcome flag its info reports at episode end, or None)
 ENVS: dict[str, tuple[str, str | None]] = {
@@ -40,7 +40,7 @@ ENVS: dict[str, tuple[str, str | None]] = {
 
 
 class CurveRecorder:
-    """A :class:`rl_system.driver.RoundReporter` that keeps ``(env_steps, wall_s, mean return,
+    """A :class:`rl_system.run.loop.RoundReporter` that keeps ``(env_steps, wall_s, mean return,
     outcome rate)`` after every round; ``wall_s`` counts from the first round's start."""
 
     stop_requested = False

@@ -21,11 +21,11 @@ import time
 
 import ray
 
+from rl_system.actors.learner import Learner
+from rl_system.actors.learner_group import LearnerGroup, merged_metrics
+from rl_system.actors.worker import RolloutWorker
 from rl_system.config import load_config
-from rl_system.driver import train
-from rl_system.learner import Learner
-from rl_system.learner_group import LearnerGroup, merged_metrics
-from rl_system.worker import RolloutWorker
+from rl_system.run.loop import train
 
 CONFIG = "launch/configs/cartpole_ppo_throughput.yaml"
 

@@ -15,7 +15,7 @@ Sections (``--only``):
 * ``throughput``: CartPole training throughput, env steps/s with learning on
   (``launch/configs/cartpole_ppo_throughput.yaml``; ``bench.bench_ppo.ours_throughput``);
 * ``field``: Navigation and AirCombat end to end, env steps/s with learning on over a short
-  budget (``navigation_ppo.yaml``, ``air_combat_ppo.yaml`` through ``rl_system.driver.train``);
+  budget (``navigation_ppo.yaml``, ``air_combat_ppo.yaml`` through ``rl_system.run.loop.train``);
 * ``envs``: env-only throughput (``bench_envs``, ``bench_air_combat``, ``bench_navigation``,
   ``bench_alice_bob``: their ``bench`` functions);
 * ``codec``: rollout compression ratios, LZ4 level 0 with the codec's ``filters="auto"``, of a
@@ -58,8 +58,16 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from bench.report_md import (END_MARKER, HMASD_DOC, START_MARKER, ReportError, check_readme_markers, render_markdown,  # noqa: F401 - re-exported
-                             replace_readme_block, stamp_line)
+from bench.report_md import (  # noqa: F401 - re-exported
+    END_MARKER,
+    HMASD_DOC,
+    START_MARKER,
+    ReportError,
+    check_readme_markers,
+    render_markdown,
+    replace_readme_block,
+    stamp_line,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT_DIR = ROOT / "bench" / "results" / "report"
@@ -267,7 +275,7 @@ def run_throughput(b: Budget, run_root: Path, sec: dict) -> None:
 
 def run_field(b: Budget, run_root: Path, sec: dict) -> None:
     from rl_system.config import load_config
-    from rl_system.driver import train
+    from rl_system.run.loop import train
 
     _ensure_ray()
     rows = sec["rows"]
@@ -342,9 +350,10 @@ def run_envs(b: Budget, run_root: Path, sec: dict) -> None:
 
 
 def run_codec(b: Budget, run_root: Path, sec: dict) -> None:
-    from bench import bench_codec
     from rl_system.envs import registered_names
-    from rl_system.codec import decode, encode
+
+    from bench import bench_codec
+    from rl_system.rollout.codec import decode, encode
 
     rows = sec["rows"]
     sec["setting"] = "lz4 level 0, filters='auto' (the codec's default when compressing)"

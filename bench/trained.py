@@ -23,8 +23,8 @@ def train_row(config: str, overrides: list[str], seed: int, run_dir: Path, test_
     from bench.report import where_it_ran
     from rl_system.checkpoint.store import CheckpointStore
     from rl_system.config import load_config
-    from rl_system.driver import train
-    from rl_system.evaluation import evaluate
+    from rl_system.policy.evaluation import evaluate
+    from rl_system.run.loop import train
 
     cfg = load_config(config, [f"seed={seed}", "log_every_s=30", *overrides])
     summary = train(cfg, run_dir=run_dir, quiet=True)

@@ -24,9 +24,17 @@ from pathlib import Path
 from typing import Any, Callable
 
 import torch
-
-from rl_system.envs.base import (ACTION_MASK, AgentDiscrete, Box, Discrete, MultiDiscrete, StepResult, TensorSpec, VecEnv,
-                       validate_specs)
+from rl_system.envs.base import (
+    ACTION_MASK,
+    AgentDiscrete,
+    Box,
+    Discrete,
+    MultiDiscrete,
+    StepResult,
+    TensorSpec,
+    VecEnv,
+    validate_specs,
+)
 
 # name -> "module:Class"; imported lazily so that importing ``rl_system.envs`` stays cheap.
 _REGISTRY: dict[str, str | Callable[..., VecEnv]] = {

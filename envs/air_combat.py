@@ -131,17 +131,46 @@ import math
 from typing import Any, Callable, Sequence
 
 import torch
-
 from rl_system.envs.air_combat_rewards import build_reward_modules
+
 # The interface (observation and action layout, sides, outcome codes) is defined in
 # rl_system.envs.air_combat_spec and re-exported here, so callers may import it from either module.
-from rl_system.envs.air_combat_spec import (ACTION_STRAIGHT_FULL, BLUE, N_DISCRETE_ACTIONS, OBS_BEARING_COS,  # noqa: F401
-                                  OBS_BEARING_SIN, OBS_CLOSURE, OBS_DIM, OBS_IN_FLIGHT, OBS_MISSILE_BEARING_COS,
-                                  OBS_MISSILE_BEARING_SIN, OBS_MISSILE_RANGE, OBS_MISSILES_LEFT, OBS_RANGE,
-                                  OBS_SPEED, OBS_WARNING, OUTCOME_DRAW, OUTCOME_LOSS, OUTCOME_RUNNING,
-                                  OUTCOME_TIMEOUT, OUTCOME_WIN, RANGE_SCALE_M, RED, RUDDER_LEVELS,
-                                  THROTTLE_LEVELS)
-from rl_system.envs.base import Box, Discrete, Obs, StepResult, TensorSpec, VecEnv, check_action, make_generator
+from rl_system.envs.air_combat_spec import (  # noqa: F401
+    ACTION_STRAIGHT_FULL,
+    BLUE,
+    N_DISCRETE_ACTIONS,
+    OBS_BEARING_COS,
+    OBS_BEARING_SIN,
+    OBS_CLOSURE,
+    OBS_DIM,
+    OBS_IN_FLIGHT,
+    OBS_MISSILE_BEARING_COS,
+    OBS_MISSILE_BEARING_SIN,
+    OBS_MISSILE_RANGE,
+    OBS_MISSILES_LEFT,
+    OBS_RANGE,
+    OBS_SPEED,
+    OBS_WARNING,
+    OUTCOME_DRAW,
+    OUTCOME_LOSS,
+    OUTCOME_RUNNING,
+    OUTCOME_TIMEOUT,
+    OUTCOME_WIN,
+    RANGE_SCALE_M,
+    RED,
+    RUDDER_LEVELS,
+    THROTTLE_LEVELS,
+)
+from rl_system.envs.base import (
+    Box,
+    Discrete,
+    Obs,
+    StepResult,
+    TensorSpec,
+    VecEnv,
+    check_action,
+    make_generator,
+)
 
 # --------------------------------------------------------------------------- parameters
 G = 9.81                      # m/s^2

@@ -37,9 +37,15 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import torch
-
-from rl_system.envs.air_combat import (MISSILE_MAX_TOF_S, SCRIPTED_TURN_GAIN, START_SPEED_MS, V_STALL, V_TERMINAL,
-                             AirCombatVecEnv, _wrap)
+from rl_system.envs.air_combat import (
+    MISSILE_MAX_TOF_S,
+    SCRIPTED_TURN_GAIN,
+    START_SPEED_MS,
+    V_STALL,
+    V_TERMINAL,
+    AirCombatVecEnv,
+    _wrap,
+)
 from rl_system.envs.air_combat_spec import BLUE, RED
 
 MANOEUVRES = ("straight", "beam", "cold", "scripted")

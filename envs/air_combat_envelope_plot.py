@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-
 from rl_system.envs.air_combat_envelope import Envelope
 
 TITLES = {"straight": "non-manoeuvring target", "beam": "target turns to beam at launch",

@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 import torch
-
 from rl_system.envs.air_combat import _wrap
 from rl_system.envs.air_combat_envelope import Envelope, SweepSpec, aspect_deg, sweep
 from rl_system.envs.air_combat_spec import RED
@@ -149,8 +148,9 @@ def launch_map(state: dict[str, Any], out: Path, episodes: int = 200, determinis
     time). Raises ``ValueError`` (one line) for a checkpoint of another env."""
     from rl_system.envs.air_combat import AirCombatVecEnv
     from rl_system.envs.air_combat_envelope_plot import draw_launch_map
+
     from rl_system.config import RunConfig
-    from rl_system.evaluation import evaluate
+    from rl_system.policy.evaluation import evaluate
 
     logs: list[LaunchLog] = []
 

@@ -25,9 +25,16 @@ import math
 from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 import torch
-
-from rl_system.envs.air_combat_spec import (OBS_BEARING_COS, OBS_MISSILE_BEARING_COS, OBS_MISSILE_RANGE, OBS_MISSILES_LEFT,
-                                   OBS_RANGE, OBS_WARNING, OUTCOME_TIMEOUT, RANGE_SCALE_M)
+from rl_system.envs.air_combat_spec import (
+    OBS_BEARING_COS,
+    OBS_MISSILE_BEARING_COS,
+    OBS_MISSILE_RANGE,
+    OBS_MISSILES_LEFT,
+    OBS_RANGE,
+    OBS_WARNING,
+    OUTCOME_TIMEOUT,
+    RANGE_SCALE_M,
+)
 from rl_system.envs.base import Obs
 
 # --------------------------------------------------------------------------- reward modules

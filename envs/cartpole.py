@@ -44,8 +44,14 @@ from __future__ import annotations
 import math
 
 import torch
-
-from rl_system.envs.base import Discrete, Obs, StepResult, TensorSpec, VecEnv, make_generator
+from rl_system.envs.base import (
+    Discrete,
+    Obs,
+    StepResult,
+    TensorSpec,
+    VecEnv,
+    make_generator,
+)
 
 # Gymnasium CartPoleEnv constants.
 GRAVITY = 9.8

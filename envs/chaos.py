@@ -15,7 +15,6 @@ import time
 from typing import Any
 
 import torch
-
 from rl_system.envs.base import Obs, StepResult, VecEnv
 
 

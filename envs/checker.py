@@ -29,9 +29,15 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
-
 from rl_system.envs import make_env
-from rl_system.envs.base import ACTION_MASK, AgentDiscrete, Box, MultiDiscrete, StepResult, VecEnv
+from rl_system.envs.base import (
+    ACTION_MASK,
+    AgentDiscrete,
+    Box,
+    MultiDiscrete,
+    StepResult,
+    VecEnv,
+)
 
 Obs = dict[str, torch.Tensor]
 

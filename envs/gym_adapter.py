@@ -46,8 +46,17 @@ import gymnasium
 import numpy as np
 import torch
 from gymnasium import spaces
-
-from rl_system.envs.base import ACTION_MASK, Box, Discrete, MultiDiscrete, Obs, StepResult, TensorSpec, VecEnv, check_action
+from rl_system.envs.base import (
+    ACTION_MASK,
+    Box,
+    Discrete,
+    MultiDiscrete,
+    Obs,
+    StepResult,
+    TensorSpec,
+    VecEnv,
+    check_action,
+)
 
 _MODES = ("sync", "async")
 _CPU = torch.device("cpu")  # Gymnasium takes numpy actions

@@ -35,7 +35,6 @@ from typing import Any, Callable
 
 import numpy as np
 import torch
-
 from rl_system.envs import make_env
 from rl_system.envs.base import Obs, StepResult, VecEnv
 

@@ -31,7 +31,7 @@ import os
 import sys
 from pathlib import Path
 
-# `rl-system train` options that take a value (kept in step with rl_system/cli.py by
+# `rl-system train` options that take a value (kept in step with rl_system/cli/main.py by
 # tests/test_cluster_config.py); everything else that starts with "-" is a flag.
 VALUE_OPTIONS = frozenset({"--set", "--address", "--run-dir", "--resume", "--log-level"})
 PACKAGES = ("rl_system", "envs")
@@ -55,6 +55,7 @@ def ensure_importable() -> Path | None:
     package was importable already (installed, or on PYTHONPATH as under ``--working-dir``)."""
     try:
         import rl_system.envs  # noqa: F401
+
         import rl_system  # noqa: F401
         return None
     except ImportError:
@@ -130,7 +131,7 @@ def _connect_shipping(root: Path, address: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = build_argv(sys.argv[1:] if argv is None else argv)
     added = ensure_importable()
-    from rl_system import cli
+    from rl_system.cli.main import main as cli
 
     address = _address(argv)
     try:

@@ -1,3 +1,3 @@
-from rl_system.cli import run
+from rl_system.cli.main import run
 
 run()

@@ -16,7 +16,13 @@ from typing import Any
 
 import torch
 
-from rl_system.config import ConfigError, RunConfig, apply_override, build_config, load_config
+from rl_system.config import (
+    ConfigError,
+    RunConfig,
+    apply_override,
+    build_config,
+    load_config,
+)
 
 ConfigLike = str | Path | dict | RunConfig
 
@@ -77,7 +83,7 @@ def as_config(config: ConfigLike, overrides: Sequence[str] = ()) -> RunConfig:
 
 
 class _Callbacks:
-    """The run loop's :class:`~rl_system.driver.RoundReporter` for user callbacks."""
+    """The run loop's :class:`~rl_system.run.loop.RoundReporter` for user callbacks."""
 
     def __init__(self, callbacks: Iterable[Callback]):
         self.callbacks = list(callbacks)
@@ -122,7 +128,7 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, address: str
                  resume: str | Path | None = None, callbacks: Iterable[Callback] = (), log_level: str = "warning",
                  quiet: bool = False, clock: Any = None, say: Callable[[str, bool], None] | None = None,
                  on_ray_started: Callable[[], None] | None = None) -> dict[str, Any]:
-    """The steps of a run, each timed on ``clock`` (a :class:`~rl_system.phases.PhaseClock`): find
+    """The steps of a run, each timed on ``clock`` (a :class:`~rl_system.run.phases.PhaseClock`): find
     the checkpoint to resume, probe the env and the policy (a config they reject fails here, before
     Ray starts), start or join Ray, run the loop, stop the Ray started here. Returns the run's
     summary (``summary.json``). ``say(text, warning)`` gets the lines a person should see before
@@ -134,10 +140,15 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, address: str
     import ray
 
     from rl_system.checkpoint import CheckpointError, find_resume
-    from rl_system.driver import RunLoop
     from rl_system.errors import RayStartError, ResumeError, one_line
-    from rl_system.phases import PhaseClock
-    from rl_system.startup import check_embedded_placement, init_ray, probe_specs, shutdown_ray
+    from rl_system.run.loop import RunLoop
+    from rl_system.run.phases import PhaseClock
+    from rl_system.run.startup import (
+        check_embedded_placement,
+        init_ray,
+        probe_specs,
+        shutdown_ray,
+    )
 
     clock = clock or PhaseClock()
     state, out_dir = None, Path(run_dir) if run_dir is not None else None
@@ -178,7 +189,7 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, address: str
 
 def _result(summary: dict[str, Any], cfg: RunConfig) -> TrainResult:
     from rl_system.checkpoint import CheckpointStore
-    from rl_system.storage import checkpoint_root
+    from rl_system.run.storage import checkpoint_root
 
     run_dir = Path(summary["run_dir"])
     best = CheckpointStore(checkpoint_root(cfg, run_dir), clean=False).best_path()
@@ -280,7 +291,7 @@ def evaluate(run_or_checkpoint: str | Path, episodes: int = 100, deterministic: 
              num_envs: int | None = None, seed: int = 12345) -> dict[str, Any]:
     """As ``rl-system eval``: mean and std of return and length, each outcome's rate, over
     ``episodes`` episodes of the checkpoint's env (its ``env.eval_kwargs``)."""
-    from rl_system.evaluation import evaluate as _evaluate
+    from rl_system.policy.evaluation import evaluate as _evaluate
 
     found = _find_checkpoint(run_or_checkpoint, pick, "evaluate")
     return {**_evaluate(found.state, episodes=episodes, deterministic=deterministic, num_envs=num_envs, seed=seed),
@@ -288,8 +299,8 @@ def evaluate(run_or_checkpoint: str | Path, episodes: int = 100, deterministic: 
 
 
 def export(run_or_checkpoint: str | Path, format: str, out: str | Path, pick: str = "best") -> Path:  # noqa: A002
-    """As ``rl-system export``: the policy as a TorchScript or ONNX file (:mod:`rl_system.policy_export`)."""
-    from rl_system.policy_export import export_policy
+    """As ``rl-system export``: the policy as a TorchScript or ONNX file (:mod:`rl_system.policy.export`)."""
+    from rl_system.policy.export import export_policy
 
     return export_policy(run_or_checkpoint, format, out, pick=pick)
 

@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
 
 class ConfigError(ValueError):
@@ -176,7 +183,7 @@ class LearnerConfig(_Strict):
     """Times a dead learner (group) is rebuilt inside the run from the newest valid checkpoint (at
     most ``checkpoint.every_rounds`` rounds of work are lost each time); beyond it the run fails."""
     num_learners: int = Field(1, ge=1)
-    """Data-parallel learners (:mod:`rl_system.learner_group`): each trains on its share of a
+    """Data-parallel learners (:mod:`rl_system.actors.learner_group`): each trains on its share of a
     round's rollouts and every minibatch step all-reduces the gradients, so all hold the same
     weights. Each learner gets ``num_cpus`` / ``num_gpus`` / ``resources``. 1: a single learner."""
     backend: Literal["auto", "gloo", "nccl"] = "auto"
@@ -408,7 +415,7 @@ def attempt_seed(seed: int, attempt: int) -> int:
 
 
 class WandbConfig(_Strict):
-    """Weights & Biases (``rl_system.trackers``; the ``wandb`` extra)."""
+    """Weights & Biases (``rl_system.observe.trackers``; the ``wandb`` extra)."""
 
     enabled: bool = False
     project: str = "rl-system"
@@ -419,7 +426,7 @@ class WandbConfig(_Strict):
 
 
 class MlflowConfig(_Strict):
-    """MLflow (``rl_system.trackers``; the ``mlflow`` extra)."""
+    """MLflow (``rl_system.observe.trackers``; the ``mlflow`` extra)."""
 
     enabled: bool = False
     tracking_uri: str | None = None
@@ -480,7 +487,7 @@ class RunConfig(_Strict):
     log_every_s: float = Field(1.0, ge=0)
     tensorboard: bool = True
     trackers: TrackersConfig = Field(default_factory=TrackersConfig)
-    """Weights & Biases and MLflow beside TensorBoard (:mod:`rl_system.trackers`)."""
+    """Weights & Biases and MLflow beside TensorBoard (:mod:`rl_system.observe.trackers`)."""
     ray_dashboard: bool = False
     """Start the Ray dashboard with the embedded Ray (a run without ``--address``). Off by default:
     on a laptop its seven processes cost about a second of start-up and compete with the actors

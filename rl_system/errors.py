@@ -7,6 +7,7 @@ error reads the same everywhere.
 
 from __future__ import annotations
 
+
 class TrainingError(RuntimeError):
     """A run cannot go on; the message is meant for the user as is (one line)."""
 

@@ -4,9 +4,9 @@ import gymnasium
 import numpy as np
 import torch
 from gymnasium import spaces
+from rl_system.envs.base import Discrete, MultiDiscrete, StepResult, TensorSpec, VecEnv
 from torch import nn
 
-from rl_system.envs.base import Discrete, MultiDiscrete, StepResult, TensorSpec, VecEnv
 from examples.grid_reach.env import GridReach
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import ray
 
-from rl_system.driver import train
+from rl_system.run.loop import train
 
 
 def kill_when(path: Path, name_prefix: str, stop: threading.Event) -> threading.Thread:

@@ -10,12 +10,17 @@ import re
 
 import pytest
 import torch
-
 from rl_system.envs.air_combat import ACTION_STRAIGHT_FULL, AirCombatVecEnv
-from rl_system.envs.air_combat_envelope import MANOEUVRES, EnvelopeError, SweepSpec, sweep
+from rl_system.envs.air_combat_envelope import (
+    MANOEUVRES,
+    EnvelopeError,
+    SweepSpec,
+    sweep,
+)
 from rl_system.envs.air_combat_launches import LaunchLog
 from rl_system.envs.air_combat_spec import BLUE, RED
-from rl_system.cli import main
+
+from rl_system.cli.main import main
 
 FIRE_STRAIGHT_FULL = 6 + ACTION_STRAIGHT_FULL
 

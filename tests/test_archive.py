@@ -12,10 +12,22 @@ import pyarrow.ipc as ipc
 import pytest
 import torch
 
-from rl_system import codec
-from rl_system.archive import (ID_COLUMNS, ArchiveError, RolloutArchiver, archive_compression, column_to_numpy,
-                               read_archive, rollouts_to_table, write_archive)
-from rl_system.archive_inspect import cmd_rollouts_inspect, column_stats, inspect_archive
+from rl_system.rollout import codec
+from rl_system.rollout.archive import (
+    ID_COLUMNS,
+    ArchiveError,
+    RolloutArchiver,
+    archive_compression,
+    column_to_numpy,
+    read_archive,
+    rollouts_to_table,
+    write_archive,
+)
+from rl_system.rollout.archive_inspect import (
+    cmd_rollouts_inspect,
+    column_stats,
+    inspect_archive,
+)
 
 T, N = 5, 8
 NON_STEP = ("last_value",)  # env-major: [N], not one row per (env, step)
@@ -24,9 +36,9 @@ NON_STEP = ("last_value",)  # env-major: [N], not one row per (env, step)
 @pytest.fixture(scope="module")
 def payloads() -> list[bytes]:
     """Two real CartPole rollouts (workers 1 and 0, in that order), the 2nd round of each."""
+    from rl_system.actors.learner import Learner
+    from rl_system.actors.worker import RolloutWorker
     from rl_system.config import load_config
-    from rl_system.learner import Learner
-    from rl_system.worker import RolloutWorker
 
     cfg = load_config(None, [f"workers.num_envs={N}", f"workers.rollout_len={T}", "tensorboard=false"])
     workers = [RolloutWorker(1, cfg), RolloutWorker(0, cfg)]

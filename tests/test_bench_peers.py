@@ -9,8 +9,9 @@ import pytest
 pytest.importorskip("minatar")
 pytest.importorskip("stable_baselines3")
 
-from bench.peers import sb3_minatar
 from rl_system.envs import make_env
+
+from bench.peers import sb3_minatar
 from rl_system.algos.ppo import make_policy
 from rl_system.config import load_config
 

@@ -21,11 +21,21 @@ import torch
 import xxhash
 from torch import nn
 
-from rl_system.checkpoint.format import (_PREFIX, FORMAT_VERSION, MAGIC, CheckpointError, capture_rng_state,
-                                         checkpoint_name, load_checkpoint, read_manifest, restore_rng_state)
+from rl_system.checkpoint.format import (
+    _PREFIX,
+    FORMAT_VERSION,
+    MAGIC,
+    CheckpointError,
+    capture_rng_state,
+    checkpoint_name,
+    load_checkpoint,
+    read_manifest,
+    restore_rng_state,
+)
 from rl_system.checkpoint.store import CheckpointStore
 from rl_system.checkpoint.writer import Checkpointer, to_transport
 from rl_system.config import RunConfig
+
 
 # -- helpers ----------------------------------------------------------------------------------
 def _model_and_opt(seed: int = 0) -> tuple[nn.Module, torch.optim.Optimizer]:

@@ -11,8 +11,8 @@ import xxhash
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rl_system import codec
-from rl_system.codec import VERSION, CodecError, decode, encode, stats
+from rl_system.rollout import codec
+from rl_system.rollout.codec import VERSION, CodecError, decode, encode, stats
 
 DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8,
           torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool]

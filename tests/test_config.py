@@ -86,8 +86,8 @@ def test_precision_auto_is_bf16_only_where_the_device_multiplies_it_natively(mon
     import torch
 
     from rl_system import device as dev
-    from rl_system.learner import Learner
-    from rl_system.worker import RolloutWorker
+    from rl_system.actors.learner import Learner
+    from rl_system.actors.worker import RolloutWorker
 
     cpu = torch.device("cpu")
     assert dev.resolve_precision("fp32", cpu) == "fp32" and dev.resolve_precision("bf16", cpu) == "bf16"

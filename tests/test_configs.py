@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from rl_system.actors.learner import Learner
+from rl_system.actors.worker import RolloutWorker
 from rl_system.config import load_config
-from rl_system.learner import Learner
-from rl_system.worker import RolloutWorker
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "launch" / "configs"
 CONFIGS = sorted(CONFIG_DIR.glob("*.yaml"))

@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from rl_system.envs import make_env
 from rl_system.envs.base import Discrete, TensorSpec
+
 from rl_system.algos.ppo import make_policy
-from rl_system.algos.ppo.encoders import ConvEncoder, _CircularConv1d, chw, layout_of, plan
-from rl_system.codec import decode, encode
+from rl_system.algos.ppo.encoders import (
+    ConvEncoder,
+    _CircularConv1d,
+    chw,
+    layout_of,
+    plan,
+)
 from rl_system.config import ConfigError, EncoderConfig, load_config
+from rl_system.rollout.codec import decode, encode
 
 IMAGE = TensorSpec((3, 40, 40), torch.uint8, 0.0, 255.0)
 PLANES = TensorSpec((10, 10, 4), torch.bool, 0.0, 1.0)

@@ -1,10 +1,10 @@
-"""rl_system.evaluation: the per-env episode quota that keeps short episodes from dominating."""
+"""rl_system.policy.evaluation: the per-env episode quota that keeps short episodes from dominating."""
 
 import pytest
 import torch
 
 from rl_system.config import RunConfig
-from rl_system.evaluation import _within_quota
+from rl_system.policy.evaluation import _within_quota
 
 
 def test_quota_keeps_each_envs_first_episodes_in_finishing_order():
@@ -21,6 +21,7 @@ def test_quota_keeps_each_envs_first_episodes_in_finishing_order():
 def _alice_bob_checkpoint(run_dir):
     """A freshly initialised HMASD policy on the small Alice_and_Bob map, saved as training does."""
     from rl_system.envs import make_env
+
     from rl_system.algos import get_algorithm
     from rl_system.checkpoint.store import CheckpointStore
     from rl_system.config import load_config
@@ -38,7 +39,7 @@ def _alice_bob_checkpoint(run_dir):
 def test_eval_env_override_changes_only_the_env_kwargs_of_a_copy(tmp_path):
     import json
 
-    from rl_system.cli import main, with_env_kwargs
+    from rl_system.cli.main import main, with_env_kwargs
 
     state = _alice_bob_checkpoint(tmp_path / "run")
     changed = with_env_kwargs(state, ["random_start=true", "max_episode_steps=12"])
@@ -57,8 +58,8 @@ def test_eval_env_override_changes_only_the_env_kwargs_of_a_copy(tmp_path):
 def test_eval_kwargs_of_the_run_config_apply_to_tests_not_to_training(tmp_path):
     """A run trained with ``env.eval_kwargs`` is tested under them by default (here a shorter
     time limit), and ``--env`` still overrides them."""
-    from rl_system.cli import with_env_kwargs
-    from rl_system.evaluation import evaluate
+    from rl_system.cli.main import with_env_kwargs
+    from rl_system.policy.evaluation import evaluate
 
     state = _alice_bob_checkpoint(tmp_path / "run")
     state["config"]["env"]["eval_kwargs"] = {"max_episode_steps": 7}
@@ -73,7 +74,7 @@ def test_eval_kwargs_of_the_run_config_apply_to_tests_not_to_training(tmp_path):
     ("random_start", "config error: --env 'random_start': expected KWARG=VALUE"),
 ])
 def test_eval_env_override_errors_are_one_line_and_exit_2(tmp_path, capsys, override, needle):
-    from rl_system.cli import main
+    from rl_system.cli.main import main
 
     _alice_bob_checkpoint(tmp_path / "run")
     assert main(["eval", str(tmp_path / "run"), "--episodes", "2", "--env", override]) == 2
@@ -85,7 +86,7 @@ def test_eval_pick_best_loads_the_checkpoint_with_the_best_training_return(tmp_p
     import json
 
     from rl_system.checkpoint.store import CheckpointStore
-    from rl_system.cli import main
+    from rl_system.cli.main import main
 
     state = _alice_bob_checkpoint(tmp_path / "run")
     store = CheckpointStore(str(tmp_path / "run" / "checkpoints"))

@@ -9,10 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from policy_checkpoint import write_policy_checkpoint
 
 import rl_system
-from policy_checkpoint import write_policy_checkpoint
-from rl_system.cli import main
+from rl_system.cli.main import main
+
 
 def _observations(policy, n: int = 1000) -> dict[str, torch.Tensor]:
     g = torch.Generator().manual_seed(1)

@@ -3,10 +3,10 @@
 import ray
 import torch
 
+from rl_system.actors.learner import Learner
+from rl_system.actors.worker import RolloutWorker
 from rl_system.config import load_config
-from rl_system.gate import PolicyVersionGate
-from rl_system.learner import Learner
-from rl_system.worker import RolloutWorker
+from rl_system.rollout.gate import PolicyVersionGate
 
 
 def test_gate_window():

@@ -8,12 +8,12 @@ import pytest
 import ray
 import torch
 
-from rl_system import codec
+from rl_system.actors.learner import Learner
+from rl_system.actors.worker import RolloutWorker
 from rl_system.config import load_config
-from rl_system.driver import train
-from rl_system.learner import Learner
-from rl_system.staging import HostStaging
-from rl_system.worker import RolloutWorker
+from rl_system.rollout import codec
+from rl_system.rollout.staging import HostStaging
+from rl_system.run.loop import train
 
 cuda = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
 

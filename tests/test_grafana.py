@@ -1,4 +1,4 @@
-"""The Grafana dashboard of the ``rl_system_*`` series (rl_system/grafana.py). Provisioning on a
+"""The Grafana dashboard of the ``rl_system_*`` series (rl_system/observe/grafana.py). Provisioning on a
 real Ray head is covered in tests/test_jobs.py."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import re
 
-from rl_system.cli import main
-from rl_system.grafana import FILE_NAME, dashboard, install
-from rl_system.telemetry import COUNTERS, GAUGES
+from rl_system.cli.main import main
+from rl_system.observe.grafana import FILE_NAME, dashboard, install
+from rl_system.observe.telemetry import COUNTERS, GAUGES
 
 
 def test_every_exported_series_has_a_panel_filtered_by_run():

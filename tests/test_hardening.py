@@ -11,13 +11,13 @@ import time
 
 import pytest
 import ray
+from killing import train_killing
 from ray.cluster_utils import Cluster
 
-from killing import train_killing
 from rl_system.checkpoint import find_resume
-from rl_system.cli import main
+from rl_system.cli.main import main
 from rl_system.config import load_config
-from rl_system.driver import train
+from rl_system.run.loop import train
 
 FAST = ["tensorboard=false", "log_every_s=30"]
 
@@ -62,7 +62,7 @@ def test_ray_that_fails_to_start_is_one_line(monkeypatch, capsys):
     """On an overloaded machine Ray's node can time out starting; Ray raises a bare Exception."""
     import ray
 
-    from rl_system.cli import main
+    from rl_system.cli.main import main
 
     def timed_out(*args, **kwargs):
         raise Exception("The current node timed out during startup. This could happen because some of the raylet "
@@ -120,7 +120,7 @@ def test_actors_that_can_never_fit_the_cluster_exit_2_naming_the_amounts(two_cpu
 
 @pytest.mark.slow  # a Ray head of its own
 def test_actors_that_fit_but_stay_pending_give_up_after_startup_timeout(two_cpu_head, tmp_path):
-    from rl_system.driver import TrainingError
+    from rl_system.run.loop import TrainingError
 
     ray.init(address=two_cpu_head.address, log_to_driver=False, configure_logging=False)
     try:

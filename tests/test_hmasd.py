@@ -10,18 +10,18 @@ import math
 
 import pytest
 import torch
+from rl_system.envs.alice_bob import AliceBobVecEnv
 from torch import nn
 
-from rl_system.envs.alice_bob import AliceBobVecEnv
+from rl_system.actors.learner import Learner, StaleRolloutError
+from rl_system.actors.worker import RolloutWorker
 from rl_system.algos.hmasd import make_policy, make_sampler, make_trainer
 from rl_system.algos.hmasd.networks import HMASDPolicy, SkillCoordinator
 from rl_system.algos.hmasd.returns import low_level_reward, window_gae
 from rl_system.algos.hmasd.trust import TrustRegion
 from rl_system.config import RunConfig, load_config
-from rl_system.learner import Learner, StaleRolloutError
-from rl_system.metrics import read_scalars
-from rl_system.rollout import concat
-from rl_system.worker import RolloutWorker
+from rl_system.observe.metrics import read_scalars
+from rl_system.rollout.contract import concat
 
 
 def run_config(hierarchy: bool = True, num_envs: int = 3, rollout_len: int = 10, **hmasd) -> RunConfig:
@@ -156,7 +156,7 @@ def test_sampler_state_dict_resumes_bit_exactly():
     _, pa = a.sample(weights, 0)
     b.set_state(state)  # env, torch RNG, sampler state
     _, pb = b.sample(weights, 0)
-    from rl_system import codec
+    from rl_system.rollout import codec
     ca, cb = codec.decode(pa)[0], codec.decode(pb)[0]
     assert ca.keys() == cb.keys() and all(torch.equal(ca[k], cb[k]) for k in ca)
 
@@ -622,7 +622,7 @@ def test_greedy_level_takes_the_argmax_at_one_level_only():
 
 @pytest.mark.parametrize("algo", ["ppo", "flat"])
 def test_greedy_level_is_refused_without_a_hierarchy(algo):
-    from rl_system.evaluation import evaluate
+    from rl_system.policy.evaluation import evaluate
 
     if algo == "ppo":
         cfg = RunConfig.model_validate({"algo": "ppo", "env": {"name": "CartPole"}})
@@ -637,7 +637,7 @@ def test_greedy_level_is_refused_without_a_hierarchy(algo):
 @pytest.mark.slow
 def test_hmasd_learns_small_alice_bob(ray_session, tmp_path):
     from bench.bench_hmasd import SMALL_MAP_SKILLS
-    from rl_system.driver import train
+    from rl_system.run.loop import train
 
     # The small map's 30-step episodes fit 3 skill windows of k=10. Untrained, 3-5% of the episodes
     # succeed by chance (measured in docs/hmasd.md); trained, nearly all do, in 5 steps. The skill
@@ -690,10 +690,11 @@ def test_stored_bench_outputs_read_back_into_one_table_and_summary(tmp_path):
 def test_plan_table_window_counts_agree_with_the_env_episode_info():
     """``hmasd_tables.window_stats`` (per skill window of each env's first episode: who reached it,
     which diamond was collected in it) against the env's own per-episode ``red/blue_collected``."""
+    from rl_system.envs import make_env
+
     from bench.bench_hmasd import SMALL_MAP_SKILLS
     from bench.hmasd_tables import plan_table, window_stats
-    from rl_system.evaluation import policy_sampler
-    from rl_system.envs import make_env
+    from rl_system.policy.evaluation import policy_sampler
 
     cfg = load_config("launch/configs/alice_bob_hmasd.yaml", [
         "env.kwargs.size=small", *SMALL_MAP_SKILLS, "workers.rollout_len=30", "hmasd.skill_interval=10"])
@@ -721,9 +722,10 @@ def test_checkpoint_tables_of_the_actors_and_of_q_d_cover_the_map():
     """``hmasd_tables.actor_table`` (action shares, entropy, cells reached), ``discriminator_map``
     (log q_d with Alice on every free cell) and ``discriminator_cells`` (the skill q_d credits on
     each cell, per agent) on an untrained policy."""
+    from rl_system.envs import make_env
+
     from bench.bench_hmasd import SMALL_MAP_SKILLS
     from bench.hmasd_tables import actor_table, discriminator_cells, discriminator_map
-    from rl_system.envs import make_env
 
     cfg = load_config("launch/configs/alice_bob_hmasd.yaml", ["env.kwargs.size=small", *SMALL_MAP_SKILLS])
     env = make_env("AliceBob", 1, "cpu", **cfg.env.kwargs)

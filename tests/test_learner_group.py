@@ -5,13 +5,18 @@ checkpoint resumes on any number of learners; a dead learner is rebuilt inside t
 import pytest
 import ray
 import torch
-
 from killing import train_killing
+
+from rl_system.actors.learner_group import (
+    LearnerGroup,
+    backend_of,
+    merged_metrics,
+    shares,
+)
+from rl_system.actors.placement import PlacementError, check_placement
+from rl_system.actors.worker import RolloutWorker
 from rl_system.checkpoint import find_resume
 from rl_system.config import ConfigError, load_config
-from rl_system.learner_group import LearnerGroup, backend_of, merged_metrics, shares
-from rl_system.placement import PlacementError, check_placement
-from rl_system.worker import RolloutWorker
 
 COMMON = ["workers.num_workers=3", "learner.num_cpus=0", "tensorboard=false"]
 PPO = "launch/configs/cartpole_ppo.yaml", COMMON + [

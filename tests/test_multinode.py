@@ -11,7 +11,7 @@ import ray
 from ray.cluster_utils import Cluster
 
 from rl_system.config import load_config
-from rl_system.driver import train
+from rl_system.run.loop import train
 
 pytestmark = pytest.mark.slow  # a Ray head / cluster of its own: the slow set
 

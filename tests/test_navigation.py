@@ -6,10 +6,14 @@ import math
 
 import pytest
 import torch
-
 from rl_system.envs import make_env
 from rl_system.envs.base import Box
-from rl_system.envs.navigation import ELEVATIONS_DEG, LIDAR_RANGE, N_BEAMS, NavigationVecEnv
+from rl_system.envs.navigation import (
+    ELEVATIONS_DEG,
+    LIDAR_RANGE,
+    N_BEAMS,
+    NavigationVecEnv,
+)
 
 FAR = -1.0e4
 E0 = ELEVATIONS_DEG.index(0.0)
@@ -285,8 +289,8 @@ def test_ppo_learns_to_reach_the_goal_on_an_easy_layout(ray_session, tmp_path):
     the trained policy reaches the goal in most episodes, random actions never do."""
     from rl_system.checkpoint import load_checkpoint
     from rl_system.config import load_config
-    from rl_system.driver import train
-    from rl_system.evaluation import evaluate
+    from rl_system.policy.evaluation import evaluate
+    from rl_system.run.loop import train
 
     cfg = load_config("launch/configs/navigation_ppo.yaml", [
         f"env.kwargs={EASY}".replace("'", '"'), "workers.num_envs=128", "workers.rollout_len=16",

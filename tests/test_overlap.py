@@ -8,13 +8,12 @@ honour is one config-error line, before anything starts."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 import rl_system
-from rl_system.cli import main
+from rl_system.cli.main import main
 from rl_system.config import ConfigError
-
-import pytest
 
 BASE = ["env.name=Chaos", "workers.num_workers=2", "workers.num_envs=16", "workers.rollout_len=16",
         "model.hidden_sizes=[32]", "ppo.num_epochs=2", "max_env_steps=6144", "tensorboard=false",

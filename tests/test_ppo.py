@@ -1,8 +1,8 @@
 import math
 
 import torch
-
 from rl_system.envs.base import Box, Discrete, TensorSpec
+
 from rl_system.algos.advantages import compute_gae
 from rl_system.algos.ppo import PPO
 from rl_system.algos.ppo.policy import ActorCritic, RunningNorm

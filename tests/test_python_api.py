@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from policy_checkpoint import write_policy_checkpoint
 
 import rl_system
-from policy_checkpoint import write_policy_checkpoint
 from rl_system.config import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -85,7 +85,7 @@ def test_a_resume_target_without_a_checkpoint_fails_in_one_line_before_ray(tmp_p
     """The CLI is the API's run with exit codes: the same ResumeError, exit 1 and one line."""
     import ray
 
-    from rl_system.cli import main
+    from rl_system.cli.main import main
     from rl_system.errors import ResumeError
 
     (tmp_path / "empty" / "checkpoints").mkdir(parents=True)

@@ -10,15 +10,15 @@ import re
 
 import pytest
 import torch
-
 from rl_system.envs import make_env
+
 from rl_system.algos.ppo import make_policy, make_sampler, make_trainer
 from rl_system.algos.recurrent import RecurrentCore, episode_starts, unroll
 from rl_system.checkpoint.resume import find_resume
 from rl_system.checkpoint.store import CheckpointStore
-from rl_system.cli import main
+from rl_system.cli.main import main
 from rl_system.config import load_config
-from rl_system.driver import RunLoop, train
+from rl_system.run.loop import RunLoop, train
 
 MEMORY = "launch/configs/cartpole_memory_ppo.yaml"
 FAST = ["tensorboard=false", "log_every_s=30"]
@@ -171,7 +171,7 @@ def test_bad_recurrent_or_encoder_config_is_one_line_and_exit_2(capsys, tmp_path
 
 def test_eval_runs_a_cnn_and_lstm_checkpoint(tmp_path):
     """A scan-conv + LSTM Navigation checkpoint through rl-system eval's path (sampler, states)."""
-    from rl_system.evaluation import evaluate
+    from rl_system.policy.evaluation import evaluate
 
     cfg = load_config(None, ["env.name=Navigation", "env.kwargs={num_static: 6, num_dynamic: 2, max_steps: 40}",
                              "model.recurrent=lstm", "model.encoders={lidar: scan}", "model.share_encoder=false"])

@@ -16,9 +16,10 @@ from rl_system.envs import make_env
 from rl_system.envs.air_combat_render import AirCombatRenderer
 from rl_system.envs.navigation_render import NavigationRenderer
 from rl_system.envs.render import record_episode, renderer_names
+
 from rl_system.algos import get_algorithm
 from rl_system.checkpoint.store import CheckpointStore
-from rl_system.cli import main
+from rl_system.cli.main import main
 from rl_system.config import load_config
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

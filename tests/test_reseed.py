@@ -4,11 +4,11 @@ attempt seed, inside the same step budget."""
 import pytest
 import torch
 
-from rl_system import codec
+from rl_system.actors.learner import Learner
+from rl_system.actors.worker import RolloutWorker
 from rl_system.config import ConfigError, attempt_seed, load_config
-from rl_system.driver import train
-from rl_system.learner import Learner
-from rl_system.worker import RolloutWorker
+from rl_system.rollout import codec
+from rl_system.run.loop import train
 
 HMASD_SMALL = ["workers.num_envs=8", "workers.rollout_len=25", "tensorboard=false"]
 
@@ -88,9 +88,9 @@ def test_resume_before_or_after_the_restart_matches_the_uninterrupted_run(ray_se
     """One worker, 7 rounds of 512 steps, a reseed after round 2: resuming from the checkpoint of
     round 1 reseeds at the same point; resuming from round 3 keeps the reseed and does not repeat
     it. Both end on the uninterrupted run's weights."""
-    from rl_system.checkpoint.store import CheckpointStore
-    from rl_system.driver import RunLoop
     from rl_system.checkpoint.resume import find_resume
+    from rl_system.checkpoint.store import CheckpointStore
+    from rl_system.run.loop import RunLoop
 
     cfg = load_config("launch/configs/cartpole_ppo.yaml", [
         "workers.num_workers=1", "workers.num_envs=32", "target_return=null", "max_env_steps=3584",

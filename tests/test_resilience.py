@@ -10,11 +10,11 @@ import ray
 import torch
 
 from rl_system.checkpoint import load_checkpoint
+from rl_system.checkpoint.resume import find_resume
 from rl_system.checkpoint.store import CheckpointStore
 from rl_system.config import load_config
-from rl_system.driver import RunLoop, TrainingError, train
-from rl_system.evaluation import evaluate
-from rl_system.checkpoint.resume import find_resume
+from rl_system.policy.evaluation import evaluate
+from rl_system.run.loop import RunLoop, TrainingError, train
 
 FAST = ["tensorboard=false", "log_every_s=30"]
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from rl_system.checkpoint import CheckpointStore
-from rl_system.cli import main
+from rl_system.cli.main import main
 
 EXAMPLE = "examples/grid_reach/config.yaml"  # 2 workers x 64 envs x 32 steps: 4,096 env steps a round
 COMMON = ["--set", "tensorboard=false", "--set", "log_every_s=30", "--set", "checkpoint.every_rounds=1",

@@ -4,10 +4,10 @@ and a real training run whose workers play earlier versions of the policy."""
 import ray
 import torch
 
+from rl_system.actors.worker import RolloutWorker
+from rl_system.algos.selfplay import SnapshotOpponent, SnapshotPool
 from rl_system.config import ConfigError, SelfPlayConfig, load_config
-from rl_system.driver import train
-from rl_system.selfplay import SnapshotOpponent, SnapshotPool
-from rl_system.worker import RolloutWorker
+from rl_system.run.loop import train
 
 AIR = ["env.name=AirCombat", "workers.num_workers=2", "workers.num_envs=32", "workers.rollout_len=16",
        "model.hidden_sizes=[32]", "tensorboard=false", "target_return=null", "checkpoint.every_rounds=0"]
@@ -79,6 +79,7 @@ def _air_checkpoint(run_dir, passive: bool = False, overrides=()):
     "straight, full throttle, no fire" (so as blue it never shoots)."""
     from rl_system.envs import make_env
     from rl_system.envs.air_combat import ACTION_STRAIGHT_FULL
+
     from rl_system.algos import get_algorithm
     from rl_system.checkpoint.store import CheckpointStore
 
@@ -98,8 +99,8 @@ def _air_checkpoint(run_dir, passive: bool = False, overrides=()):
 
 
 def test_eval_against_another_checkpoint_flies_it_as_the_opponent(tmp_path, capsys):
-    from rl_system.cli import main
-    from rl_system.evaluation import evaluate
+    from rl_system.cli.main import main
+    from rl_system.policy.evaluation import evaluate
 
     red = _air_checkpoint(tmp_path / "red")
     passive = _air_checkpoint(tmp_path / "passive", passive=True)
@@ -116,14 +117,15 @@ def test_eval_against_another_checkpoint_flies_it_as_the_opponent(tmp_path, caps
 
 
 def test_eval_against_an_unfit_opponent_is_one_line_and_exit_2(tmp_path, capsys):
-    from rl_system.cli import main
+    from rl_system.cli.main import main
 
     _air_checkpoint(tmp_path / "red")
     _air_checkpoint(tmp_path / "wide", overrides=["model.hidden_sizes=[16, 16]"])
     cart = load_config(None, ["env.name=CartPole", "tensorboard=false"])
-    from rl_system.checkpoint.store import CheckpointStore
     from rl_system.envs import make_env
+
     from rl_system.algos import get_algorithm
+    from rl_system.checkpoint.store import CheckpointStore
 
     env = make_env("CartPole", 1, "cpu", seed=0)
     policy = get_algorithm("ppo").make_policy(env.observation_spec, env.action_spec, cart)

@@ -9,11 +9,11 @@ import os
 
 import pytest
 
-from rl_system.cli import main
+from rl_system.actors.placement import PlacementError
+from rl_system.cli.main import main
 from rl_system.config import load_config
-from rl_system.phases import PhaseClock, process_age_s
-from rl_system.placement import PlacementError
-from rl_system.startup import check_embedded_placement, embedded_cpus
+from rl_system.run.phases import PhaseClock, process_age_s
+from rl_system.run.startup import check_embedded_placement, embedded_cpus
 
 CARTPOLE = "launch/configs/cartpole_ppo.yaml"
 

@@ -1,4 +1,4 @@
-"""Experiment trackers (rl_system/trackers.py): one real CartPole run with Weights & Biases in
+"""Experiment trackers (rl_system/observe/trackers.py): one real CartPole run with Weights & Biases in
 offline mode and MLflow on a local file store; both hold the same scalars (tag, env step, value)
 as the run's TensorBoard folder. A tracker that is not installed, or cannot start, is one
 config-error line and exit 2 before anything runs."""
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from rl_system.cli import main
-from rl_system.metrics import read_scalars
+from rl_system.cli.main import main
+from rl_system.observe.metrics import read_scalars
 
 wandb_pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
 pytest.importorskip("mlflow")

@@ -17,10 +17,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from rl_system.actors.placement import run_bundles
 from rl_system.checkpoint import load_checkpoint
-from rl_system.cli import main
+from rl_system.cli.main import main
 from rl_system.config import ConfigError, load_config
-from rl_system.placement import run_bundles
 from rl_system.tuning.space import parse_search, parse_spec
 from rl_system.tuning.sweep import BEST_FILE, RESULTS_FILE, Sweep
 

@@ -1,4 +1,4 @@
-"""`rl-system eval CHECKPOINT --video OUT.mp4` (rl_system/video.py): one episode of a real
+"""`rl-system eval CHECKPOINT --video OUT.mp4` (rl_system/policy/video.py): one episode of a real
 checkpoint's policy on a real env, drawn frame by frame and encoded as H.264; read back with PyAV
 (frame count and size as written). Navigation, AirCombat and CartPole draw with their renderers; a
 Gymnasium env gives its own rgb_array pictures. What cannot be filmed is one line, exit 2, no file."""
@@ -12,8 +12,8 @@ av = pytest.importorskip("av")
 
 from test_render import AIR, NAV, _checkpoint  # noqa: E402 - after the skips
 
-from rl_system.cli import main  # noqa: E402
-from rl_system.video import frame_indices  # noqa: E402
+from rl_system.cli.main import main  # noqa: E402
+from rl_system.policy.video import frame_indices  # noqa: E402
 
 
 def _read_back(path) -> tuple[int, int, int, str]:

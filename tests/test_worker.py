@@ -2,11 +2,11 @@
 
 import torch
 
-from rl_system import codec
+from rl_system.actors.learner import Learner
+from rl_system.actors.worker import RolloutWorker
 from rl_system.config import load_config
-from rl_system.learner import Learner
-from rl_system.rollout import RolloutMeta
-from rl_system.worker import RolloutWorker
+from rl_system.rollout import codec
+from rl_system.rollout.contract import RolloutMeta
 
 
 def _setup(*extra):

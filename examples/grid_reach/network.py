@@ -3,9 +3,8 @@ head, for Discrete or MultiDiscrete actions with action masks. Implements
 rl_system.algos.protocols.ActorCriticNetwork."""
 
 import torch
-from torch import nn
-
 from rl_system.envs.base import ACTION_MASK, Discrete
+from torch import nn
 
 
 class SharedTrunk(nn.Module):

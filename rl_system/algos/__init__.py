@@ -3,7 +3,7 @@
 Each algorithm is a package (:mod:`.ppo`, :mod:`.hmasd`) that fulfils the contracts in
 :mod:`.protocols`: a policy module (the weights shipped per version), a worker-side
 :class:`~.protocols.Sampler` and a learner-side :class:`~.protocols.Trainer`. The columns they
-exchange are declared in :mod:`rl_system.rollout`.
+exchange are declared in :mod:`rl_system.rollout.contract`.
 """
 
 from __future__ import annotations

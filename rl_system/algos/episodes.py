@@ -1,11 +1,11 @@
 """Episode bookkeeping shared by every sampler: running return and length per env, and the
-record from which a rollout's completed episodes (:class:`rl_system.rollout.Episodes`) are read."""
+record from which a rollout's completed episodes (:class:`rl_system.rollout.contract.Episodes`) are read."""
 
 from __future__ import annotations
 
 import torch
 
-from rl_system.rollout import Episodes
+from rl_system.rollout.contract import Episodes
 
 
 class EpisodeTracker:

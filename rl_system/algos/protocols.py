@@ -2,7 +2,7 @@
 these; PPO (:mod:`rl_system.algos.ppo`) and HMASD (:mod:`rl_system.algos.hmasd`) implement them.
 
 An algorithm has two halves that meet only through the rollout columns
-(:mod:`rl_system.rollout`) and the weights:
+(:mod:`rl_system.rollout.contract`) and the weights:
 
 * worker side, a :class:`Sampler` steps the env batch with a copy of the policy and fills one
   rollout's columns;
@@ -21,9 +21,9 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch import nn
 
-from rl_system.envs.base import ActionSpec, TensorSpec, VecEnv
 from rl_system.config import RunConfig
-from rl_system.rollout import Columns, Episodes
+from rl_system.envs.base import ActionSpec, TensorSpec, VecEnv
+from rl_system.rollout.contract import Columns, Episodes
 
 
 @runtime_checkable
@@ -37,7 +37,7 @@ class Sampler(Protocol):
         """Reset every env and the sampler's per-env state (episode counters, hidden states)."""
 
     def collect(self, deterministic: bool | str = False) -> tuple[Columns, Episodes]:
-        """One rollout: its columns (layouts in :mod:`rl_system.rollout`) and the episodes that
+        """One rollout: its columns (layouts in :mod:`rl_system.rollout.contract`) and the episodes that
         ended in it. ``deterministic`` takes the argmax action (HMASD: ``"high"``/``"low"``
         for one level only)."""
 
@@ -58,7 +58,7 @@ class Trainer(Protocol):
     """Multiplies the configured learning rate (1.0; a rollback on collapse lowers it)."""
 
     def update(self, batch: Columns, progress: float) -> dict[str, float]:
-        """One update on a round's batch (rollouts joined by :func:`rl_system.rollout.concat`);
+        """One update on a round's batch (rollouts joined by :func:`rl_system.rollout.contract.concat`);
         ``progress`` in [0, 1] is the share of the step budget used (learning-rate annealing).
         Returns scalar metrics; ``skipped_minibatches`` among them."""
 

@@ -20,8 +20,15 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from rl_system.checkpoint.format import (COMPRESSIONS, CheckpointError, _read_all, _read_manifest, checkpoint_name,
-                                         decode, encode)
+from rl_system.checkpoint.format import (
+    COMPRESSIONS,
+    CheckpointError,
+    _read_all,
+    _read_manifest,
+    checkpoint_name,
+    decode,
+    encode,
+)
 from rl_system.errors import one_line
 from rl_system.filesystems import atomic_output, resolve
 

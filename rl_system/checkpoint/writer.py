@@ -38,8 +38,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections import OrderedDict
 import warnings
+from collections import OrderedDict
 from typing import Any
 
 import ray

@@ -1,7 +1,7 @@
 """``rl-system tune``: a sweep of whole runs on Ray Tune.
 
 * Each trial is a full run (:mod:`rl_system.tuning.trial`) in a placement group sized from its
-  own config (:func:`rl_system.placement.run_bundles`): the run loop, one bundle per worker, one
+  own config (:func:`rl_system.actors.placement.run_bundles`): the run loop, one bundle per worker, one
   per learner. A searched ``workers.num_workers`` sizes each trial by its own value.
 * Schedulers: ``fifo`` (every trial runs its whole budget), ``asha`` (ASHA; rungs in env steps,
   from ``--grace-steps`` up to ``max_env_steps``), ``pbt`` (population-based training: every
@@ -29,8 +29,8 @@ from typing import Any
 
 import yaml
 
+from rl_system.actors.placement import run_bundles
 from rl_system.config import ConfigError, RunConfig, build_config
-from rl_system.placement import run_bundles
 from rl_system.tuning.space import Spec, parse_search, trial_config
 from rl_system.tuning.trial import CHECKPOINT_CLOCK, TRAINABLE, run_trial
 

@@ -51,7 +51,7 @@ def trial_metrics(run: Any, metric: str) -> dict[str, Any]:
 
 
 class TuneReporter:
-    """The run loop's :class:`rl_system.driver.RoundReporter` inside a Tune trial."""
+    """The run loop's :class:`rl_system.run.loop.RoundReporter` inside a Tune trial."""
 
     def __init__(self, metric: str, checkpoint_every_steps: int | None, start_steps: int = 0):
         """``start_steps``: the env steps of the checkpoint the trial starts from (0: none);
@@ -123,7 +123,9 @@ def run_trial(params: dict[str, Any], base: dict[str, Any], metric: str,
               checkpoint_every_steps: int | None) -> None:
     """The trainable: ``params`` are the searched keys (dotted) of this trial, ``base`` the
     sweep's config tree."""
-    from rl_system.driver import RunLoop  # imports the run's actors: only inside a trial
+    from rl_system.run.loop import (
+        RunLoop,  # imports the run's actors: only inside a trial
+    )
 
     ctx = tune.get_context()
     cfg = trial_config(base, params)

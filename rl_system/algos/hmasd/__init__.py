@@ -20,8 +20,8 @@ def make_policy(obs_spec, action_spec, cfg):
     """An :class:`~rl_system.algos.hmasd.networks.HMASDPolicy`. ``cfg`` is the run config; the env
     must be multi-agent: observations ``"state" [S]`` and ``"obs" [n, O]``, :class:`AgentDiscrete`
     actions."""
-    from rl_system.envs.base import AgentDiscrete
     from rl_system.algos.hmasd.networks import HMASDPolicy
+    from rl_system.envs.base import AgentDiscrete
 
     if not isinstance(action_spec, AgentDiscrete) or "state" not in obs_spec or "obs" not in obs_spec:
         raise ValueError("algo hmasd needs a multi-agent env: observations 'state' and 'obs', AgentDiscrete actions "

@@ -17,10 +17,10 @@ import time
 
 import torch
 
-from rl_system.envs.alice_bob import AliceBobVecEnv
 from rl_system.algos.hmasd import make_policy, make_sampler, make_trainer
 from rl_system.config import RunConfig
-from rl_system.rollout import concat
+from rl_system.envs.alice_bob import AliceBobVecEnv
+from rl_system.rollout.contract import concat
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rl_system import collective
+from rl_system.actors import collective
 from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.novelty import RandomNetworkDistillation
 from rl_system.algos.recurrent import unroll

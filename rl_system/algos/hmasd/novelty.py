@@ -26,7 +26,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from rl_system import collective
+from rl_system.actors import collective
 
 
 def _mlp(obs_dim: int, hidden: int) -> nn.Sequential:
@@ -56,7 +56,7 @@ class RandomNetworkDistillation(nn.Module):
 def novelty_bonus(rnd: RandomNetworkDistillation, error: torch.Tensor, norm: str) -> torch.Tensor:
     """The round's errors ``[...]`` divided by the scale of ``norm`` ("round": their mean;
     "initial": the first round's mean, recorded in ``rnd`` on the first call) -> ``[...]``. The
-    mean is a learner group's (:mod:`rl_system.collective`), so every learner scales alike."""
+    mean is a learner group's (:mod:`rl_system.actors.collective`), so every learner scales alike."""
     if norm == "round":
         return error / collective.active().mean(error).clamp_min(1e-12)
     if float(rnd.initial_error) == 0.0:

@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from rl_system import collective
+from rl_system.actors import collective
 from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.networks import HMASDPolicy
 from rl_system.algos.hmasd.novelty import novelty_bonus, success_share

@@ -1,5 +1,5 @@
 """HMASD sampler: steps a multi-agent env batch with both levels of the policy and fills one
-rollout's columns (layouts: :mod:`rl_system.rollout`; ``docs/hmasd.md`` for
+rollout's columns (layouts: :mod:`rl_system.rollout.contract`; ``docs/hmasd.md`` for
 every column).
 
 Per-env state is batched tensors, never per-env Python objects: GRU hiddens ``[N, n, H]`` (actor
@@ -21,11 +21,11 @@ from typing import Any
 
 import torch
 
-from rl_system.envs.base import VecEnv
+from rl_system.algos.episodes import EpisodeTracker
 from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.networks import HMASDPolicy
-from rl_system.algos.episodes import EpisodeTracker
-from rl_system.rollout import Columns, Episodes
+from rl_system.envs.base import VecEnv
+from rl_system.rollout.contract import Columns, Episodes
 
 GREEDY_LEVELS = ("high", "low")
 

@@ -21,7 +21,7 @@ Order of one ``update(batch, progress)``:
    coordinator's steps is shrunk until its KL to the sampling policy, over all of the round's
    windows, is within that bound (:mod:`rl_system.algos.hmasd.trust`).
 
-In a learner group (:mod:`rl_system.collective`) each learner holds a contiguous range of the
+In a learner group (:mod:`rl_system.actors.collective`) each learner holds a contiguous range of the
 round's envs; the chunk and window permutations are drawn over the global batch (same seed on every
 learner), each learner takes its rows of each minibatch, every mean is a global one (losses as
 sums over the global count, normalisers and advantage statistics reduced), and the gradients are
@@ -35,12 +35,17 @@ import math
 import torch
 from torch import nn
 
-from rl_system import collective
+from rl_system.actors import collective
 from rl_system.algos.advantages import compute_gae
 from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.networks import HMASDPolicy
 from rl_system.algos.hmasd.novelty import success_share
-from rl_system.algos.hmasd.returns import chunk_len, low_level_reward, to_chunks, window_gae
+from rl_system.algos.hmasd.returns import (
+    chunk_len,
+    low_level_reward,
+    to_chunks,
+    window_gae,
+)
 from rl_system.algos.hmasd.trust import TrustRegion
 from rl_system.algos.recurrent import episode_starts
 from rl_system.algos.surrogate import approx_kl, ppo_sums
@@ -91,7 +96,7 @@ class HMASDTrainer:
         self.groups = policy.param_groups()
         self.params = list(policy.parameters())
         self.skipped_updates = 0
-        self.lr_scale = 1.0  # a rollback on collapse lowers it (rl_system.rollback)
+        self.lr_scale = 1.0  # a rollback on collapse lowers it (rl_system.run.rollback)
         self.lambda_h = cfg.lambda_h
         """The coordinator's entropy bonus in this update (``lambda_h_gate`` scales it per round)."""
         self.lambda_l = cfg.lambda_l

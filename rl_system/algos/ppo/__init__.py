@@ -15,13 +15,13 @@ import inspect
 import torch
 from torch import nn
 
-from rl_system.envs import EntryPointError, import_entry_point
-from rl_system.envs.base import AgentDiscrete
 from rl_system.algos.ppo.policy import ActorCritic, RecurrentActorCritic
 from rl_system.algos.ppo.sampler import PolicySampler
 from rl_system.algos.ppo.trainer import PPO
 from rl_system.algos.protocols import is_recurrent
 from rl_system.config import ConfigError, RunConfig
+from rl_system.envs import EntryPointError, import_entry_point
+from rl_system.envs.base import AgentDiscrete
 from rl_system.errors import one_line
 
 __all__ = ["ActorCritic", "RecurrentActorCritic", "PPO", "PolicySampler", "make_policy", "make_sampler", "make_trainer", "network_class"]

@@ -1,5 +1,5 @@
 """PPO's preallocated rollout storage: one ``[T, N, ...]`` tensor per column, written by index
-(column layouts: :mod:`rl_system.rollout`).
+(column layouts: :mod:`rl_system.rollout.contract`).
 
 Columns (``T = rollout_len``, ``N = num_envs``):
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 
 from rl_system.envs.base import ActionSpec, TensorSpec
-from rl_system.rollout import Columns, obs_column
+from rl_system.rollout.contract import Columns, obs_column
 
 
 class RolloutBuffer:

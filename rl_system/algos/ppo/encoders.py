@@ -41,8 +41,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rl_system.envs.base import ACTION_MASK, TensorSpec
 from rl_system.config import ConfigError, EncoderConfig
+from rl_system.envs.base import ACTION_MASK, TensorSpec
 
 CONV_TYPES = ("nature", "impala", "conv", "scan")
 _NATURE_MIN = 36  # 8x8/4 -> 4x4/2 -> 3x3/1 leaves at least one pixel

@@ -22,12 +22,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rl_system.envs.base import ACTION_MASK, Box, Discrete, MultiDiscrete, TensorSpec
-from rl_system import collective
+from rl_system.actors import collective
 from rl_system.algos.activations import Tanh
 from rl_system.algos.ppo.encoders import ObsEncoders, onehot_width, plan
 from rl_system.algos.recurrent import RecurrentCore
 from rl_system.config import ModelConfig
+from rl_system.envs.base import ACTION_MASK, Box, Discrete, MultiDiscrete, TensorSpec
 
 _ACTIVATIONS = {"tanh": Tanh, "relu": nn.ReLU, "elu": nn.ELU}
 _LOG_2PI = math.log(2 * math.pi)
@@ -66,7 +66,7 @@ class RunningNorm(nn.Module):
     @torch.no_grad()
     def update(self, x: torch.Tensor) -> None:
         """Fold a batch ``x[B, dim]`` into the statistics; in a learner group the batch is every
-        learner's rows together (:mod:`rl_system.collective`), so all hold the same statistics."""
+        learner's rows together (:mod:`rl_system.actors.collective`), so all hold the same statistics."""
         b, b_mean, b_var = collective.active().moments(x)
         delta, total = b_mean - self.mean, self.count + b
         m2 = self.var * self.count + b_var * b + delta.square() * self.count * b / total

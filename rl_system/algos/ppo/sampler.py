@@ -1,6 +1,6 @@
 """The PPO sampler (worker side): steps an env batch with a policy copy and fills one rollout's
 columns (:class:`~.buffer.RolloutBuffer`). A :class:`~rl_system.algos.protocols.Sampler`, used
-by :class:`rl_system.worker.RolloutWorker` and :func:`rl_system.evaluation.evaluate`.
+by :class:`rl_system.actors.worker.RolloutWorker` and :func:`rl_system.policy.evaluation.evaluate`.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from rl_system.envs.base import VecEnv
 from rl_system.algos.episodes import EpisodeTracker
 from rl_system.algos.ppo.buffer import RolloutBuffer
 from rl_system.algos.protocols import is_recurrent
-from rl_system.rollout import Columns, Episodes
+from rl_system.envs.base import VecEnv
+from rl_system.rollout.contract import Columns, Episodes
 
 
 class PolicySampler:

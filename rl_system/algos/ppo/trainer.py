@@ -5,7 +5,7 @@ optionally SB3 ``VecNormalize``-style reward scaling (``ppo.normalize_reward``: 
 by the running std of the discounted return, which the sampler ships as ``disc_return``).
 
 Batch layout: the learner joins the rollouts of a round along the env axis
-(:func:`rl_system.rollout.concat`), so every step column is ``[T, N, ...]`` with ``N`` the total
+(:func:`rl_system.rollout.contract.concat`), so every step column is ``[T, N, ...]`` with ``N`` the total
 number of envs of the round; the columns are those of :class:`~.buffer.RolloutBuffer`.
 
 Recurrent policies (:class:`~rl_system.algos.protocols.RecurrentActorCriticNetwork`): a minibatch
@@ -21,15 +21,15 @@ import math
 import torch
 from torch import nn
 
-from rl_system import collective
+from rl_system.actors import collective
 from rl_system.algos.advantages import compute_gae, compute_vtrace
+from rl_system.algos.compiled import CompiledOrEager
 from rl_system.algos.ppo.policy import RunningNorm
 from rl_system.algos.protocols import is_recurrent
 from rl_system.algos.recurrent import episode_starts
 from rl_system.algos.surrogate import ppo_sums
-from rl_system.algos.compiled import CompiledOrEager
 from rl_system.config import PPOConfig
-from rl_system.rollout import OBS, observations
+from rl_system.rollout.contract import OBS, observations
 
 
 class PPO:
@@ -39,7 +39,7 @@ class PPO:
         self.policy, self.cfg = policy, cfg
         self.optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr, eps=1e-5, fused=True)
         self.skipped_updates = 0
-        self.lr_scale = 1.0  # a rollback on collapse lowers it (rl_system.rollback)
+        self.lr_scale = 1.0  # a rollback on collapse lowers it (rl_system.run.rollback)
         device = next(policy.parameters()).device
         # Running variance of the discounted return; the learner's alone (workers ship raw rewards).
         self.return_norm = RunningNorm(1).to(device) if cfg.normalize_reward else None
@@ -119,7 +119,7 @@ class PPO:
     def update(self, batch: dict[str, torch.Tensor], progress: float) -> dict[str, float]:
         """One PPO update on a round's batch. ``progress`` in [0, 1] drives LR annealing.
 
-        In a learner group (:mod:`rl_system.collective`) ``batch`` is this learner's envs of the
+        In a learner group (:mod:`rl_system.actors.collective`) ``batch`` is this learner's envs of the
         round; the epochs still walk the global batch: every learner draws the same permutation of
         the global rows (same seed, same RNG use), takes the rows it holds of each minibatch and
         sums its losses over them, divided by the global minibatch size; the all-reduced gradients

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from rl_system.rollout import Columns
+from rl_system.rollout.contract import Columns
 
 
 class HostStaging:

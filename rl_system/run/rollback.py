@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from rl_system.checkpoint import CheckpointError, CheckpointStore
 
 if TYPE_CHECKING:  # the run loop imports this module
-    from rl_system.driver import RunLoop
+    from rl_system.run.loop import RunLoop
 
 
 def collapsed(run: RunLoop) -> bool:

@@ -17,8 +17,8 @@ every ``[T, N,     ``arrow.fixed_shape_tensor`` e.g. ``obs.obs`` ``[4]``, ``obs.
 =================  ==========================  ===============================================
 
 Columns that are not ``[T, N, ...]`` (``last_*``, ``init_*``, ``final_*``; see
-:mod:`rl_system.rollout`) are left out.  bfloat16 columns are stored as float32 (Arrow has no
-bfloat16).  The schema metadata holds ``rl_system.archive`` (format tag), ``rl_system.round``
+:mod:`rl_system.rollout.contract`) are left out.  bfloat16 columns are stored as float32 (Arrow has no
+bfloat16).  The schema metadata holds ``rl_system.rollout.archive`` (format tag), ``rl_system.round``
 and ``rl_system.rollouts`` (JSON list of the rollouts' headers, :meth:`RolloutMeta.header`, in row order).
 
 Reading back: ``pyarrow.feather.read_table(path)`` / ``pandas.read_feather(path)`` /
@@ -43,10 +43,10 @@ import pyarrow.fs as pafs
 import pyarrow.ipc as ipc
 import torch
 
-from rl_system import codec
 from rl_system.errors import one_line
 from rl_system.filesystems import atomic_output, resolve
-from rl_system.rollout import Layout, layout
+from rl_system.rollout import codec
+from rl_system.rollout.contract import Layout, layout
 
 __all__ = ["ArchiveError", "RolloutArchiver", "archive_compression", "column_to_numpy", "read_archive",
            "rollouts_to_table", "write_archive", "FORMAT", "ID_COLUMNS"]
@@ -136,7 +136,7 @@ def rollouts_to_table(rollouts: list[tuple[dict[str, torch.Tensor], dict]], roun
         metas.append(meta)
     table = pa.Table.from_batches(batches)
     return table.replace_schema_metadata({
-        "rl_system.archive": FORMAT,
+        "rl_system.rollout.archive": FORMAT,
         "rl_system.round": str(round_index),
         "rl_system.rollouts": json.dumps(metas, separators=(",", ":"), default=str),
     })

@@ -62,7 +62,7 @@ import xxhash
 __all__ = ["encode", "decode", "stats", "CodecError", "VERSION", "FILTERS"]
 
 if sys.byteorder != "little":  # pragma: no cover
-    raise ImportError("rl_system.codec assumes a little-endian host")
+    raise ImportError("rl_system.rollout.codec assumes a little-endian host")
 
 MAGIC = b"RLRO"
 VERSION = 2

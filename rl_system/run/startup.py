@@ -14,11 +14,11 @@ from typing import Any
 import gymnasium
 import ray
 
-from rl_system.envs import EntryPointError, make_env
+from rl_system.actors.placement import check_placement
 from rl_system.algos import get_algorithm
 from rl_system.config import ConfigError, RunConfig
+from rl_system.envs import EntryPointError, make_env
 from rl_system.errors import one_line
-from rl_system.placement import check_placement
 
 
 def default_run_dir(cfg: RunConfig) -> Path:
@@ -60,7 +60,7 @@ def embedded_gpus() -> int:
 
 
 def check_embedded_placement(cfg: RunConfig) -> None:
-    """Before an embedded Ray starts: :class:`~rl_system.placement.PlacementError` (one config
+    """Before an embedded Ray starts: :class:`~rl_system.actors.placement.PlacementError` (one config
     line) if the run asks for what this machine does not have (a GPU, a custom resource), instead
     of starting Ray to find out."""
     check_placement(cfg, nodes=[{"CPU": float(embedded_cpus(cfg)), "GPU": float(embedded_gpus())}])
@@ -109,7 +109,7 @@ def probe_specs(cfg: RunConfig) -> tuple[Any, Any]:
     start in parallel with the workers), after building one policy from them: a config the env or
     the algorithm rejects (an unknown env kwarg, a feature range past the observation) is one
     :class:`ConfigError` line before any actor starts, not a traceback from every actor."""
-    from rl_system.trackers import check_installed
+    from rl_system.observe.trackers import check_installed
 
     check_installed(cfg)  # a tracker that cannot start is found before the env is built
     name = cfg.env.name

@@ -1,5 +1,5 @@
 """The driver: :class:`RunLoop`, a thin loop of synchronous rounds (what is reported each round
-is :mod:`rl_system.reporting`).
+is :mod:`rl_system.run.reporting`).
 
 Per round: the learner's new weights are already one object in the object store (the second
 return of ``Learner.update``); every worker gets that ref with its ``sample`` call; rollouts are
@@ -23,23 +23,30 @@ import ray
 import yaml
 from ray.exceptions import ActorUnavailableError, RayActorError, RayTaskError
 
-from rl_system import grafana, reporting, rollback, run_state
+from rl_system.actors.learner_group import LearnerGroup, merged_metrics
+from rl_system.actors.placement import (
+    ActorScope,
+    StartupError,
+    check_placement,
+    wait_for_actors,
+)
+from rl_system.actors.worker import RolloutWorker
+from rl_system.algos.selfplay import SnapshotPool
 from rl_system.config import ConfigError, RunConfig, attempt_seed
 from rl_system.errors import TrainingError, one_line
 from rl_system.filesystems import write_json
-from rl_system.gate import PolicyVersionGate
-from rl_system.learner_group import LearnerGroup, merged_metrics
-from rl_system.metrics import ReturnWindow, RunLogger
-from rl_system.phases import PhaseClock
-from rl_system.placement import ActorScope, StartupError, check_placement, wait_for_actors
-from rl_system.reporting import RunStats
-from rl_system.rollout import RolloutMeta
-from rl_system.selfplay import SnapshotPool
-from rl_system.startup import default_run_dir, init_ray, probe_specs
-from rl_system.storage import RunStorage
-from rl_system.telemetry import Telemetry
-from rl_system.trackers import open_trackers
-from rl_system.worker import RolloutWorker
+from rl_system.observe import grafana
+from rl_system.observe.metrics import ReturnWindow, RunLogger
+from rl_system.observe.telemetry import Telemetry
+from rl_system.observe.trackers import open_trackers
+from rl_system.rollout.contract import RolloutMeta
+from rl_system.rollout.gate import PolicyVersionGate
+from rl_system.run import reporting, rollback
+from rl_system.run import state as run_state
+from rl_system.run.phases import PhaseClock
+from rl_system.run.reporting import RunStats
+from rl_system.run.startup import default_run_dir, init_ray, probe_specs
+from rl_system.run.storage import RunStorage
 
 
 class RoundReporter(Protocol):

@@ -1,6 +1,6 @@
 """Where progress goes: the return window read off finished episodes, and the sinks (console
 lines, TensorBoard scalars, and :func:`read_scalars` to read them back). What is reported each
-round is :mod:`rl_system.reporting`."""
+round is :mod:`rl_system.run.reporting`."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ class RunLogger:
     the full text of anything the console shows as one line (``detail``: tracebacks, forwarded
     errors); the console shows the lines at or above ``level``: ``debug`` (everything, details
     too), ``info`` (progress, the default), ``warning`` (only what went wrong or was recovered),
-    ``error``. ``trackers`` (:mod:`rl_system.trackers`) get every scalar TensorBoard gets."""
+    ``error``. ``trackers`` (:mod:`rl_system.observe.trackers`) get every scalar TensorBoard gets."""
 
     def __init__(self, run_dir: Path, tensorboard: bool = True, level: str = "info", trackers: list | None = None):
         if level not in LEVELS:

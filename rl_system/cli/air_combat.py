@@ -80,9 +80,9 @@ def speed_range(text: str, flag: str) -> tuple[float, float]:
 def env_kwargs(assignments: list[str]) -> dict[str, Any]:
     """``--env`` assignments as AirCombat kwargs, ``time_scale`` 16 unless given; ConfigError for
     a name the env does not take."""
+    from rl_system.cli.main import env_kwarg
     from rl_system.envs.air_combat import AirCombatVecEnv
     from rl_system.envs.air_combat_envelope import DEFAULT_ENV_KWARGS
-    from rl_system.cli import env_kwarg
 
     tree: dict[str, Any] = {}
     for assignment in assignments:
@@ -95,8 +95,17 @@ def env_kwargs(assignments: list[str]) -> dict[str, Any]:
 
 
 def cmd_range_map(args: argparse.Namespace) -> int:
-    from rl_system.envs.air_combat_envelope import MANOEUVRES, EnvelopeError, SweepSpec, sweep
-    from rl_system.envs.air_combat_envelope_plot import PlotError, draw_envelope, draw_space_time
+    from rl_system.envs.air_combat_envelope import (
+        MANOEUVRES,
+        EnvelopeError,
+        SweepSpec,
+        sweep,
+    )
+    from rl_system.envs.air_combat_envelope_plot import (
+        PlotError,
+        draw_envelope,
+        draw_space_time,
+    )
     from rl_system.filesystems import write_json
 
     spec = SweepSpec(ranges_km=grid(args.ranges, "--ranges"), aspects_deg=grid(args.aspects, "--aspects"),

@@ -5,7 +5,7 @@ A rollout travels as two objects from :meth:`RolloutWorker.sample`:
 
 * a :class:`RolloutMeta` (small; the driver gates on its ``version`` and keeps the episode
   statistics for the return window without ever opening the payload), and
-* the payload: the rollout's columns encoded by :mod:`rl_system.codec`, whose JSON header is
+* the payload: the rollout's columns encoded by :mod:`rl_system.rollout.codec`, whose JSON header is
   :meth:`RolloutMeta.header` -- the meta without the episode statistics, so the learner re-checks
   the version from checksummed bytes and the archive records which worker and version made it.
 

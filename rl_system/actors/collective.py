@@ -8,7 +8,7 @@ take the same steps as one learner given all of it.
 * :class:`Collective` (world size 1) is the single learner: every reduction is the identity and
   costs nothing, so the default path is the one-learner code, unchanged in speed.
 * :class:`ProcessGroup` wraps a ``torch.distributed`` group (gloo on CPU, NCCL on GPU) that
-  :mod:`rl_system.learner_group` sets up through Ray.
+  :mod:`rl_system.actors.learner_group` sets up through Ray.
 
 A user's network with its own running statistics (``observe``) makes them global the same way:
 ``collective.active().all_reduce(t)`` sums ``t`` over the group in place.

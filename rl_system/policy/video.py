@@ -14,7 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from rl_system.envs.render import GymFramesRenderer, RenderError, make_renderer, record_episode, require_matplotlib
+from rl_system.envs.render import (
+    GymFramesRenderer,
+    RenderError,
+    make_renderer,
+    record_episode,
+    require_matplotlib,
+)
 from rl_system.filesystems import atomic_path
 
 CONTAINERS = (".mp4", ".mkv", ".mov")

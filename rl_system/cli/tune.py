@@ -72,7 +72,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         sweep, exp_dir = _sweep_of(args)
     import ray
 
-    from rl_system.startup import check_reachable, probe_specs
+    from rl_system.run.startup import check_reachable, probe_specs
 
     probe_specs(sweep.base)  # an env or algorithm that rejects the config: one line, before Ray
     try:

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
-from rl_system.archive import ID_COLUMNS, ArchiveError, _load, _values
+from rl_system.rollout.archive import ID_COLUMNS, ArchiveError, _load, _values
 
 __all__ = ["column_stats", "inspect_archive", "cmd_rollouts_inspect"]
 
@@ -84,7 +84,7 @@ def inspect_archive(uri_or_path: str | os.PathLike, filesystem: pafs.FileSystem 
     lines = [
         f"archive      {os.fspath(uri_or_path)}",
         f"format       Arrow IPC file (Feather v2), buffer compression: {comp}"
-        + (f", {md['rl_system.archive']}" if "rl_system.archive" in md else ""),
+        + (f", {md['rl_system.rollout.archive']}" if "rl_system.rollout.archive" in md else ""),
         f"rows         {table.num_rows:,} in {table.num_columns} columns, {table.column(0).num_chunks if table.num_columns else 0} record batches",
         f"file size    {_human(file_bytes)} ({file_bytes:,} bytes)",
         f"in memory    {_human(mem)} ({mem:,} bytes, uncompressed Arrow buffers)",

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rl_system.errors import one_line
-from rl_system.rollout import RolloutMeta
+from rl_system.rollout.contract import RolloutMeta
 
 if TYPE_CHECKING:  # the run loop imports this module; only its type is needed here
-    from rl_system.driver import RunLoop
+    from rl_system.run.loop import RunLoop
 
 
 @dataclass

@@ -14,14 +14,14 @@ from typing import Any
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from rl_system.archive import RolloutArchiver
+from rl_system.actors.placement import ActorScope
 from rl_system.checkpoint import CheckpointError, CheckpointStore
 from rl_system.checkpoint.writer import Checkpointer
 from rl_system.config import RunConfig
 from rl_system.errors import one_line
 from rl_system.filesystems import is_remote
-from rl_system.metrics import RunLogger
-from rl_system.placement import ActorScope
+from rl_system.observe.metrics import RunLogger
+from rl_system.rollout.archive import RolloutArchiver
 
 
 def storage_placement(root: str) -> Any:

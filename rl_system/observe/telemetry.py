@@ -19,7 +19,7 @@ NAMESPACE = "rl_system"
 STATUS_ACTOR = "rl-system-status"
 
 # Exported as rl_system_<name> (gauges) and rl_system_<name>_total (counters), tagged with the run's
-# name (``run``); Prometheus sees them with Ray's ``ray_`` prefix. rl_system.grafana draws them.
+# name (``run``); Prometheus sees them with Ray's ``ray_`` prefix. rl_system.observe.grafana draws them.
 GAUGES = (
     ("env_steps", "env steps collected and trained on"),
     ("steps_per_s", "env steps per second, learning on"),

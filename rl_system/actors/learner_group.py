@@ -11,11 +11,11 @@ one (data parallel).
   learner (:meth:`LearnerGroup.rank_of`), so ``compression: auto`` is decided against that
   learner's node.
 * **Weights and checkpoints.** All learners hold the same weights, optimiser state and RNG state
-  after every update (:mod:`rl_system.collective`), so rank 0 alone returns the weights and
+  after every update (:mod:`rl_system.actors.collective`), so rank 0 alone returns the weights and
   snapshots to the checkpointer, and any checkpoint resumes on any number of learners.
 * **Failures.** A learner that dies takes the group with it: :meth:`LearnerGroup.wait` raises
   the death (not the peers' broken collectives), and the run loop rebuilds the whole group from
-  the newest checkpoint (:func:`rl_system.run_state.rebuild_learner`).
+  the newest checkpoint (:func:`rl_system.run.state.rebuild_learner`).
 """
 
 from __future__ import annotations
@@ -24,12 +24,16 @@ from typing import Any
 
 import ray
 from ray.exceptions import RayActorError, RayTaskError
-from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
+from ray.util.placement_group import (
+    PlacementGroup,
+    placement_group,
+    remove_placement_group,
+)
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
+from rl_system.actors.learner import Learner
+from rl_system.actors.placement import ActorScope
 from rl_system.config import RunConfig
-from rl_system.learner import Learner
-from rl_system.placement import ActorScope
 
 # How long to wait for the other learners' outcome once one has failed: a death and its peers'
 # broken collectives arrive close together, and the death is the cause worth reporting.

@@ -2,8 +2,8 @@
 
 ``sample(weights, version)`` loads the weights only when ``version`` is newer than the copy it
 holds, steps all N envs T times, and returns ``(meta, payload)``: a small
-:class:`~rl_system.rollout.RolloutMeta` the driver gates on and the rollout's columns encoded by
-:mod:`rl_system.codec` (columnar, LZ4, checksummed).
+:class:`~rl_system.rollout.contract.RolloutMeta` the driver gates on and the rollout's columns encoded by
+:mod:`rl_system.rollout.codec` (columnar, LZ4, checksummed).
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from typing import Any
 
 import torch
 
-from rl_system.envs import make_env
-from rl_system import codec
 from rl_system.algos import get_algorithm
+from rl_system.algos.selfplay import SnapshotOpponent
 from rl_system.config import RunConfig
 from rl_system.device import resolve_device, resolve_threads
-from rl_system.rollout import RolloutMeta
-from rl_system.selfplay import SnapshotOpponent
-from rl_system.staging import HostStaging
+from rl_system.envs import make_env
+from rl_system.rollout import codec
+from rl_system.rollout.contract import RolloutMeta
+from rl_system.rollout.staging import HostStaging
 
 
 class RolloutWorker:
@@ -80,7 +80,7 @@ class RolloutWorker:
 
     def sample(self, weights: dict[str, torch.Tensor], version: int) -> tuple[RolloutMeta, bytes]:
         """Collect one rollout with policy ``version``; returns ``(meta, payload)`` (see
-        :mod:`rl_system.rollout`)."""
+        :mod:`rl_system.rollout.contract`)."""
         t0, c0 = time.perf_counter(), time.process_time()
         self.set_weights(weights, version)
         try:

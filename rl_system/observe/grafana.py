@@ -1,5 +1,5 @@
-"""A Grafana dashboard for the ``rl_system_*`` series (:data:`rl_system.telemetry.GAUGES`,
-:data:`~rl_system.telemetry.COUNTERS`), provisioned the way Ray provisions its own.
+"""A Grafana dashboard for the ``rl_system_*`` series (:data:`rl_system.observe.telemetry.GAUGES`,
+:data:`~rl_system.observe.telemetry.COUNTERS`), provisioned the way Ray provisions its own.
 
 Ray's dashboard process writes its Grafana dashboards as JSON files into
 ``<session dir>/metrics/grafana/dashboards/`` and a provisioning file that points Grafana at that
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rl_system.filesystems import write_json
-from rl_system.telemetry import COUNTERS, GAUGES
+from rl_system.observe.telemetry import COUNTERS, GAUGES
 
 FILE_NAME = "rl_system_grafana_dashboard.json"
 UID = "rlSystemDashboard"

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any
 import ray
 from ray.exceptions import RayActorError, RayTaskError
 
+from rl_system.actors.learner_group import LearnerGroup
+from rl_system.actors.placement import StartupError, wait_for_actors
 from rl_system.errors import TrainingError, one_line
-from rl_system.learner_group import LearnerGroup
-from rl_system.metrics import ReturnWindow
-from rl_system.placement import StartupError, wait_for_actors
+from rl_system.observe.metrics import ReturnWindow
 
 if TYPE_CHECKING:  # the run loop imports this module
-    from rl_system.driver import RunLoop
+    from rl_system.run.loop import RunLoop
 
 
 def snapshot(run: RunLoop, elapsed: float) -> dict[str, Any]:

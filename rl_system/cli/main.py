@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 from rl_system import __version__
-from rl_system.cli_air_combat import add_eval_flags
-from rl_system.cli_air_combat import add_parser as add_air_combat_parser
-from rl_system.cli_tune import add_parser as add_tune_parser
+from rl_system.cli.air_combat import add_eval_flags
+from rl_system.cli.air_combat import add_parser as add_air_combat_parser
+from rl_system.cli.tune import add_parser as add_tune_parser
 from rl_system.config import ConfigError, apply_override, build_config, load_config
 from rl_system.errors import one_line
 
@@ -115,7 +115,7 @@ def _on_sigterm(signum, frame):  # noqa: ARG001
 def cmd_train(args: argparse.Namespace) -> int:
     """``rl-system train``: :func:`rl_system.api.run_training` with the console's lines, exit codes
     and the process's start-up phases."""
-    from rl_system.phases import PhaseClock, process_age_s
+    from rl_system.run.phases import PhaseClock, process_age_s
 
     debug = (lambda text: print(f"debug: {text}", file=sys.stderr, flush=True)) if args.log_level == "debug" else None
     clock = PhaseClock(say=debug)
@@ -125,7 +125,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     with clock.phase("config"):
         cfg = load_config(args.config, args.overrides)
     with clock.phase("imports"):  # Ray, torch and the run's modules (kept out of `--help`)
-        import rl_system.driver  # noqa: F401 - timed here; run_training uses it
+        import rl_system.run.loop  # noqa: F401 - timed here; run_training uses it
         from rl_system.api import run_training
         from rl_system.errors import RayStartError, ResumeError, TrainingError
 
@@ -188,7 +188,7 @@ def _fmt(value: float | None) -> str:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from rl_system.telemetry import format_status, read_status
+    from rl_system.observe.telemetry import format_status, read_status
 
     try:
         runs = read_status(args.address)
@@ -200,7 +200,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_grafana_dashboard(args: argparse.Namespace) -> int:
     from rl_system.filesystems import write_json
-    from rl_system.grafana import dashboard
+    from rl_system.observe.grafana import dashboard
 
     try:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -233,8 +233,8 @@ def with_env_kwargs(state: dict, assignments: list[str]) -> dict:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from rl_system.checkpoint import CheckpointError, find_resume
-    from rl_system.evaluation import evaluate
     from rl_system.filesystems import write_json
+    from rl_system.policy.evaluation import evaluate
 
     if args.episodes < 1:
         return _fail("--episodes: expected a positive number", 2)
@@ -254,7 +254,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.launch_map is not None and (picture or args.opponent is not None or args.greedy_level is not None):
         return _fail("--launch-map does not combine with --render, --video, --opponent or --greedy-level", 2)
     if args.launch_map is not None:
-        from rl_system.cli_air_combat import cmd_launch_map
+        from rl_system.cli.air_combat import cmd_launch_map
 
         return cmd_launch_map(args, found.state, found.run_dir)
     if picture:
@@ -293,7 +293,7 @@ def _draw_episode(args: argparse.Namespace, state: dict) -> int:
     greedy = " (deterministic)" if args.deterministic else ""
     try:
         if args.video is not None:
-            from rl_system.video import write_video
+            from rl_system.policy.video import write_video
 
             ep = write_video(state, args.video, deterministic=args.deterministic, seed=args.seed, fps=args.fps,
                              max_frames=args.max_frames)
@@ -309,7 +309,7 @@ def _draw_episode(args: argparse.Namespace, state: dict) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from rl_system.policy_export import ExportError, export_policy
+    from rl_system.policy.export import ExportError, export_policy
 
     try:
         out = export_policy(args.checkpoint, args.fmt, args.out, pick=args.pick)
@@ -353,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "train":
             return cmd_train(args)
         if args.command == "tune":
-            from rl_system.cli_tune import cmd_tune
+            from rl_system.cli.tune import cmd_tune
 
             return cmd_tune(args)
         if args.command == "status":
@@ -367,11 +367,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "grafana-dashboard":
             return cmd_grafana_dashboard(args)
         if args.command == "air-combat":
-            from rl_system.cli_air_combat import cmd_range_map
+            from rl_system.cli.air_combat import cmd_range_map
 
             return cmd_range_map(args)
         if args.command == "rollouts":
-            from rl_system.archive_inspect import cmd_rollouts_inspect
+            from rl_system.rollout.archive_inspect import cmd_rollouts_inspect
 
             return cmd_rollouts_inspect(args.file)
     except ConfigError as err:

@@ -16,9 +16,9 @@ from typing import Any, Callable
 
 import torch
 
-from rl_system.envs import make_env
 from rl_system.algos import get_algorithm, load_policy
 from rl_system.config import RunConfig
+from rl_system.envs import make_env
 
 
 @torch.no_grad()
@@ -105,7 +105,7 @@ def _within_quota(env_index: torch.Tensor, counts: torch.Tensor, per_env: int) -
 
 def _set_opponent(env, opponent: dict[str, Any], device: str) -> None:
     """Let another checkpoint's policy fly the env's other side (as a self-play snapshot would)."""
-    from rl_system.selfplay import SnapshotOpponent
+    from rl_system.algos.selfplay import SnapshotOpponent
 
     if not callable(getattr(env, "set_opponent", None)):
         raise ValueError(f"env {type(env).__name__} has no pluggable opponent (set_opponent)")

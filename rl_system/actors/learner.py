@@ -3,7 +3,7 @@ configured algorithm (PPO or HMASD, see :mod:`rl_system.algos`).
 
 The learner is a Ray actor; its policy version starts at 0 and increments with every update.
 It receives rollouts as LZ4 payloads (``bytes``) straight from the object store. In a learner
-group (:mod:`rl_system.learner_group`) each learner receives its share of the round and joins a
+group (:mod:`rl_system.actors.learner_group`) each learner receives its share of the round and joins a
 ``torch.distributed`` group first (:meth:`Learner.join_group`); all hold the same weights, and
 rank 0 alone returns them and checkpoints.
 """
@@ -18,14 +18,16 @@ from typing import Any
 import ray
 import torch
 
-from rl_system.envs.base import ActionSpec, TensorSpec
-from rl_system import codec, collective, rollout
+from rl_system.actors import collective
 from rl_system.algos import get_algorithm
 from rl_system.checkpoint import capture_rng_state, restore_rng_state
 from rl_system.checkpoint.writer import to_transport
 from rl_system.config import RunConfig
 from rl_system.device import resolve_device, resolve_precision, resolve_threads
-from rl_system.gate import PolicyVersionGate
+from rl_system.envs.base import ActionSpec, TensorSpec
+from rl_system.rollout import codec
+from rl_system.rollout import contract as rollout
+from rl_system.rollout.gate import PolicyVersionGate
 
 
 class StaleRolloutError(RuntimeError):
@@ -169,7 +171,7 @@ class Learner:
 
     def roll_back(self, state: dict[str, Any], min_version: int, lr_scale: float) -> dict[str, torch.Tensor]:
         """Go back to a checkpoint's learner section (:meth:`restore`) and train on with the
-        learning rate scaled by ``lr_scale`` (a rollback on collapse, :mod:`rl_system.rollback`).
+        learning rate scaled by ``lr_scale`` (a rollback on collapse, :mod:`rl_system.run.rollback`).
         Returns the weights."""
         weights = self.restore(state, min_version)
         self.algo.lr_scale = lr_scale  # after restore, which loads the checkpoint's own scale
