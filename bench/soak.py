@@ -6,7 +6,7 @@
 A real training run (``RunLoop``, Ray embedded in this process, ``launch/configs/cartpole_ppo.yaml``
 with small rounds, no target, checkpoints every ``--checkpoint-every`` rounds, TensorBoard on,
 a progress/status/checkpointer poll every ``--log-every-s``). Every ``--every`` rounds the run
-loop pauses after its round (the sample is taken inside ``RunLoop._record``, with nothing in
+loop pauses after its round (the sample is taken by a round reporter, with nothing in
 flight) and one row is printed:
 
   round         rounds done
@@ -128,7 +128,7 @@ class Probe:
                    for c in reply.core_workers_stats}
         return store, workers
 
-    def sample(self, loop: RunLoop, t_start: float) -> dict[str, Any]:
+    def sample(self, loop: Any, t_start: float) -> dict[str, Any]:
         pids = self.actor_pids()
         learner_name = max((n for n in pids if n == "learner" or n.startswith("learner-r")),
                            key=lambda n: (n != "learner", n), default=None)
@@ -153,22 +153,25 @@ class Probe:
         return row
 
 
-class SoakLoop(RunLoop):
-    """The run loop, plus a sample after every ``every``-th round (taken in the driver thread at
-    the end of the round, so no rollout is in flight and the figures are comparable)."""
+class SoakSampler:
+    """The run loop's round reporter: a sample after every ``every``-th round (taken in the driver
+    thread at the end of the round, so no rollout is in flight and the figures are comparable)."""
 
-    def __init__(self, *args: Any, every: int, on_sample: Any, **kwargs: Any):
-        super().__init__(*args, **kwargs)
+    stop_requested = False
+
+    def __init__(self, every: int, on_sample: Any):
         self.every, self.on_sample = every, on_sample
         self.probe: Probe | None = None
         self.t_start = time.perf_counter()
 
-    def _record(self, metrics: dict[str, Any], metas: list[Any], elapsed: float) -> None:
-        super()._record(metrics, metas, elapsed)
-        if self.stats.rounds % self.every == 0:
+    def checkpoint_due(self, steps_before: int, steps_now: int) -> bool:
+        return False
+
+    def after_round(self, ctx: Any, checkpointed: bool, last: bool = False) -> None:
+        if ctx.stats.rounds % self.every == 0:  # the last round is reported once, with last=True
             if self.probe is None:
                 self.probe = Probe()
-            self.on_sample(self.probe.sample(self, self.t_start))
+            self.on_sample(self.probe.sample(ctx, self.t_start))
 
 
 def _fmt(v: Any, spec: str = ".0f") -> str:
@@ -318,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         print(format_row(row, rows[-1] if rows else None, args.workers), flush=True)
         rows.append(row)
 
-    loop = SoakLoop(cfg, run_dir, quiet=True, every=args.every, on_sample=on_sample)
+    loop = RunLoop(cfg, run_dir, quiet=True, reporter=SoakSampler(args.every, on_sample))
     t0 = time.perf_counter()
     try:
         summary = loop.run()
@@ -327,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     wall = time.perf_counter() - t0
     expected = args.rounds // args.every
     if len(rows) != expected:
-        print(f"warning: {len(rows)} samples, expected {expected} (did RunLoop._record change?)")
+        print(f"warning: {len(rows)} samples, expected {expected} (is the reporter told of every round?)")
     print(f"\n{summary['rounds']:,} rounds, {summary['env_steps']:,} env steps in {wall:.0f}s "
           f"({summary['rounds'] / wall:.1f} rounds/s); checkpoints saved {summary['checkpoints']['saved']}, "
           f"skipped {summary['checkpoints']['skipped']}, failed {summary['checkpoints']['failed']}; "

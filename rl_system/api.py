@@ -92,14 +92,14 @@ class _Callbacks:
     def checkpoint_due(self, steps_before: int, steps_now: int) -> bool:
         return False
 
-    def after_round(self, run: Any, checkpointed: bool, last: bool = False) -> None:
+    def after_round(self, ctx: Any, checkpointed: bool, last: bool = False) -> None:
         if last:
             return
-        st, window = run.stats, run.window
-        info = RoundInfo(round=st.rounds, env_steps=st.env_steps, policy_version=run.version,
+        st, window = ctx.stats, ctx.window
+        info = RoundInfo(round=st.rounds, env_steps=st.env_steps, policy_version=ctx.version,
                          mean_return=window.mean if window.returns else None,
                          best_return=st.best_return if st.best_return > float("-inf") else None,
-                         train_s=st.time_round, train=dict(run.last_train_metrics))
+                         train_s=st.time_round, train=dict(ctx.last_train_metrics))
         for callback in self.callbacks:
             if callback(info):
                 self.stop_requested = True

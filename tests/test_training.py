@@ -8,7 +8,8 @@ import pytest
 from rl_system.config import load_config
 from rl_system.observe.metrics import read_scalars
 from rl_system.rollout.contract import RolloutMeta
-from rl_system.run.loop import in_worker_order, train
+from rl_system.run.collect import in_worker_order
+from rl_system.run.loop import train
 
 
 def test_cartpole_learns_with_two_workers(ray_session, tmp_path):

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from rl_system.errors import one_line
 from rl_system.rollout.contract import RolloutMeta
 
-if TYPE_CHECKING:  # the run loop imports this module; only its type is needed here
-    from rl_system.run.loop import RunLoop
+if TYPE_CHECKING:  # the context holds RunStats: only its type is needed here
+    from rl_system.run.context import RunContext
 
 
 @dataclass
@@ -59,46 +59,46 @@ class RunStats:
     rollouts_by_worker: dict[int, int] = field(default_factory=dict)
 
 
-def round_scalars(run: RunLoop, metrics: dict[str, Any], metas: list[RolloutMeta],
+def round_scalars(ctx: RunContext, metrics: dict[str, Any], metas: list[RolloutMeta],
                   elapsed: float) -> dict[str, dict[str, float]]:
     """One round's scalars by TensorBoard group (``rollout``, ``train``, ``system``)."""
-    st, window = run.stats, run.window
+    st, window = ctx.stats, ctx.window
     rollout = {"return_mean": window.mean, "episode_length_mean": window.mean_length,
                **{f"{k}_rate": v for k, v in window.rates.items()}}
-    system = {"steps_per_s": st.env_steps / max(elapsed, 1e-9), "dropped_rollouts": run.gate.dropped,
+    system = {"steps_per_s": st.env_steps / max(elapsed, 1e-9), "dropped_rollouts": ctx.gate.dropped,
               "worker_failures": st.worker_failures, "worker_restarts": st.worker_restarts,
-              "learner_restarts": st.learner_restarts, **_storage_restarts(run),
-              "policy_lag_mean": run.gate.mean_lag, "policy_version": metrics["version"],
+              "learner_restarts": st.learner_restarts, **_storage_restarts(ctx),
+              "policy_lag_mean": ctx.gate.mean_lag, "policy_version": metrics["version"],
               "sample_s": max(m.sample_s for m in metas), "payload_bytes": sum(m.payload_bytes for m in metas),
               **metrics["system"]}
-    if run.cfg.selfplay.enabled:
+    if ctx.cfg.selfplay.enabled:
         system["selfplay_opponent_version_mean"] = sum(m.opponent_version for m in metas) / len(metas)
-        system["selfplay_pool_size"] = len(run.pool.snapshots)
+        system["selfplay_pool_size"] = len(ctx.pool.snapshots)
     return {"rollout": rollout, "train": metrics["train"], "system": system}
 
 
-def status(run: RunLoop, state: str, elapsed: float) -> dict[str, Any]:
+def status(ctx: RunContext, state: str, elapsed: float) -> dict[str, Any]:
     """The live status published to Ray metrics and the status actor (``rl-system status``)."""
-    st = run.stats
+    st = ctx.stats
     return {
         "state": state, "round": st.rounds, "env_steps": st.env_steps,
-        "steps_per_s": st.env_steps / max(elapsed, 1e-9), "policy_version": run.version,
-        "return_mean": run.window.mean, "policy_lag_mean": run.gate.mean_lag,
-        "workers_alive": len(run.workers), "num_workers": run.cfg.workers.num_workers,
-        "rollouts_dropped": run.gate.dropped, "worker_restarts": st.worker_restarts,
-        "learner_restarts": st.learner_restarts, **_storage_restarts(run),
+        "steps_per_s": st.env_steps / max(elapsed, 1e-9), "policy_version": ctx.version,
+        "return_mean": ctx.window.mean, "policy_lag_mean": ctx.gate.mean_lag,
+        "workers_alive": len(ctx.workers), "num_workers": ctx.cfg.workers.num_workers,
+        "rollouts_dropped": ctx.gate.dropped, "worker_restarts": st.worker_restarts,
+        "learner_restarts": st.learner_restarts, **_storage_restarts(ctx),
         "reseeds": len(st.reseeds), "rollbacks": len(st.rollbacks), "bytes_shipped": st.bytes_shipped,
         "compression_ratio": st.bytes_raw / st.bytes_shipped if st.bytes_shipped else None,
-        "checkpoint_save_s": run.storage.checkpoint_stats.get("last_save_s") if run.storage else None,
+        "checkpoint_save_s": ctx.storage.checkpoint_stats.get("last_save_s") if ctx.storage else None,
     }
 
 
-def summary(run: RunLoop, wall: float, startup_s: float, state: str,
+def summary(ctx: RunContext, wall: float, startup_s: float, state: str,
             error: BaseException | None = None) -> dict[str, Any]:
     """``summary.json``: the run's outcome and where its time went."""
-    cfg, st, window = run.cfg, run.stats, run.window
-    ck = run.storage.checkpoint_stats if run.storage else {}
-    placement = run.placement or []
+    cfg, st, window = ctx.cfg, ctx.stats, ctx.window
+    ck = ctx.storage.checkpoint_stats if ctx.storage else {}
+    placement = ctx.placement or []
     return {
         "status": state,
         "error": one_line(error) if error is not None else None,
@@ -110,7 +110,7 @@ def summary(run: RunLoop, wall: float, startup_s: float, state: str,
         "seed": cfg.seed,
         "env_steps": st.env_steps,
         "rounds": st.rounds,
-        "policy_version": run.version,
+        "policy_version": ctx.version,
         "wall_time_s": wall,
         "startup_s": startup_s,
         "steps_per_s": st.env_steps / wall if wall > 0 else 0.0,
@@ -122,33 +122,33 @@ def summary(run: RunLoop, wall: float, startup_s: float, state: str,
         "best_mean_return": st.best_return if math.isfinite(st.best_return) else None,
         "episodes": window.episodes,
         **{f"final_{k}_rate": v for k, v in window.rates.items()},
-        "dropped_rollouts": run.gate.dropped,
+        "dropped_rollouts": ctx.gate.dropped,
         "rollouts_per_worker": [st.rollouts_by_worker.get(w, 0) for w in range(cfg.workers.num_workers)],
-        "max_policy_lag_used": run.gate.max_lag_used,
+        "max_policy_lag_used": ctx.gate.max_lag_used,
         "worker_failures": st.worker_failures,
         "worker_restarts": st.worker_restarts,
         "learner_restarts": st.learner_restarts,
-        **_storage_restarts(run),
+        **_storage_restarts(ctx),
         "reseeds": st.reseeds,
         "rollbacks": st.rollbacks,
         "bytes_shipped": st.bytes_shipped,
         "compression_ratio": st.bytes_raw / st.bytes_shipped if st.bytes_shipped else None,
         "compression": sorted({p["compression"] for p in placement}),
-        "placement": {"learner": run.learner_node, "learners": run.learner_nodes,
+        "placement": {"learner": ctx.learner_node, "learners": ctx.learner_nodes,
                       "workers": [p["node_id"] for p in placement]},
         "num_learners": cfg.learner.num_learners,
-        "selfplay_pool_versions": [v for v, _ in run.pool.snapshots] if cfg.selfplay.enabled else None,
-        "archives_written": run.storage.archives_written if run.storage else 0,
-        "archives_skipped": run.storage.archives_skipped if run.storage else 0,
+        "selfplay_pool_versions": [v for v, _ in ctx.pool.snapshots] if cfg.selfplay.enabled else None,
+        "archives_written": ctx.storage.archives_written if ctx.storage else 0,
+        "archives_skipped": ctx.storage.archives_skipped if ctx.storage else 0,
         "time_breakdown_s": {"gather": st.time_sample, "update": st.time_update, "rounds": st.time_round},
-        "phases_s": dict(run.clock.seconds),
-        "run_dir": str(run.run_dir),
+        "phases_s": dict(ctx.clock.seconds),
+        "run_dir": str(ctx.run_dir),
         "cpu_s": {"workers": st.cpu_workers, "learner": st.cpu_learner, "total": st.cpu_workers + st.cpu_learner},
     }
 
 
-def _storage_restarts(run: RunLoop) -> dict[str, int]:
+def _storage_restarts(ctx: RunContext) -> dict[str, int]:
     """Ray restarts of the checkpointer and the rollout archiver, as far as seen so far."""
-    storage = run.storage
+    storage = ctx.storage
     return {"checkpointer_restarts": storage.checkpointer_restarts if storage else 0,
             "archiver_restarts": storage.archiver_restarts if storage else 0}

@@ -16,78 +16,76 @@ the episodes that end in the next ``settle_rounds`` rounds stay out of the retur
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rl_system.checkpoint import CheckpointError, CheckpointStore
+from rl_system.run.collect import RolloutCollector
+from rl_system.run.context import RunContext
 
-if TYPE_CHECKING:  # the run loop imports this module
-    from rl_system.run.loop import RunLoop
 
-
-def collapsed(run: RunLoop) -> bool:
+def collapsed(ctx: RunContext) -> bool:
     """True when the full window's mean is ``rollback.drop`` or more below the attempt's best
     and a rollback is left (none while no checkpoint has been saved since the last refusal)."""
-    cfg, st, window = run.cfg.rollback, run.stats, run.window
+    cfg, st, window = ctx.cfg.rollback, ctx.stats, ctx.window
     if cfg.drop is None or len(st.rollbacks) >= cfg.max_rollbacks or not window.full:
         return False
-    if st.rollback_refused_at is not None and run.storage.checkpoint_stats.get("saved", 0) == st.rollback_refused_at:
+    if st.rollback_refused_at is not None and ctx.storage.checkpoint_stats.get("saved", 0) == st.rollback_refused_at:
         return False
     return st.attempt_best_return - window.mean >= cfg.drop
 
 
-def settling(run: RunLoop) -> bool:
+def settling(ctx: RunContext) -> bool:
     """True in the ``rollback.settle_rounds`` rounds after the last rollback (this round counted)."""
-    st = run.stats
-    return bool(st.rollbacks) and st.rounds - st.rollbacks[-1]["round"] <= run.cfg.rollback.settle_rounds
+    st = ctx.stats
+    return bool(st.rollbacks) and st.rounds - st.rollbacks[-1]["round"] <= ctx.cfg.rollback.settle_rounds
 
 
-def roll_back(run: RunLoop, pending: dict) -> bool:
+def roll_back(ctx: RunContext, collector: RolloutCollector) -> bool:
     """Put the learner back on the best checkpoint with the next learning-rate scale; False (and
     a warning) when there is no checkpoint to go back to."""
-    cfg, st = run.cfg.rollback, run.stats
-    run.storage.flush(run.learner.lead)
-    found = _best_checkpoint(run)
+    cfg, st = ctx.cfg.rollback, ctx.stats
+    ctx.storage.flush(ctx.learner.lead)
+    found = _best_checkpoint(ctx)
     if isinstance(found, str):
-        st.rollback_refused_at = run.storage.checkpoint_stats.get("saved", 0)
-        run.log.warn(f"rollback on collapse: mean return {run.window.mean:.3f}, "
-                     f"{st.attempt_best_return - run.window.mean:.3f} below this attempt's best, but {found}; "
+        st.rollback_refused_at = ctx.storage.checkpoint_stats.get("saved", 0)
+        ctx.log.warn(f"rollback on collapse: mean return {ctx.window.mean:.3f}, "
+                     f"{st.attempt_best_return - ctx.window.mean:.3f} below this attempt's best, but {found}; "
                      f"training goes on and the guard looks again after the next checkpoint")
         return False
     state, manifest, path = found
     scale = cfg.lr_scale ** (len(st.rollbacks) + 1)
     # Rollouts still in flight (max_policy_lag > 0) were sampled by the collapsed policy.
-    pending.clear()
-    calls = run.learner.on_all("roll_back", state["learner"], run.version + 1, scale)
-    run.weights_ref = calls[0]
-    run.learner.wait(calls)
-    run.version = run.learner.wait([run.learner.lead.get_version.remote()])[0]
-    st.rollbacks.append({"env_steps": st.env_steps, "round": st.rounds, "mean_return": run.window.mean,
+    collector.forget_in_flight()
+    calls = ctx.learner.on_all("roll_back", state["learner"], ctx.version + 1, scale)
+    ctx.learner.wait(calls)
+    ctx.publish_policy(ctx.learner.wait([ctx.learner.lead.get_version.remote()])[0], calls[0])
+    st.rollbacks.append({"env_steps": st.env_steps, "round": st.rounds, "mean_return": ctx.window.mean,
                          "best_return": st.attempt_best_return, "to_env_steps": manifest["env_steps"],
                          "to_mean_return": manifest["mean_return"], "checkpoint": path, "lr_scale": scale})
     st.rollback_refused_at = None
-    run.log.warn(f"rollback on collapse: mean return {run.window.mean:.3f} against this attempt's best "
+    ctx.log.warn(f"rollback on collapse: mean return {ctx.window.mean:.3f} against this attempt's best "
                  f"{st.attempt_best_return:.3f} at {st.env_steps:,} env steps; back to the checkpoint of "
                  f"{manifest['env_steps']:,} env steps (mean return {manifest['mean_return']:.3f}) with the "
                  f"learning rate x{scale:g} (rollback {len(st.rollbacks)} of {cfg.max_rollbacks}; policy version "
-                 f"{run.version}); the step budget carries on")
-    run.log.scalars(st.env_steps, {"rollbacks": len(st.rollbacks)}, prefix="system/")
-    run.window.clear()
+                 f"{ctx.version}); the step budget carries on")
+    ctx.log.scalars(st.env_steps, {"rollbacks": len(st.rollbacks)}, prefix="system/")
+    ctx.window.clear()
     st.nonfinite_rounds = 0
     return True
 
 
-def _best_checkpoint(run: RunLoop) -> tuple[dict[str, Any], dict[str, Any], str] | str:
+def _best_checkpoint(ctx: RunContext) -> tuple[dict[str, Any], dict[str, Any], str] | str:
     """The store's best checkpoint ``(state, manifest, path)``, or why it cannot be gone back to."""
-    cfg, st = run.cfg.rollback, run.stats
+    cfg, st = ctx.cfg.rollback, ctx.stats
     try:
-        state, manifest, path = CheckpointStore(run.storage.ckpt_root, clean=False).load_best()
+        state, manifest, path = CheckpointStore(ctx.storage.ckpt_root, clean=False).load_best()
     except CheckpointError as err:
         return f"no checkpoint to go back to ({err})"
     attempt_start = st.reseeds[-1]["env_steps"] if st.reseeds else 0
     if manifest["env_steps"] < attempt_start:
         return (f"the best checkpoint ({manifest['env_steps']:,} env steps) is from before the reseed at "
                 f"{attempt_start:,}")
-    if manifest["mean_return"] < run.window.mean + cfg.drop:
+    if manifest["mean_return"] < ctx.window.mean + cfg.drop:
         return (f"the best checkpoint ({manifest['env_steps']:,} env steps) has mean return "
                 f"{manifest['mean_return']:.3f}, not {cfg.drop} above the window")
     return state, manifest, path

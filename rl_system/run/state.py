@@ -4,62 +4,58 @@ running one (:func:`rebuild_learner`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import ray
 from ray.exceptions import RayActorError, RayTaskError
 
 from rl_system.actors.learner_group import LearnerGroup
 from rl_system.actors.placement import StartupError, wait_for_actors
+from rl_system.run.context import RunContext
 from rl_system.errors import TrainingError, one_line
-from rl_system.observe.metrics import ReturnWindow
-
-if TYPE_CHECKING:  # the run loop imports this module
-    from rl_system.run.loop import RunLoop
 
 
-def snapshot(run: RunLoop, elapsed: float) -> dict[str, Any]:
+def snapshot(ctx: RunContext, elapsed: float) -> dict[str, Any]:
     """The run loop's part of a checkpoint (its ``driver`` section): counters, the return window,
     reseeds and rollbacks, the clock."""
-    st = run.stats
-    return {"rounds": st.rounds, "env_steps": st.env_steps, "dropped": run.gate.dropped,
+    st = ctx.stats
+    return {"rounds": st.rounds, "env_steps": st.env_steps, "dropped": ctx.gate.dropped,
             "worker_failures": st.worker_failures, "worker_restarts": st.worker_restarts,
             "learner_restarts": st.learner_restarts, "best_return": st.best_return,
             "time_to_target_s": st.time_to_target_s, "steps_to_target": st.steps_to_target, "elapsed_s": elapsed,
             "attempt_best_return": st.attempt_best_return, "reseeds": st.reseeds, "rollbacks": st.rollbacks,
-            "returns": list(run.window.returns), "lengths": list(run.window.lengths),
-            "episodes": run.window.episodes,
-            "outcomes": {k: list(v) for k, v in run.window.outcomes.items()}}
+            "returns": list(ctx.window.returns), "lengths": list(ctx.window.lengths),
+            "episodes": ctx.window.episodes,
+            "outcomes": {k: list(v) for k, v in ctx.window.outcomes.items()}}
 
 
-def resume(run: RunLoop, state: dict[str, Any]) -> None:
+def resume(ctx: RunContext, state: dict[str, Any]) -> None:
     """Continue from a checkpoint (``--resume``): learner weights/optimizer/RNG, counters, workers."""
-    loads = run.learner.on_all("load_state", state["learner"])
-    run.learner.wait(loads)
-    run.weights_ref = loads[0]
-    run.version = int(state["learner"]["version"])
-    d, st = state["driver"], run.stats
-    run.gate.dropped = d["dropped"]
+    loads = ctx.learner.on_all("load_state", state["learner"])
+    ctx.learner.wait(loads)
+    ctx.publish_policy(int(state["learner"]["version"]), loads[0])
+    d, st = state["driver"], ctx.stats
+    ctx.gate.dropped = d["dropped"]
     st.worker_failures, st.worker_restarts = d["worker_failures"], d["worker_restarts"]
     st.learner_restarts = d.get("learner_restarts", 0)
     st.elapsed_before_resume = d["elapsed_s"]
-    restore_progress(run, d)
+    restore_progress(ctx, d)
     if state.get("selfplay") is not None:
-        run.pool.load_state(state["selfplay"])
-        run.pool.refresh(run.workers)
+        ctx.pool.load_state(state["selfplay"])
+        ctx.pool.refresh(ctx.workers)
     workers = state.get("workers")
-    if workers and len(workers) == len(run.workers):
-        ray.get([w.set_state.remote(s) for w, s in zip(run.workers, workers)])
+    if workers and len(workers) == len(ctx.workers):
+        ray.get([w.set_state.remote(s) for w, s in zip(ctx.workers, workers)])
     else:
-        run.log.warn("resume: worker/env state not in the checkpoint; episodes start afresh")
-    run.log.line(f"resumed at round {st.rounds}, policy version {run.version}, {st.env_steps:,} env steps")
+        ctx.log.warn("resume: worker/env state not in the checkpoint; episodes start afresh")
+    ctx.log.line(f"resumed at round {st.rounds}, policy version {ctx.version}, {st.env_steps:,} env steps")
 
 
-def restore_progress(run: RunLoop, d: dict[str, Any] | None) -> None:
+def restore_progress(ctx: RunContext, d: dict[str, Any] | None) -> None:
     """The run's progress as a checkpoint's ``driver`` section recorded it (None: a run that
     has not started): rounds, env steps, best and target figures, reseeds, the return window.
     Failure counters and the clock are not progress and stay as they are."""
-    st, d = run.stats, d or {}
+    st, d = ctx.stats, d or {}
     st.rounds, st.env_steps = d.get("rounds", 0), d.get("env_steps", 0)
     st.best_return = d.get("best_return", float("-inf"))
     st.time_to_target_s, st.steps_to_target = d.get("time_to_target_s"), d.get("steps_to_target")
@@ -68,41 +64,39 @@ def restore_progress(run: RunLoop, d: dict[str, Any] | None) -> None:
     st.attempt_best_return = d.get("attempt_best_return", st.best_return)
     st.reseeds = d.get("reseeds", d.get("restarts", []))
     st.rollbacks = list(d.get("rollbacks", []))
-    run.window = ReturnWindow(run.cfg.return_window)
-    run.window.extend(d.get("returns", []), d.get("lengths", []), d.get("episodes", 0), d.get("outcomes"))
+    ctx.restart_window(d.get("returns", []), d.get("lengths", []), d.get("episodes", 0), d.get("outcomes"))
 
 
-def rebuild_learner(run: RunLoop, err: Exception) -> None:
+def rebuild_learner(ctx: RunContext, err: Exception) -> None:
     """Rebuild a dead learner from the newest valid checkpoint (or from scratch if none was
     written yet), up to ``learner.max_restarts`` times. The run's counters, return window and
     policy go back to that checkpoint, so at most ``checkpoint.every_rounds`` rounds of work
     are lost; the version still goes up, so every worker loads the restored weights."""
-    st, limit = run.stats, run.cfg.learner.max_restarts
+    st, limit = ctx.stats, ctx.cfg.learner.max_restarts
     if st.learner_restarts >= limit:
         raise TrainingError(f"the learner died ({one_line(err)}); learner.max_restarts ({limit}) used up") from None
     st.learner_restarts += 1
-    run.log.warn(f"the learner died ({one_line(err)}); rebuilding it from the newest checkpoint "
+    ctx.log.warn(f"the learner died ({one_line(err)}); rebuilding it from the newest checkpoint "
                   f"(learner restart {st.learner_restarts} of {limit})")
-    run.log.detail(str(err))
-    run.learner.kill()  # a learner group goes as a whole: its peers' collectives are broken
-    run.storage.flush(None)  # what the checkpointer still holds of the dead learner's saves
-    state = run.storage.newest_checkpoint()
-    run.learner = LearnerGroup(run.cfg, run.specs, f"learner-r{st.learner_restarts}", run.scope)
+    ctx.log.detail(str(err))
+    ctx.learner.kill()  # a learner group goes as a whole: its peers' collectives are broken
+    ctx.storage.flush(None)  # what the checkpointer still holds of the dead learner's saves
+    state = ctx.storage.newest_checkpoint()
+    ctx.replace_learner(LearnerGroup(ctx.cfg, ctx.specs, f"learner-r{st.learner_restarts}", ctx.scope))
     try:
-        wait_for_actors(run.learner.start_refs(), run.cfg.startup_timeout_s, run.log.line)
-        run.learner.form()
-        restores = run.learner.on_all("restore", state["learner"] if state else None, run.version + 1)
-        run.learner.wait(restores)
+        wait_for_actors(ctx.learner.start_refs(), ctx.cfg.startup_timeout_s, ctx.log.line)
+        ctx.learner.form()
+        restores = ctx.learner.on_all("restore", state["learner"] if state else None, ctx.version + 1)
+        ctx.learner.wait(restores)
     except (StartupError, RayActorError, RayTaskError) as start_err:
-        run.log.detail(getattr(start_err, "detail", "") or str(start_err))
+        ctx.log.detail(getattr(start_err, "detail", "") or str(start_err))
         raise TrainingError(f"the learner could not be rebuilt: {one_line(start_err)}") from None
-    run.weights_ref = restores[0]
-    run.version = ray.get(run.learner.lead.get_version.remote())
-    run._place_learner()
+    ctx.publish_policy(ray.get(ctx.learner.lead.get_version.remote()), restores[0])
+    ctx.place_learner()
     if state is not None:
-        restore_progress(run, state["driver"])
+        restore_progress(ctx, state["driver"])
         where = f"its checkpoint of round {st.rounds}"
     else:
-        restore_progress(run, None)
+        restore_progress(ctx, None)
         where = "scratch (no checkpoint yet)"
-    run.log.warn(f"learner rebuilt from {where}; policy version {run.version}, {st.env_steps:,} env steps")
+    ctx.log.warn(f"learner rebuilt from {where}; policy version {ctx.version}, {st.env_steps:,} env steps")

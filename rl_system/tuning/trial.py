@@ -36,15 +36,15 @@ TRAINABLE = "rl_system"  # the name trials carry: rl_system_<id>_<index>
 CHECKPOINT_CLOCK = "checkpoint_env_steps"
 
 
-def trial_metrics(run: Any, metric: str) -> dict[str, Any]:
+def trial_metrics(ctx: Any, metric: str) -> dict[str, Any]:
     """What a trial reports after a round (``metric`` is always among the keys)."""
-    st, window = run.stats, run.window
+    st, window = ctx.stats, ctx.window
     out: dict[str, Any] = {
         "return": window.mean if window.returns else -math.inf,
         "best_return": st.best_return,
         **{f"{k}_rate": v for k, v in window.rates.items()},
-        "env_steps": st.env_steps, "rounds": st.rounds, "policy_version": run.version,
-        "reseeds": len(st.reseeds), "dropped_rollouts": run.gate.dropped,
+        "env_steps": st.env_steps, "rounds": st.rounds, "policy_version": ctx.version,
+        "reseeds": len(st.reseeds), "dropped_rollouts": ctx.gate.dropped,
     }
     out.setdefault(metric, -math.inf)  # an outcome no episode has reported yet
     return out
@@ -71,15 +71,15 @@ class TuneReporter:
             return False
         return self._first_round or steps_now - self.checkpoint_steps >= self.every
 
-    def after_round(self, run: Any, checkpointed: bool, last: bool = False) -> None:
+    def after_round(self, ctx: Any, checkpointed: bool, last: bool = False) -> None:
         if self.stop_requested:
             return
-        now, steps = time.perf_counter(), run.stats.env_steps
+        now, steps = time.perf_counter(), ctx.stats.env_steps
         self._first_round = False
-        checkpoint = self._take_checkpoint(run) if checkpointed else None
+        checkpoint = self._take_checkpoint(ctx) if checkpointed else None
         if checkpoint is not None:
             self.checkpoint_steps = steps
-        metrics = trial_metrics(run, self.metric)
+        metrics = trial_metrics(ctx, self.metric)
         metrics[CHECKPOINT_CLOCK] = self.checkpoint_steps
         metrics["steps_per_s"] = (steps - self._start[1]) / max(now - self._start[0], 1e-9)
         if last:
@@ -97,11 +97,11 @@ class TuneReporter:
             if checkpoint is not None:  # report() has copied it into the trial's storage
                 shutil.rmtree(checkpoint.path, ignore_errors=True)
 
-    def _take_checkpoint(self, run: Any) -> tune.Checkpoint | None:
+    def _take_checkpoint(self, ctx: Any) -> tune.Checkpoint | None:
         """Wait for the round's checkpoint file and hand Tune a copy in a staging directory
         (Tune copies it into the trial's storage; the run's store keeps its own)."""
-        run.storage.flush(run.learner.lead)
-        path = run.storage.checkpoint_stats.get("last_path")
+        ctx.storage.flush(ctx.learner.lead)
+        path = ctx.storage.checkpoint_stats.get("last_path")
         if not path or path == self._last_path:
             return None  # the save failed (the run's log says why): report without one
         self._last_path = path
