@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rl_system.algos.protocols import AlgorithmModule, Sampler, Trainer
-from rl_system.config import RunConfig
+if TYPE_CHECKING:
+    from rl_system.algos.protocols import AlgorithmModule, Sampler, Trainer
 
 __all__ = ["Algorithm", "AlgorithmModule", "Sampler", "Trainer", "get_algorithm", "load_policy"]
 
@@ -41,6 +41,16 @@ class Algorithm:
         return self.module.make_trainer(policy, cfg)
 
 
+def __getattr__(name: str) -> Any:
+    # The protocols import torch; importing the package must not (the config imports each
+    # algorithm's settings from here).
+    if name in ("AlgorithmModule", "Sampler", "Trainer"):
+        from rl_system.algos import protocols
+
+        return getattr(protocols, name)
+    raise AttributeError(f"module 'rl_system.algos' has no attribute {name!r}")
+
+
 def get_algorithm(name: str) -> Algorithm:
     if name not in _ALGORITHMS:
         raise KeyError(f"unknown algo {name!r}; known: {', '.join(sorted(_ALGORITHMS))}")
@@ -50,6 +60,8 @@ def get_algorithm(name: str) -> Algorithm:
 def load_policy(state: dict[str, Any], env: Any, device: str = "cpu") -> Any:
     """A checkpoint's policy network for ``env``'s spaces: built by the checkpoint's algorithm
     from its config, its weights loaded, in eval mode (for eval, rendering, opponents)."""
+    from rl_system.config import RunConfig
+
     cfg = RunConfig.model_validate(state["config"])
     policy = get_algorithm(cfg.algo).make_policy(env.observation_spec, env.action_spec, cfg).to(device)
     try:

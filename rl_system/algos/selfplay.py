@@ -22,7 +22,7 @@ import ray
 import torch
 from torch import nn
 
-from rl_system.config import SelfPlayConfig
+from rl_system.config.sections import SelfPlayConfig
 
 
 class SnapshotOpponent:

@@ -3,75 +3,28 @@
 * :mod:`.policy` -- :class:`ActorCritic`, the weights shipped per policy version;
 * :mod:`.buffer` -- :class:`RolloutBuffer`, the preallocated ``[T, N, ...]`` columns;
 * :mod:`.sampler` -- :class:`PolicySampler`, worker side: fills the buffer from an env batch;
-* :mod:`.trainer` -- :class:`PPO`, learner side: GAE and the clipped-surrogate epochs.
+* :mod:`.trainer` -- :class:`PPO`, learner side: GAE and the clipped-surrogate epochs;
+* :mod:`.config` -- its settings (``ppo:`` and ``model:``);
+* :mod:`.factory` -- the three factories that make it an
+  :class:`~rl_system.algos.protocols.AlgorithmModule`.
 
-The three factories below make it an :class:`~rl_system.algos.protocols.AlgorithmModule`.
+Names are imported on first use, so the config can read :mod:`.config` without torch.
 """
 
 from __future__ import annotations
 
-import inspect
+import importlib
+from typing import Any
 
-import torch
-from torch import nn
-
-from rl_system.algos.ppo.policy import ActorCritic, RecurrentActorCritic
-from rl_system.algos.ppo.sampler import PolicySampler
-from rl_system.algos.ppo.trainer import PPO
-from rl_system.algos.protocols import is_recurrent
-from rl_system.config import ConfigError, RunConfig
-from rl_system.envs import EntryPointError, import_entry_point
-from rl_system.envs.base import AgentDiscrete
-from rl_system.errors import one_line
-
-__all__ = ["ActorCritic", "RecurrentActorCritic", "PPO", "PolicySampler", "make_policy", "make_sampler", "make_trainer", "network_class"]
-
-_METHODS = ("act", "evaluate", "value")
-_RECURRENT_METHODS = ("act", "evaluate_sequence", "value", "initial_state")
+# name -> submodule that defines it
+_EXPORTS = {
+    "ActorCritic": "policy", "RecurrentActorCritic": "policy", "PPO": "trainer", "PolicySampler": "sampler",
+    "make_policy": "factory", "make_sampler": "factory", "make_trainer": "factory", "network_class": "factory",
+}
+__all__ = sorted(_EXPORTS)
 
 
-def network_class(target: str) -> type[nn.Module]:
-    """The class ``model.network`` names, checked against
-    :class:`~rl_system.algos.protocols.ActorCriticNetwork` (its methods);
-    :class:`ConfigError` (one line) where it does not import or does not fit."""
-    try:
-        cls = import_entry_point(target, "model.network")
-    except EntryPointError as err:
-        raise ConfigError(str(err)) from None
-    if not (inspect.isclass(cls) and issubclass(cls, nn.Module)):
-        raise ConfigError(f"model.network: {target!r} must be a torch.nn.Module subclass implementing "
-                          f"ActorCriticNetwork, got {cls!r}")
-    methods, protocol = ((_RECURRENT_METHODS, "RecurrentActorCriticNetwork") if is_recurrent(cls)
-                         else (_METHODS, "ActorCriticNetwork"))
-    missing = [m for m in methods if not callable(getattr(cls, m, None))]
-    if missing:
-        raise ConfigError(f"model.network: {target!r} does not implement {protocol}: no "
-                          f"{', '.join(missing)} method (needs {', '.join(methods)})")
-    return cls
-
-
-def make_policy(obs_spec, action_spec, cfg: RunConfig) -> nn.Module:
-    """The built-in :class:`ActorCritic` (:class:`RecurrentActorCritic` with ``model.recurrent``),
-    or ``model.network`` built from the specs."""
-    if isinstance(action_spec, AgentDiscrete):
-        raise ConfigError(f"algo ppo trains single-agent envs; this env has {action_spec} actions (multi-agent): "
-                          f"use algo: hmasd (hmasd.hierarchy: false is recurrent MAPPO)")
-    if cfg.model.network is None:
-        cls = RecurrentActorCritic if cfg.model.recurrent != "none" else ActorCritic
-        return cls(obs_spec, action_spec, cfg.model)
-    cls = network_class(cfg.model.network)
-    try:
-        policy = cls(obs_spec, action_spec, cfg.model)
-    except Exception as err:  # noqa: BLE001 - a user's constructor can fail in any way
-        raise ConfigError(f"model.network: {cfg.model.network}(obs_spec, action_spec, model_cfg) failed: "
-                          f"{one_line(err, with_type=True)}") from None
-    return policy
-
-
-def make_sampler(env, policy: nn.Module, cfg: RunConfig, device: torch.device) -> PolicySampler:
-    return PolicySampler(env, policy, cfg.workers.rollout_len, device,
-                         return_gamma=cfg.ppo.gamma if cfg.ppo.normalize_reward else None)
-
-
-def make_trainer(policy: nn.Module, cfg: RunConfig) -> PPO:
-    return PPO(policy, cfg.ppo, compile=cfg.learner.compile)
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -41,7 +41,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rl_system.config import ConfigError, EncoderConfig
+from rl_system.algos.ppo.config import EncoderConfig
+from rl_system.config import ConfigError
 from rl_system.envs.base import ACTION_MASK, TensorSpec
 
 CONV_TYPES = ("nature", "impala", "conv", "scan")

@@ -24,9 +24,9 @@ from torch import nn
 
 from rl_system.actors import collective
 from rl_system.algos.activations import Tanh
+from rl_system.algos.ppo.config import ModelConfig
 from rl_system.algos.ppo.encoders import ObsEncoders, onehot_width, plan
 from rl_system.algos.recurrent import RecurrentCore
-from rl_system.config import ModelConfig
 from rl_system.envs.base import ACTION_MASK, Box, Discrete, MultiDiscrete, TensorSpec
 
 _ACTIVATIONS = {"tanh": Tanh, "relu": nn.ReLU, "elu": nn.ELU}

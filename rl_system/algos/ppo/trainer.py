@@ -24,11 +24,11 @@ from torch import nn
 from rl_system.actors import collective
 from rl_system.algos.advantages import compute_gae, compute_vtrace
 from rl_system.algos.compiled import CompiledOrEager
+from rl_system.algos.ppo.config import PPOConfig
 from rl_system.algos.ppo.policy import RunningNorm
 from rl_system.algos.protocols import is_recurrent
 from rl_system.algos.recurrent import episode_starts
 from rl_system.algos.surrogate import ppo_sums
-from rl_system.config import PPOConfig
 from rl_system.rollout.contract import OBS, observations
 
 

@@ -1,0 +1,100 @@
+"""PPO's settings: the ``ppo:`` section (:class:`PPOConfig`) and the actor-critic network's
+``model:`` section (:class:`ModelConfig`, with per-key :class:`EncoderConfig`)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from rl_system.config.base import Strict
+
+
+class PPOConfig(Strict):
+    lr: float = Field(2.5e-3, gt=0)
+    anneal_lr: bool = True
+    gamma: float = Field(0.99, gt=0, le=1)
+    gae_lambda: float = Field(0.95, ge=0, le=1)
+    num_epochs: int = Field(4, gt=0)
+    num_minibatches: int = Field(4, gt=0)
+    clip_coef: float = Field(0.2, gt=0)
+    clip_vloss: bool = True
+    ent_coef: float = Field(0.0, ge=0)
+    vf_coef: float = Field(0.5, ge=0)
+    max_grad_norm: float = Field(0.5, gt=0)
+    norm_adv: bool = True
+    target_kl: float | None = Field(None, gt=0)
+    """Stop the epoch loop early when the approximate KL exceeds this."""
+    normalize_reward: bool = False
+    """Divide rewards by a running std of the discounted return (SB3's ``VecNormalize``
+    reward scaling), kept by the learner and saved with its checkpoints."""
+    reward_clip: float = Field(10.0, gt=0)
+    """With ``normalize_reward``: scaled rewards are clipped to ``[-reward_clip, reward_clip]``."""
+    burn_in: int = Field(0, ge=0)
+    """Recurrent models: the first ``burn_in`` steps of every rollout only warm the recurrent
+    state (no loss on them); must be below ``workers.rollout_len``."""
+    value_target: Literal["gae", "vtrace"] = "gae"
+    """What the critic regresses on. ``gae``: advantage + value (CleanRL's). ``vtrace``: V-trace's
+    importance-weighted targets (Espeholt et al. 2018, IMPALA), for rollouts sampled by an older
+    policy version (``max_policy_lag >= 1``): the TD errors are weighted by
+    ``min(vtrace_rho_bar, pi/mu)`` and traced back with ``gae_lambda * min(vtrace_c_bar, pi/mu)``,
+    ``pi`` the learner's policy at the start of the update and ``mu`` the one that sampled. The
+    policy's advantages stay GAE's; its ratio is always taken against ``mu``'s log-probabilities."""
+    vtrace_rho_bar: float = Field(1.0, gt=0)
+    vtrace_c_bar: float = Field(1.0, gt=0)
+
+
+class EncoderConfig(Strict):
+    """How one observation key is encoded (:mod:`rl_system.algos.ppo.encoders`)."""
+
+    type: Literal["auto", "flat", "onehot", "nature", "impala", "conv", "scan"] = "auto"
+    layout: Literal["auto", "chw", "hwc"] = "auto"
+    """Axis order of an image/scan entry; ``auto`` guesses channels-last when the last axis is the
+    shortest."""
+    channels: list[int] | None = Field(None, min_length=1)
+    """Conv channels per layer (per IMPALA stage); default per type."""
+    kernels: list[int | list[int]] | None = Field(None, min_length=1)
+    strides: list[int | list[int]] | None = Field(None, min_length=1)
+    features: int | None = Field(None, gt=0)
+    """Width of the encoder's output (its last linear layer)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        return {"type": data} if isinstance(data, str) else data
+
+
+class ModelConfig(Strict):
+    network: str | None = None
+    """A user-defined network ``"package.module:Class"`` (``algo: ppo``) implementing
+    :class:`rl_system.algos.protocols.ActorCriticNetwork`, built as
+    ``Class(obs_spec, action_spec, model_cfg)``; ``None``: the built-in MLP actor-critic."""
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Free-form settings for a user-defined network (it reads ``model_cfg.kwargs``)."""
+    hidden_sizes: list[int] = Field(default_factory=lambda: [64, 64])
+    """The actor's and the critic's MLP layers after the encoders (and the recurrent core); ``[]``
+    gives linear heads (CleanRL's Atari agent on the Nature CNN)."""
+    activation: Literal["tanh", "relu", "elu"] = "tanh"
+    normalize_obs: bool = False
+    """Running mean/std normalisation of observations, updated by the learner, shipped with weights."""
+    init_log_std: float = 0.0
+    """Initial log std of the Gaussian head (continuous actions)."""
+    ortho_init: bool = True
+    """Orthogonal weight init (gain sqrt(2), 0.01 on the actor head, 1 on the critic head); false
+    keeps torch's default init."""
+    encoders: dict[str, EncoderConfig] = Field(default_factory=dict)
+    """Per observation key: ``{lidar: scan}``, ``{pixels: {type: impala, layout: hwc}}``. Keys not
+    named get the default for their spec (a CNN for uint8/bool images, else flattened)."""
+    share_encoder: bool = True
+    """Actor and critic share the conv encoders (and the recurrent core); false gives the critic
+    its own."""
+    recurrent: Literal["none", "gru", "lstm"] = "none"
+    """A recurrent core between the encoders and the heads (single-agent PPO): the worker carries
+    each env's state across rollouts, the learner replays whole rollouts (BPTT)."""
+    recurrent_size: int = Field(128, gt=0)
+
+    @model_validator(mode="after")
+    def _positive_sizes(self) -> "ModelConfig":
+        if any(h <= 0 for h in self.hidden_sizes):
+            raise ValueError("hidden_sizes must be a list of positive ints ([] for linear heads)")
+        return self

@@ -1,0 +1,68 @@
+"""PPO's :class:`~rl_system.algos.protocols.AlgorithmModule` factories: the policy (the built-in
+actor-critic or ``model.network``), the worker's sampler, the learner's trainer."""
+
+from __future__ import annotations
+
+import inspect
+
+import torch
+from torch import nn
+
+from rl_system.algos.ppo.policy import ActorCritic, RecurrentActorCritic
+from rl_system.algos.ppo.sampler import PolicySampler
+from rl_system.algos.ppo.trainer import PPO
+from rl_system.algos.protocols import is_recurrent
+from rl_system.config import ConfigError, RunConfig
+from rl_system.envs import EntryPointError, import_entry_point
+from rl_system.envs.base import AgentDiscrete
+from rl_system.errors import one_line
+
+_METHODS = ("act", "evaluate", "value")
+_RECURRENT_METHODS = ("act", "evaluate_sequence", "value", "initial_state")
+
+
+def network_class(target: str) -> type[nn.Module]:
+    """The class ``model.network`` names, checked against
+    :class:`~rl_system.algos.protocols.ActorCriticNetwork` (its methods);
+    :class:`ConfigError` (one line) where it does not import or does not fit."""
+    try:
+        cls = import_entry_point(target, "model.network")
+    except EntryPointError as err:
+        raise ConfigError(str(err)) from None
+    if not (inspect.isclass(cls) and issubclass(cls, nn.Module)):
+        raise ConfigError(f"model.network: {target!r} must be a torch.nn.Module subclass implementing "
+                          f"ActorCriticNetwork, got {cls!r}")
+    methods, protocol = ((_RECURRENT_METHODS, "RecurrentActorCriticNetwork") if is_recurrent(cls)
+                         else (_METHODS, "ActorCriticNetwork"))
+    missing = [m for m in methods if not callable(getattr(cls, m, None))]
+    if missing:
+        raise ConfigError(f"model.network: {target!r} does not implement {protocol}: no "
+                          f"{', '.join(missing)} method (needs {', '.join(methods)})")
+    return cls
+
+
+def make_policy(obs_spec, action_spec, cfg: RunConfig) -> nn.Module:
+    """The built-in :class:`ActorCritic` (:class:`RecurrentActorCritic` with ``model.recurrent``),
+    or ``model.network`` built from the specs."""
+    if isinstance(action_spec, AgentDiscrete):
+        raise ConfigError(f"algo ppo trains single-agent envs; this env has {action_spec} actions (multi-agent): "
+                          f"use algo: hmasd (hmasd.hierarchy: false is recurrent MAPPO)")
+    if cfg.model.network is None:
+        cls = RecurrentActorCritic if cfg.model.recurrent != "none" else ActorCritic
+        return cls(obs_spec, action_spec, cfg.model)
+    cls = network_class(cfg.model.network)
+    try:
+        policy = cls(obs_spec, action_spec, cfg.model)
+    except Exception as err:  # noqa: BLE001 - a user's constructor can fail in any way
+        raise ConfigError(f"model.network: {cfg.model.network}(obs_spec, action_spec, model_cfg) failed: "
+                          f"{one_line(err, with_type=True)}") from None
+    return policy
+
+
+def make_sampler(env, policy: nn.Module, cfg: RunConfig, device: torch.device) -> PolicySampler:
+    return PolicySampler(env, policy, cfg.workers.rollout_len, device,
+                         return_gamma=cfg.ppo.gamma if cfg.ppo.normalize_reward else None)
+
+
+def make_trainer(policy: nn.Module, cfg: RunConfig) -> PPO:
+    return PPO(policy, cfg.ppo, compile=cfg.learner.compile)

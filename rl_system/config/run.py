@@ -1,0 +1,120 @@
+"""The whole run config, :class:`RunConfig`: every section, and the checks that span sections."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from rl_system.algos.hmasd.config import HMASDConfig
+from rl_system.algos.ppo.config import ModelConfig, PPOConfig
+from rl_system.config.base import Strict
+from rl_system.config.sections import (
+    CheckpointConfig,
+    EnvConfig,
+    LearnerConfig,
+    ReseedConfig,
+    RollbackConfig,
+    SelfPlayConfig,
+    TrackersConfig,
+    WorkersConfig,
+)
+
+
+class RunConfig(Strict):
+    """Top-level config of a training run."""
+
+    algo: Literal["ppo", "hmasd"] = "ppo"
+    seed: int = 0
+    env: EnvConfig = Field(default_factory=EnvConfig)
+    workers: WorkersConfig = Field(default_factory=WorkersConfig)
+    learner: LearnerConfig = Field(default_factory=LearnerConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    ppo: PPOConfig = Field(default_factory=PPOConfig)
+    hmasd: HMASDConfig = Field(default_factory=HMASDConfig)
+    """HMASD hyperparameters (``algo: hmasd``); see :mod:`rl_system.algos.hmasd`."""
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    selfplay: SelfPlayConfig = Field(default_factory=SelfPlayConfig)
+    reseed: ReseedConfig = Field(default_factory=ReseedConfig)
+    """Reseed on stall (off unless ``reseed.at_env_steps`` is set)."""
+    rollback: RollbackConfig = Field(default_factory=RollbackConfig)
+    """Roll back to the best checkpoint on collapse (off unless ``rollback.drop`` is set)."""
+    max_policy_lag: int = Field(0, ge=0)
+    """Rollouts from policy versions older than ``version - max_policy_lag`` are dropped."""
+    max_env_steps: int = Field(1_000_000, gt=0)
+    max_wall_s: float | None = Field(None, gt=0)
+    target_return: float | None = None
+    """Record the time and env steps at which the 100-episode mean return first reaches this, and
+    stop there unless ``stop_at_target`` is false."""
+    stop_at_target: bool = True
+    return_window: int = Field(100, gt=0)
+    compression: Literal["auto", "lz4", "none"] = "auto"
+    """``auto``: LZ4 only for workers on another node than the learner (on one node the object
+    store is shared memory and compression costs more than it saves)."""
+    compression_level: int = Field(0, ge=0, le=16)
+    codec_filters: Literal["auto", "none"] = "auto"
+    """Bit-exact preconditioning of compressed columns (integer narrowing, XOR along time, byte
+    shuffle), chosen per column; ``none`` is slightly cheaper on links faster than ~4 Gbit/s
+    (``docs/wire_cost.md``)."""
+    run_dir: str = "runs"
+    """Parent directory; each run writes to ``run_dir/<name>``."""
+    run_name: str | None = None
+    archive_every: int = Field(0, ge=0)
+    """Also write every K-th round's rollouts as an Arrow IPC file (0: off)."""
+    archive_dir: str | None = None
+    """Where archives go (local path or filesystem URI); default ``<run dir>/rollouts``."""
+    log_every_s: float = Field(1.0, ge=0)
+    tensorboard: bool = True
+    trackers: TrackersConfig = Field(default_factory=TrackersConfig)
+    """Weights & Biases and MLflow beside TensorBoard (:mod:`rl_system.observe.trackers`)."""
+    ray_dashboard: bool = False
+    """Start the Ray dashboard with the embedded Ray (a run without ``--address``). Off by default:
+    on a laptop its seven processes cost about a second of start-up and compete with the actors
+    for the cores. A cluster (``--address``) has its own dashboard either way."""
+    startup_timeout_s: float = Field(300.0, gt=0)
+    """How long the run waits for its actors to be placed and started (e.g. while an autoscaling
+    cluster adds nodes) before it gives up with one line."""
+
+    @model_validator(mode="after")
+    def _network_for_ppo(self) -> "RunConfig":
+        if self.model.network is not None and self.algo != "ppo":
+            raise ValueError(f"model.network is a PPO actor-critic; algo {self.algo!r} builds its own networks")
+        if self.model.recurrent != "none" and self.algo != "ppo":
+            raise ValueError(f"model.recurrent is PPO's recurrent core; algo {self.algo!r} has its own (hmasd.hidden)")
+        if self.ppo.burn_in >= self.workers.rollout_len:
+            raise ValueError(f"ppo.burn_in ({self.ppo.burn_in}) must be below workers.rollout_len "
+                             f"({self.workers.rollout_len}): burn-in steps carry no loss")
+        if self.model.recurrent != "none" and self.selfplay.enabled:
+            raise ValueError("model.recurrent with selfplay: a recurrent opponent snapshot is not supported")
+        if self.ppo.value_target == "vtrace" and self.algo != "ppo":
+            raise ValueError(f"ppo.value_target: vtrace is PPO's value target; algo {self.algo!r} has its own")
+        if self.learner.compile and self.algo != "ppo":
+            raise ValueError(f"learner.compile: compiles PPO's loss; algo {self.algo!r} updates eagerly")
+        if self.workers.wait_for == "any" and self.max_policy_lag == 0:
+            raise ValueError("workers.wait_for: any takes rollouts as they arrive, some from a policy version "
+                             "behind, and max_policy_lag is 0 (the gate would drop them); set max_policy_lag >= 1 "
+                             "or wait_for: all")
+        if self.ppo.value_target == "vtrace" and self.max_policy_lag == 0:
+            raise ValueError("ppo.value_target: vtrace corrects for policy lag, and max_policy_lag is 0 (every "
+                             "rollout is on-policy: its targets are gae's); set max_policy_lag >= 1 or use gae")
+        return self
+
+    @model_validator(mode="after")
+    def _learner_group(self) -> "RunConfig":
+        lc = self.learner
+        if lc.num_learners > self.workers.num_workers:
+            raise ValueError(f"learner.num_learners ({lc.num_learners}) exceeds workers.num_workers "
+                             f"({self.workers.num_workers}): each learner trains on whole rollouts")
+        if lc.backend == "nccl" and (lc.num_gpus < 1 or lc.device == "cpu"):
+            raise ValueError("learner.backend=nccl needs a whole GPU per learner (learner.num_gpus >= 1, "
+                             "learner.device auto or cuda); CPU learners and GPU shares use gloo")
+        return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_keys(cls, data: Any) -> Any:
+        """Configs saved in checkpoints before the ``reseed`` section was named so called it
+        ``restart``; read them as they were meant."""
+        if isinstance(data, dict) and "restart" in data and "reseed" not in data:
+            data = {("reseed" if k == "restart" else k): v for k, v in data.items()}
+        return data
