@@ -9,31 +9,34 @@ e.g. ``config error: workers.num_envs: Input should be greater than 0 (got -3)``
 * :mod:`.load` -- :func:`load_config` (file + overrides) and :func:`build_config` (a dict).
 
 Each algorithm's own settings live beside it (:mod:`rl_system.algos.ppo.config`,
-:mod:`rl_system.algos.hmasd.config`) and are re-exported here with the rest.
+:mod:`rl_system.algos.hmasd.config`) and are re-exported here with the rest. Names load on first use, so an algorithm's settings
+module can import :mod:`.base` without the whole config.
 """
 
-from rl_system.algos.hmasd.config import HMASDConfig
-from rl_system.algos.ppo.config import EncoderConfig, ModelConfig, PPOConfig
-from rl_system.config.base import ConfigError, Strict, Threads
-from rl_system.config.load import apply_override, build_config, load_config, set_key
-from rl_system.config.run import RunConfig
-from rl_system.config.sections import (
-    CheckpointConfig,
-    EnvConfig,
-    LearnerConfig,
-    MlflowConfig,
-    ReseedConfig,
-    RollbackConfig,
-    SelfPlayConfig,
-    TrackersConfig,
-    WandbConfig,
-    WorkersConfig,
-    attempt_seed,
-)
+from __future__ import annotations
 
-__all__ = [
-    "CheckpointConfig", "ConfigError", "EncoderConfig", "EnvConfig", "HMASDConfig", "LearnerConfig", "MlflowConfig",
-    "ModelConfig", "PPOConfig", "ReseedConfig", "RollbackConfig", "RunConfig", "SelfPlayConfig", "Strict", "Threads",
-    "TrackersConfig", "WandbConfig", "WorkersConfig", "apply_override", "attempt_seed", "build_config", "load_config",
-    "set_key",
-]
+import importlib
+from typing import Any
+
+# name -> module that defines it
+_EXPORTS = {
+    **dict.fromkeys(("ConfigError", "Strict", "Threads"), "rl_system.config.base"),
+    **dict.fromkeys(("CheckpointConfig", "EnvConfig", "LearnerConfig", "MlflowConfig", "ReseedConfig",
+                     "RollbackConfig", "SelfPlayConfig", "TrackersConfig", "WandbConfig", "WorkersConfig",
+                     "attempt_seed"), "rl_system.config.sections"),
+    "RunConfig": "rl_system.config.run",
+    **dict.fromkeys(("apply_override", "build_config", "load_config", "set_key"), "rl_system.config.load"),
+    **dict.fromkeys(("EncoderConfig", "ModelConfig", "PPOConfig"), "rl_system.algos.ppo.config"),
+    "HMASDConfig": "rl_system.algos.hmasd.config",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
