@@ -18,7 +18,7 @@ by the wall clock and ``cpu`` by this process's CPU time (the steadier figure on
 machine; with 2 threads it adds both threads' time). The load average is printed before and
 after: on a shared machine read the figures against it.
 
-    python bench/bench_air_combat.py [--sizes 4096 16384] [--threads 1 2] [--loads light heavy]
+    python -m bench.bench_air_combat [--sizes 4096 16384] [--threads 1 2] [--loads light heavy]
                                      [--time-scales 1] [--repeats 7] [--seconds 0.5] [--warmup 1000]
 """
 
@@ -27,15 +27,10 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from rl_system.envs.air_combat import N_DISCRETE_ACTIONS, AirCombatVecEnv  # noqa: E402
+from rl_system.envs.air_combat import N_DISCRETE_ACTIONS, AirCombatVecEnv
 
 
 def bench(n: int, load: str, time_scale: float, repeats: int, seconds: float, warmup: int) -> dict[str, float]:

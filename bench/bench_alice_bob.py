@@ -12,7 +12,7 @@ One "env step" is one step of one env (both agents act). Each row is the best of
 runs of about ``--seconds``; ``wall`` is steps/s by the wall clock, ``cpu`` by this process's CPU
 time (steadier on a shared machine). ``ms/step`` is the wall time of one batched ``step``.
 
-    python bench/bench_alice_bob.py [--sizes 256 1024 4096] [--size default] [--repeats 3]
+    python -m bench.bench_alice_bob [--sizes 256 1024 4096] [--size default] [--repeats 3]
                                     [--seconds 0.5] [--threads 1] [--device cpu]
 """
 
@@ -20,15 +20,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
-import time
-from pathlib import Path
 
 import torch
+from rl_system.envs.alice_bob import N_ACTIONS, AliceBobVecEnv
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from rl_system.envs.alice_bob import N_ACTIONS, AliceBobVecEnv  # noqa: E402
+from bench.harness.timing import best_rates
 
 N_ACTION_BATCHES = 32
 
@@ -45,25 +41,8 @@ def bench(n: int, policy: str, size: str, device: str, seconds: float, repeats: 
     else:
         def one(i: int) -> None:
             env.step(actions[i % N_ACTION_BATCHES])
-    sync = torch.cuda.synchronize if env.device.type == "cuda" else (lambda: None)
-    for i in range(10):  # warm-up
-        one(i)
-    sync()
-    t0, calls = time.perf_counter(), 0
-    while time.perf_counter() - t0 < 0.1:
-        one(calls)
-        calls += 1
-    sync()
-    iters = max(5, int(seconds / ((time.perf_counter() - t0) / calls)))
-    best_wall = best_cpu = float("inf")
-    for _ in range(repeats):
-        w0, c0 = time.perf_counter(), time.process_time()
-        for i in range(iters):
-            one(i)
-        sync()
-        best_wall = min(best_wall, time.perf_counter() - w0)
-        best_cpu = min(best_cpu, time.process_time() - c0)
-    return n * iters / best_wall, n * iters / max(best_cpu, 1e-9), 1e3 * best_wall / iters
+    sync = torch.cuda.synchronize if env.device.type == "cuda" else None
+    return best_rates(one, n, seconds, repeats, warmup=10, probe_s=0.1, min_calls=5, sync=sync)
 
 
 def main() -> None:

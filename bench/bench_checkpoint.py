@@ -1,7 +1,7 @@
 """Benchmark checkpointing: learner-side blocked time of an async save vs a synchronous torch.save,
 file sizes, and how long the Checkpointer actor takes to finish.
 
-    python bench/bench_checkpoint.py [--sizes 1,10,100] [--reps 3] [--dir /path/on/the/disk]
+    python -m bench.bench_checkpoint [--sizes 1,10,100] [--reps 3] [--dir /path/on/the/disk]
 
 "N MB model" = N MB of fp32 parameters (4 square nn.Linear layers, default init). The checkpoint
 state is what a learner saves: weights + Adam state after 3 steps (exp_avg, exp_avg_sq: 2x the
@@ -26,7 +26,6 @@ import argparse
 import pathlib
 import shutil
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -36,11 +35,10 @@ import ray
 import torch
 from torch import nn
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from rl_system.checkpoint.format import capture_rng_state, serialize_state  # noqa: E402
-from rl_system.checkpoint.store import CheckpointStore  # noqa: E402
-from rl_system.checkpoint.writer import Checkpointer, to_transport  # noqa: E402
-from rl_system.config import RunConfig  # noqa: E402
+from rl_system.checkpoint.format import capture_rng_state, serialize_state
+from rl_system.checkpoint.store import CheckpointStore
+from rl_system.checkpoint.writer import Checkpointer, to_transport
+from rl_system.config import RunConfig
 
 
 def learner_state(params_mb: float, seed: int = 0) -> tuple[dict, int]:

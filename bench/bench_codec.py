@@ -1,6 +1,6 @@
 """The wire cost of rollouts: rl_system.rollout.codec on real rollouts, per column and overall.
 
-    python bench/bench_codec.py [--env CartPole|Navigation|AirCombat|AliceBob|all]
+    python -m bench.bench_codec [--env CartPole|Navigation|AirCombat|AliceBob|all]
                                 [--train-rounds K] [--repeat N] [--save-rollouts DIR]
                                 [--set KEY=VALUE ...] [--rollouts FILE ...] [--synthetic]
                                 [--filter-speeds]
@@ -23,8 +23,8 @@ Per rollout it prints:
 
 MB/s are raw bytes over the median CPU time (``time.thread_time``) of ``--repeat`` runs after one
 warm-up, one thread: on a shared machine the wall clock also counts other processes' turns on
-the core. The load average is printed with every rollout (bench/results/ come from a shared
-2-core VM).
+the core. The load average is printed with every rollout (``bench/results/codec/`` comes from
+a shared 2-core VM).
 """
 from __future__ import annotations
 
@@ -39,10 +39,9 @@ import lz4.block
 import numpy as np
 import torch
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from rl_system.rollout import codec  # noqa: E402
-from rl_system.rollout.codec import decode, encode  # noqa: E402
+from bench.harness.stamp import ROOT
+from rl_system.rollout import codec
+from rl_system.rollout.codec import decode, encode
 
 # env -> (config file or None, overrides, default train rounds). The shapes (N envs x T steps) are
 # pinned to those of docs/wire_cost.md (the configs' shapes when it was measured); --set changes them.
@@ -304,7 +303,7 @@ def bench(label: str, cols: dict[str, torch.Tensor], repeat: int, sample_s: floa
     print(f"('none' = a checksummed copy: {raw_all / te0 / 1e6:.0f} / {raw_all / td0 / 1e6:.0f} MB/s; {_load()})")
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--env", default="all", help=f"one of {', '.join(ENVS)}, another registered env, or 'all'")
     ap.add_argument("--train-rounds", type=int, default=None, help="learner rounds before the trained rollout "
@@ -316,14 +315,14 @@ if __name__ == "__main__":
     ap.add_argument("--rollouts", nargs="+", metavar="FILE", help="bench saved payloads instead of sampling")
     ap.add_argument("--synthetic", action="store_true", help="a synthetic CartPole-like rollout (no env)")
     ap.add_argument("--filter-speeds", action="store_true", help="only the speed of each filter step")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     torch.set_num_threads(1)
     if args.filter_speeds:
         filter_speeds()
-        sys.exit(0)
+        return
     if args.synthetic:
         bench("synthetic CartPole-like rollout", synthetic_rollout(), args.repeat)
-        sys.exit(0)
+        return
     if args.rollouts:
         todo = [(pathlib.Path(f).name, pathlib.Path(f).read_bytes(), None) for f in args.rollouts]
     else:
@@ -341,8 +340,13 @@ if __name__ == "__main__":
                 for i, (_, p, _) in enumerate(got):
                     (pathlib.Path(args.save_rollouts) / f"{env}-{i}.rlro").write_bytes(p)
             todo += got
-    print(f"# bench/bench_codec.py {' '.join(sys.argv[1:])}\n# {os.cpu_count()} CPUs, torch {torch.__version__}, "
+    command = " ".join(["python -m bench.bench_codec", *(sys.argv[1:] if argv is None else argv)])
+    print(f"# {command}\n# {os.cpu_count()} CPUs, torch {torch.__version__}, "
           f"lz4 {lz4.library_version_string()}, codec format v{codec.VERSION}")
     for label, payload, sample_s in todo:
         cols, _ = decode(payload)
         bench(label, cols, args.repeat, sample_s)
+
+
+if __name__ == "__main__":
+    main()

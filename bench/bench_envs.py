@@ -10,49 +10,30 @@ of ``--repeats`` timed runs. ``wall`` is steps/s by the wall clock; ``cpu`` is s
 process's CPU time, which is the more stable figure on a shared machine (compare the load
 average printed in the header with the core count).
 
-    python bench/bench_envs.py [--repeats 5] [--seconds 0.25] [--threads 1]
+    python -m bench.bench_envs [--repeats 5] [--seconds 0.25] [--threads 1]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
-import time
-from pathlib import Path
 from typing import Callable
 
 import gymnasium
 import numpy as np
 import torch
+from rl_system.envs.cartpole import CartPoleVecEnv
+from rl_system.envs.gym_adapter import GymnasiumVecEnv
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from rl_system.envs.cartpole import CartPoleVecEnv  # noqa: E402
-from rl_system.envs.gym_adapter import GymnasiumVecEnv  # noqa: E402
+from bench.harness.timing import best_rates
 
 N_ACTION_BATCHES = 64
 
 
 def measure(step: Callable[[int], object], num_envs: int, seconds: float, repeats: int) -> tuple[float, float]:
     """Best (wall, cpu) env-steps/s over ``repeats`` runs of about ``seconds`` each."""
-    for i in range(20):  # warm-up
-        step(i)
-    t0 = time.perf_counter()
-    calls = 0
-    while time.perf_counter() - t0 < 0.05:
-        step(calls)
-        calls += 1
-    per_call = (time.perf_counter() - t0) / calls
-    iters = max(10, int(seconds / per_call))
-    best_wall = best_cpu = float("inf")
-    for _ in range(repeats):
-        w0, c0 = time.perf_counter(), time.process_time()
-        for i in range(iters):
-            step(i)
-        best_wall = min(best_wall, time.perf_counter() - w0)
-        best_cpu = min(best_cpu, time.process_time() - c0)
-    return num_envs * iters / best_wall, num_envs * iters / max(best_cpu, 1e-9)
+    wall, cpu, _ = best_rates(step, num_envs, seconds, repeats)
+    return wall, cpu
 
 
 def bench_torch_cartpole(n: int, dtype: torch.dtype, seconds: float, repeats: int) -> tuple[float, float]:

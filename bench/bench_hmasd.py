@@ -48,6 +48,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench.harness.learning import with_test_env
+from bench.harness.results import read_text
 from bench.hmasd_tables import (
     actor_table,
     discriminator_cells,
@@ -59,14 +61,13 @@ from bench.hmasd_tables import (
 )
 from rl_system.checkpoint import CheckpointError
 from rl_system.checkpoint.store import CheckpointStore
-from rl_system.cli.main import with_env_kwargs
 from rl_system.config import RunConfig, load_config
 from rl_system.observe.metrics import read_scalars
 from rl_system.policy.evaluation import evaluate
 from rl_system.run.loop import train
 
 CONFIGS = {"hmasd": "launch/configs/alice_bob_hmasd.yaml", "mappo": "launch/configs/alice_bob_mappo.yaml"}
-# The skill settings the small-map figures (bench/results/hmasd_small.txt, the learning test) were
+# The skill settings the small-map figures (bench/results/hmasd/small.txt, the learning test) were
 # measured with; the default map's preset, tuned for exploring its rooms, differs.
 SMALL_MAP_SKILLS = ["env.kwargs.own_position=true", "env.kwargs.random_start=false", "hmasd.n_agent_skills=3",
                     "hmasd.lambda_l=0.01", "hmasd.lambda_h=0.01", "hmasd.lambda_d=0.5", "hmasd.logq_floor=false",
@@ -115,7 +116,7 @@ def run_one(method: str, seed: int, size: str, steps: int, target: float, root: 
     solved_at, lowest = stability(read_scalars(run_dir / "tb", "rollout/success_rate").get("rollout/success_rate", []))
     store = CheckpointStore(str(run_dir / "checkpoints"))
     state = store.load_latest_valid()[0]
-    tested = with_env_kwargs(state, test_env)  # over the run's own eval_kwargs
+    tested = with_test_env(state, test_env)  # over the run's own eval_kwargs
     test = evaluate(tested, episodes=200, deterministic=False, seed=10_000 + seed)
     test_argmax = evaluate(tested, episodes=200, deterministic=True, seed=10_000 + seed)
     # The checkpoint a user of `rl-system train` keeps as best.json (chosen by the training return,
@@ -125,7 +126,7 @@ def run_one(method: str, seed: int, size: str, steps: int, target: float, root: 
     except CheckpointError:  # no checkpoint saw a finished episode
         best_state = state
     same = best_state["learner"]["version"] == state["learner"]["version"]  # then the same episodes' result
-    best = test if same else evaluate(with_env_kwargs(best_state, test_env), episodes=200, deterministic=False,
+    best = test if same else evaluate(with_test_env(best_state, test_env), episodes=200, deterministic=False,
                                       seed=10_000 + seed)
     return {"method": method, "seed": seed, "steps_to_target": summary["steps_to_target"],
             "time_to_target_s": summary["time_to_target_s"], "env_steps": summary["env_steps"],
@@ -174,7 +175,7 @@ def main() -> None:
         from rl_system.checkpoint.resume import find_resume
 
         found = find_resume(args.checkpoint, load_config(None), None)
-        state = with_env_kwargs(found.state, args.test_env)
+        state = with_test_env(found.state, args.test_env)
         print(f"skills of {found.path} (v{state['learner']['version']}; share of the steps under z on "
               "each object cell and in each part of the map, both levels sampled):")
         print("\n".join(skill_table(state)))
@@ -213,7 +214,7 @@ def check_configs(args: argparse.Namespace) -> None:
             cfg = bench_config(method, args.size, args.overrides)
             probe_specs(cfg)
             if args.test_env:
-                probe_specs(build_config(with_env_kwargs({"config": cfg.model_dump()}, args.test_env)["config"]))
+                probe_specs(build_config(with_test_env({"config": cfg.model_dump()}, args.test_env)["config"]))
         except (ConfigError, ValueError) as err:
             raise SystemExit(f"bench_hmasd: {method}: {err}") from None
 
@@ -296,7 +297,7 @@ def report_from_outputs(paths: list[str]) -> None:
     rows = []
     for path in paths:
         try:
-            found = parse_rows(Path(path).read_text())
+            found = parse_rows(read_text(Path(path)))
         except OSError as err:
             raise SystemExit(f"bench_hmasd: {path}: {err.strerror}") from None
         if not found:

@@ -3,36 +3,29 @@
 bfloat16 against float32, as a matmul and as whole updates under ``torch.autocast``
 (``learner.precision``).
 
-    python -m bench.bench_kernels [--threads 1] [--configs minatar_breakout_ppo alice_bob_hmasd]
+    python -m bench.bench_kernels [--threads 1] [--configs minatar_breakout_ppo alice_bob_hmasd] [--out DIR]
 
 Prints three tables (µs per call, GFLOP/s, ms per update); each figure is the median of repeats.
+Writes ``kernels.json`` / ``kernels.md`` to ``--out`` (default ``bench/results/kernels/``).
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
-from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import torch
 
 from bench.bench_update import REPO, build
-from bench.report import stamp
+from bench.harness.results import RESULTS, write_suite
+from bench.harness.stamp import stamp
+from bench.harness.timing import median_us
 from rl_system.algos.activations import Tanh, sigmoid_tanh
 from rl_system.config import load_config
-
-
-def median_us(fn: Callable[[], object], repeats: int = 1000) -> float:
-    for _ in range(20):
-        fn()
-    times = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(repeats // 5):
-            fn()
-        times.append((time.perf_counter() - t0) / (repeats // 5) * 1e6)
-    return statistics.median(times)
 
 
 def activation_rows() -> list[tuple[str, str, float]]:
@@ -79,27 +72,35 @@ def update_rows(configs: list[str], repeats: int) -> list[tuple[str, str, float]
     return out
 
 
+def markdown(result: dict[str, Any]) -> str:
+    s = result["stamp"]
+    lines = [f"`{result['command']}`", "", f"Measured {s['date_utc']} at commit `{s['commit']}` on {s['cpu']} ({s['cores']} cores), "
+             f"torch {s['torch']}, {result['threads']} thread(s), CPU bf16 kernels: {result['cpu_bf16']}.", "",
+             "| tensor | kernel | µs (or error) |", "|---|---|---:|"]
+    lines += [f"| {shape} | {kernel} | {value:.3g} |" for shape, kernel, value in result["activations"]]
+    lines += ["", "| matmul 1024² | GFLOP/s |", "|---|---:|"]
+    lines += [f"| {dtype} | {rate:,.0f} |" for dtype, rate in result["matmul"]]
+    lines += ["", "| config | precision | update (median) |", "|---|---|---:|"]
+    lines += [f"| {name} | {precision} | {ms:,.1f} ms |" for name, precision, ms in result["updates"]]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--configs", nargs="+", default=["minatar_breakout_ppo", "alice_bob_hmasd", "cartpole_ppo"])
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--out", type=Path, default=RESULTS / "kernels")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
-    s = stamp()
-    print(f"Measured {s['date_utc']} at commit `{s['commit']}` on {s['cpu']} ({s['cores']} cores), torch {s['torch']}, "
-          f"{args.threads} thread(s), CPU bf16 kernels: {torch.ops.mkldnn._is_mkldnn_bf16_supported()}.\n")
-    print("| tensor | kernel | µs (or error) |\n|---|---|---:|")
-    for shape, kernel, value in activation_rows():
-        print(f"| {shape} | {kernel} | {value:.3g} |")
-    print("\n| matmul 1024² | GFLOP/s |\n|---|---:|")
-    for dtype, rate in matmul_rows():
-        print(f"| {dtype} | {rate:,.0f} |")
-    print("\n| config | precision | update (median) |\n|---|---|---:|")
-    for name, precision, ms in update_rows(args.configs, args.repeats):
-        print(f"| {name} | {precision} | {ms:,.1f} ms |")
+    command = " ".join(["python -m bench.bench_kernels", *(sys.argv[1:] if argv is None else argv)])
+    result = {"stamp": stamp(), "command": command, "threads": args.threads, "cpu_bf16": torch.ops.mkldnn._is_mkldnn_bf16_supported(),
+              "activations": activation_rows(), "matmul": matmul_rows(),
+              "updates": update_rows(args.configs, args.repeats)}
+    text = markdown(result)
+    print(text)
+    write_suite(args.out, "kernels", result, text)
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -11,22 +11,24 @@
 
     python -m bench.bench_memory                        # seeds 0 1 2, all parts
     python -m bench.bench_memory --parts cartpole --seeds 0
-    python -m bench.bench_memory --from-runs bench/results/memory/*.json
+    python -m bench.bench_memory --from-runs bench/results/memory/*_s[0-9].json.xz
 
-Writes ``bench/results/memory/memory.{json,md}`` and one JSON per run. Needs
+Writes one ``.json.xz`` per run (``<label>_s<seed>``: curve and figures) and ``memory.{json,md}``
+(the stamp, the runs' files, the tables) to ``--out`` (default ``bench/results/memory``). Needs
 ``pip install 'rl-system[bench]'`` (sb3-contrib, popgym).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
+import sys
 from pathlib import Path
 from typing import Any
 
-from bench.report import stamp
-from bench.trained import train_row
+from bench.harness.learning import read_run, train_row
+from bench.harness.results import RESULTS, run_index, write_run, write_suite
+from bench.harness.stamp import stamp
 
 CONFIG = "launch/configs/cartpole_memory_ppo.yaml"
 TARGET = 475.0
@@ -131,8 +133,6 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], argv: str) -> str
 
 
 def main() -> None:
-    import sys
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--steps", type=int, default=1_000_000)
@@ -141,12 +141,12 @@ def main() -> None:
     ap.add_argument("--popgym-steps", type=int, default=POPGYM_STEPS)
     ap.add_argument("--popgym-envs", nargs="+", default=list(POPGYM), choices=list(POPGYM))
     ap.add_argument("--from-runs", nargs="+", type=Path, default=None, metavar="JSON")
-    ap.add_argument("--out", type=Path, default=Path("bench/results/memory"))
+    ap.add_argument("--out", type=Path, default=RESULTS / "memory")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     runs: list[dict[str, Any]] = []
     if args.from_runs:
-        runs = [json.loads(p.read_text()) for p in args.from_runs if p.name != "memory.json"]
+        runs = [read_run(p) for p in args.from_runs if p.name != "memory.json"]
     else:
         for seed in args.seeds:
             jobs = []
@@ -168,13 +168,12 @@ def main() -> None:
                 print(f"seed {seed}: {label} ...", flush=True)
                 r = job()
                 r["peer"] = label
-                (args.out / f"{label}_s{seed}.json").write_text(json.dumps(r))
+                r["source"] = str(write_run(args.out / f"{label}_s{seed}", r))
                 runs.append(r)
     rows = summarise(runs)
     meta = {"stamp": stamp()}
-    (args.out / "memory.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     text = markdown(meta, rows, "python -m bench.bench_memory " + " ".join(sys.argv[1:]))
-    (args.out / "memory.md").write_text(text)
+    write_suite(args.out, "memory", {"meta": meta, "runs": run_index(runs, args.out), "rows": rows}, text)
     print(text)
 
 

@@ -25,21 +25,24 @@ env steps/s and whether its learning matches at the same budget.
     python -m bench.bench_minatar --games Breakout --seeds 0 --steps 2000000
     python -m bench.bench_minatar --games Breakout --seeds 0 --systems sb3_ppo
     python -m bench.bench_minatar --games Breakout --seeds 0 --systems rl_system \\
-        --set learner.torch_threads=2 --tag threads2       # -> Breakout_threads2_s0.json
+        --set learner.torch_threads=2 --tag threads2       # -> Breakout_threads2_s0.json.xz
+    python -m bench.bench_minatar --from-runs bench/results/minatar/*_s[0-9].json.xz   # the table again
 
-Writes ``bench/results/minatar/minatar.{json,md}`` and one JSON per run (rl_system's
-``<Game>_s<seed>.json``, the peer's ``<Game>_sb3_ppo_s<seed>.json``). Needs
+Writes one ``.json.xz`` per run (rl_system's ``<Game>_s<seed>``, the peer's
+``<Game>_sb3_ppo_s<seed>``: curve, figures, test) and ``minatar.{json,md}`` (the stamp, the runs'
+files, the table) to ``--out`` (default ``bench/results/minatar``). Needs
 ``pip install 'rl-system[bench]'``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
-from bench.trained import train_row, write_tables
+from bench.harness.learning import read_run, train_row
+from bench.harness.results import RESULTS, write_run, write_tables
+from bench.harness.stamp import where_it_ran
 
 CONFIG = "launch/configs/minatar_breakout_ppo.yaml"
 GAMES = {"Breakout": "gym:rl_system.envs.minatar_gym:MinAtar/Breakout-v1",
@@ -92,7 +95,6 @@ def markdown(st: dict[str, Any], runs: list[dict[str, Any]], argv: str) -> str:
 def run_peer(game: str, seed: int, steps: int, schedule_steps: int, threads: int) -> dict[str, Any]:
     """:mod:`bench.peers.sb3_minatar` on ``game``, with where it ran."""
     from bench.peers.sb3_minatar import run
-    from bench.report import where_it_ran
 
     r = run(game, steps, seed, schedule_steps=schedule_steps, threads=threads, test_episodes=TEST_EPISODES)
     return {**r, **where_it_ran()}
@@ -111,9 +113,9 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="an override of rl_system's config (repeatable; recorded in the run's JSON)")
     ap.add_argument("--tag", default=None,
-                    help="names runs trained with --set: <Game>_<tag>_s<seed>.json (required with --set)")
+                    help="names runs trained with --set: <Game>_<tag>_s<seed>.json.xz (required with --set)")
     ap.add_argument("--from-runs", nargs="+", type=Path, default=None, metavar="JSON")
-    ap.add_argument("--out", type=Path, default=Path("bench/results/minatar"))
+    ap.add_argument("--out", type=Path, default=RESULTS / "minatar")
     args = ap.parse_args()
     if args.set and not args.tag:
         ap.error("--set needs --tag: runs with overrides must not replace the shipped config's files")
@@ -121,14 +123,14 @@ def main() -> None:
     name = f"_{args.tag}" if args.tag else ""
     runs: list[dict[str, Any]] = []
     if args.from_runs:
-        runs = [json.loads(p.read_text()) for p in args.from_runs if p.name != "minatar.json"]
+        runs = [read_run(p) for p in args.from_runs if p.name != "minatar.json"]
     else:
         for game in args.games:
             for seed in args.seeds:
                 if "sb3_ppo" in args.systems:
                     print(f"{game} seed {seed}: sb3_ppo ...", flush=True)
                     r = run_peer(game, seed, args.peer_steps or args.steps, args.steps, args.peer_threads)
-                    (args.out / f"{game}_sb3_ppo_s{seed}.json").write_text(json.dumps(r))
+                    r["source"] = str(write_run(args.out / f"{game}_sb3_ppo_s{seed}", r))
                     runs.append(r)
                 if "rl_system" not in args.systems:
                     continue
@@ -137,9 +139,9 @@ def main() -> None:
                                        "checkpoint.every_rounds=0", *args.set], seed,
                               args.out / "runs" / f"{game}{name}-s{seed}", test_episodes=TEST_EPISODES, test_envs=32)
                 r.update(peer="rl_system", env=game)
-                (args.out / f"{game}{name}_s{seed}.json").write_text(json.dumps(r))
+                r["source"] = str(write_run(args.out / f"{game}{name}_s{seed}", r))
                 runs.append(r)
-    write_tables(args.out, "minatar", runs, markdown, "python -m bench.bench_minatar")
+    print(write_tables(args.out, "minatar", runs, markdown, "python -m bench.bench_minatar"))
 
 
 if __name__ == "__main__":

@@ -13,39 +13,30 @@ lower of the peers' mean final returns -- which is the "same return" all reach.
     python -m bench.bench_mujoco --only stepping                  # the env stepping table alone
     python -m bench.bench_mujoco --from-runs RUNS... [--timing-runs RERUNS...] --only training
 
-Writes ``bench/results/mujoco/mujoco.{json,md}`` (``--out``). Needs
+Writes one ``.json.xz`` per run (``<peer>_<env>_s<seed>``: its curve and figures) and
+``mujoco.{json,md}`` (the stamp, the runs' files, the tables) to ``--out`` (default
+``bench/results/mujoco``). Needs
 ``pip install 'rl-system[bench]'`` (gymnasium[mujoco], stable-baselines3).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from bench.harness.learning import BACKENDS, first_at, read_ours, read_run
+from bench.harness.results import RESULTS, run_index, write_run, write_suite
+from bench.harness.stamp import stamp, version
+
 CONFIGS = {"HalfCheetah-v5": "launch/configs/halfcheetah_ppo.yaml", "Hopper-v5": "launch/configs/hopper_ppo.yaml"}
-#: rl_system peer -> the env.name prefix its runs use: Gymnasium's sync vector env, or EnvPool's
-#: reimplementation of the same MuJoCo tasks (envs/envpool_adapter.py), same config otherwise.
-BACKENDS = {"rl_system": "gym:", "rl_system_envpool": "envpool:"}
 REFERENCE = "sb3_zoo"
-Curve = list[tuple[int, float, float]]
 
 
 # -- runs ----------------------------------------------------------------------------------------
-
-
-def tb_curve(tb_dir: Path) -> Curve:
-    """(env steps, elapsed s, mean return) per round, from a run's TensorBoard files: the return
-    is ``rollout/return_mean``; elapsed is ``env steps / system/steps_per_s`` (the run's own
-    clock, from the start of its first round)."""
-    from rl_system.observe.metrics import read_scalars
-
-    scalars = read_scalars(tb_dir)
-    rates = dict(scalars.get("system/steps_per_s", []))
-    return [(s, s / rates[s], r) for s, r in scalars.get("rollout/return_mean", []) if rates.get(s) and r == r]
 
 
 def run_ours(env_id: str, steps: int, seed: int, run_root: Path, peer: str = "rl_system") -> dict[str, Any]:
@@ -59,29 +50,10 @@ def run_ours(env_id: str, steps: int, seed: int, run_root: Path, peer: str = "rl
     return read_ours(run_dir)
 
 
-def read_ours(run_dir: Path) -> dict[str, Any]:
-    """A finished rl_system run as a bench row: its config, summary.json and curve."""
-    import yaml
-
-    cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
-    summary = json.loads((run_dir / "summary.json").read_text())
-    name = cfg["env"]["name"]
-    peer = next(p for p, prefix in BACKENDS.items() if name.startswith(prefix))
-    return {"peer": peer, "env": name.removeprefix(BACKENDS[peer]), "seed": cfg["seed"],
-            "env_steps": summary["env_steps"], "train_wall_s": summary["wall_time_s"],
-            "final_return": summary["final_mean_return"], "curve": tb_curve(run_dir / "tb"), "run_dir": str(run_dir)}
-
-
 def run_sb3(env_id: str, steps: int, seed: int) -> dict[str, Any]:
     from bench.peers.sb3_ppo import run
 
     return run(env_id, steps, seed)
-
-
-def first_at(curve: list, level: float) -> tuple | None:
-    """The first row of ``curve`` (rows ``(steps, wall, return[, cpu])``) whose return reaches
-    ``level``, or None."""
-    return next((row for row in curve if row[2] >= level), None)
 
 
 # -- env stepping ----------------------------------------------------------------------------------
@@ -145,12 +117,16 @@ def stepping_table(envs: list[str]) -> list[dict[str, Any]]:
 
 
 def machine() -> dict[str, Any]:
-    """The report's stamp (date, commit, CPU, versions) plus the MuJoCo and SB3 versions."""
-    from bench.report import _version, stamp
-
-    meta = stamp()
+    """The stamp (date, commit, CPU, versions) plus the MuJoCo and SB3 versions."""
+    meta = stamp("mujoco")
     return {**meta, "date": meta["date_utc"], "cpu": f"{meta['cores']} x {meta['cpu']}",
-            "mujoco": _version("mujoco"), "sb3": _version("stable_baselines3")}
+            "sb3": version("stable_baselines3")}
+
+
+def run_file(out: Path, row: dict[str, Any]) -> Path:
+    """Where a run's row is kept: ``<peer>_<env>_s<seed>`` (SB3's as ``sb3_...``), ``.json.xz``."""
+    peer = "sb3" if row["peer"] == REFERENCE else row["peer"]
+    return out / f"{peer}_{row['env']}_s{row['seed']}"
 
 
 def summarise(runs: list[dict[str, Any]], timing: list[dict[str, Any]] = ()) -> list[dict[str, Any]]:
@@ -268,8 +244,6 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], step_rows: list[d
 
 
 def main() -> None:
-    import sys
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--envs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
@@ -278,21 +252,21 @@ def main() -> None:
                     help="rl_system_envpool: the same configs on EnvPool's MuJoCo (pip install 'rl-system[envpool]')")
     ap.add_argument("--only", choices=["training", "stepping"], default=None)
     ap.add_argument("--from-runs", nargs="+", type=Path, default=None, metavar="PATH",
-                    help="build the table from finished runs instead of training: rl_system run dirs and "
-                         "bench.peers.sb3_ppo --json files")
+                    help="build the table from finished runs instead of training: rl_system run dirs, the "
+                         "per-run files this suite writes and bench.peers.sb3_ppo --json files")
     ap.add_argument("--timing-runs", nargs="+", type=Path, default=[], metavar="PATH",
-                    help="with --from-runs: reruns of some seeds (run dirs or --json files, possibly to part of "
+                    help="with --from-runs: reruns of some seeds (run dirs or per-run files, possibly to part of "
                          "the budget) whose curves replace those seeds' for the time to the common return only")
     ap.add_argument("--levels", nargs="+", type=float, default=[], metavar="RETURN",
                     help="also print the time to each of these training returns, per env (with --from-runs "
                          "or after training)")
-    ap.add_argument("--out", type=Path, default=Path("bench/results/mujoco"))
+    ap.add_argument("--out", type=Path, default=RESULTS / "mujoco")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     meta = machine()
     runs: list[dict[str, Any]] = []
     if args.from_runs:
-        runs = [read_ours(p) if p.is_dir() else json.loads(p.read_text()) for p in args.from_runs]
+        runs = [read_run(p) for p in args.from_runs]
     elif args.only != "stepping":
         run_root = args.out / "runs"
         for env_id in args.envs:
@@ -301,19 +275,18 @@ def main() -> None:
                     print(f"{env_id} seed {seed}: {peer} ...", flush=True)
                     r = run_ours(env_id, args.steps, seed, run_root, peer) if peer in BACKENDS else \
                         run_sb3(env_id, args.steps, seed)
+                    r["source"] = str(write_run(run_file(args.out, r), r))
                     runs.append(r)
                     print(f"  {peer}: final {r['final_return']:.0f} in {r['train_wall_s']:.0f}s", flush=True)
-                    (args.out / "mujoco.json").write_text(json.dumps({"meta": meta, "runs": runs}))
     step_rows = stepping_table(args.envs) if args.only != "training" else []
-    timing = [read_ours(p) if p.is_dir() else json.loads(p.read_text()) for p in args.timing_runs]
+    timing = [read_run(p) for p in args.timing_runs]
     rows = summarise(runs, timing) if runs else []
     levels = level_rows(runs, timing, args.levels) if runs else []
-    (args.out / "mujoco.json").write_text(json.dumps({"meta": meta, "runs": runs, "summary": rows,
-                                                      "levels": levels, "stepping": step_rows}))
     text = markdown(meta, rows, step_rows, "python -m bench.bench_mujoco " + " ".join(sys.argv[1:]), levels)
-    (args.out / "mujoco.md").write_text(text)
+    write_suite(args.out, "mujoco", {"meta": meta, "runs": run_index(runs, args.out),
+                                     "timing_runs": run_index(timing, args.out), "summary": rows,
+                                     "levels": levels, "stepping": step_rows}, text)
     print(text)
-
 
 if __name__ == "__main__":
     main()

@@ -6,18 +6,21 @@ env steps/s (training, workers and learner together).
     python -m bench.bench_nav_scan                       # seeds 0 1 2, both configs, 3M env steps
     python -m bench.bench_nav_scan --seeds 0 --steps 1000000
 
-Writes ``bench/results/navigation_scan/nav_scan.{json,md}`` and one JSON per run.
+    python -m bench.bench_nav_scan --from-runs bench/results/navigation_scan/*_s[0-9].json.xz   # the table again
+
+Writes one ``.json.xz`` per run (``<encoder>_s<seed>``) and ``nav_scan.{json,md}`` (the stamp, the
+runs' files, the table) to ``--out`` (default ``bench/results/navigation_scan``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from pathlib import Path
 from typing import Any
 
-from bench.trained import train_row, write_tables
+from bench.harness.learning import read_run, train_row
+from bench.harness.results import RESULTS, write_run, write_tables
 
 CONFIGS = {"mlp": "launch/configs/navigation_ppo.yaml", "scan_conv": "launch/configs/navigation_scan_ppo.yaml"}
 TEST_EPISODES = 500
@@ -47,12 +50,12 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=3_000_000)
     ap.add_argument("--encoders", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
     ap.add_argument("--from-runs", nargs="+", type=Path, default=None, metavar="JSON")
-    ap.add_argument("--out", type=Path, default=Path("bench/results/navigation_scan"))
+    ap.add_argument("--out", type=Path, default=RESULTS / "navigation_scan")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     runs: list[dict[str, Any]] = []
     if args.from_runs:
-        runs = [json.loads(p.read_text()) for p in args.from_runs if p.name != "nav_scan.json"]
+        runs = [read_run(p) for p in args.from_runs if p.name != "nav_scan.json"]
     else:
         for seed in args.seeds:
             for label in args.encoders:
@@ -60,9 +63,9 @@ def main() -> None:
                 r = train_row(CONFIGS[label], [f"max_env_steps={args.steps}", "checkpoint.every_rounds=0"], seed,
                               args.out / "runs" / f"{label}-s{seed}", test_episodes=TEST_EPISODES)
                 r["peer"] = label
-                (args.out / f"{label}_s{seed}.json").write_text(json.dumps(r))
+                r["source"] = str(write_run(args.out / f"{label}_s{seed}", r))
                 runs.append(r)
-    write_tables(args.out, "nav_scan", runs, markdown, "python -m bench.bench_nav_scan")
+    print(write_tables(args.out, "nav_scan", runs, markdown, "python -m bench.bench_nav_scan"))
 
 
 if __name__ == "__main__":

@@ -12,23 +12,19 @@ machine). ``ms/step`` is the wall time of one batched ``step``.
 straight at the goal (action = unit goal direction in the goal frame, scaled to the max-norm
 box), ``random`` draws uniform actions in ``[-1, 1]^3``.
 
-    python bench/bench_navigation.py [--sizes 256 1024 4096] [--repeats 3] [--seconds 0.5] [--threads 1]
-    python bench/bench_navigation.py --baselines [--episodes 1000] [--set num_static=4 arena=10 ...]
+    python -m bench.bench_navigation [--sizes 256 1024 4096] [--repeats 3] [--seconds 0.5] [--threads 1]
+    python -m bench.bench_navigation --baselines [--episodes 1000] [--set num_static=4 arena=10 ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
-import time
-from pathlib import Path
 
 import torch
+from rl_system.envs.navigation import NavigationVecEnv
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from rl_system.envs.navigation import NavigationVecEnv  # noqa: E402
+from bench.harness.timing import best_rates
 
 N_ACTION_BATCHES = 32
 
@@ -38,21 +34,8 @@ def bench(n: int, seconds: float, repeats: int) -> tuple[float, float, float]:
     env.reset()
     gen = torch.Generator().manual_seed(0)
     actions = [torch.rand((n, 3), generator=gen) * 2 - 1 for _ in range(N_ACTION_BATCHES)]
-    for i in range(10):  # warm-up
-        env.step(actions[i % N_ACTION_BATCHES])
-    t0, calls = time.perf_counter(), 0
-    while time.perf_counter() - t0 < 0.1:
-        env.step(actions[calls % N_ACTION_BATCHES])
-        calls += 1
-    iters = max(5, int(seconds / ((time.perf_counter() - t0) / calls)))
-    best_wall = best_cpu = float("inf")
-    for _ in range(repeats):
-        w0, c0 = time.perf_counter(), time.process_time()
-        for i in range(iters):
-            env.step(actions[i % N_ACTION_BATCHES])
-        best_wall = min(best_wall, time.perf_counter() - w0)
-        best_cpu = min(best_cpu, time.process_time() - c0)
-    return n * iters / best_wall, n * iters / max(best_cpu, 1e-9), 1e3 * best_wall / iters
+    return best_rates(lambda i: env.step(actions[i % N_ACTION_BATCHES]), n, seconds, repeats, warmup=10,
+                      probe_s=0.1, min_calls=5)
 
 
 def straight_policy(obs: dict[str, torch.Tensor], gen: torch.Generator) -> torch.Tensor:

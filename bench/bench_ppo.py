@@ -6,20 +6,24 @@ throughput, for rl_system and for peers (RLlib PPO, a CleanRL-style loop) in the
 
 Wall times: "train" is from the first round to the round that reached the target (actors
 already up); "startup" is Ray + actor start-up, reported separately. Peers are timed the same
-way (RLlib: from the first ``train()`` call, build time separate).
+way (RLlib: from the first ``train()`` call, build time separate). Writes ``bench_ppo.json``
+(stamped figures) and ``bench_ppo.md`` (the tables) to ``--out`` (default ``bench/results/ppo``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
 import ray
 
+from bench.harness.markdown import md_table
+from bench.harness.results import RESULTS, write_suite
+from bench.harness.stamp import load1, stamp
 from rl_system.config import load_config
 from rl_system.run.loop import train
 
@@ -45,14 +49,8 @@ def ours_throughput(run_root: Path, steps: int, extra: list[str]) -> dict:
 
 
 def _table(title: str, rows: list[dict], cols: list[str]) -> str:
-    out = [f"\n{title}", " | ".join(f"{c:>14}" for c in cols), "-" * (17 * len(cols))]
-    for r in rows:
-        cells = []
-        for c in cols:
-            v = r.get(c)
-            cells.append(f"{v:>14,.2f}" if isinstance(v, float) else f"{str(v):>14}")
-        out.append(" | ".join(cells))
-    return "\n".join(out)
+    cells = [[f"{r.get(c):,.2f}" if isinstance(r.get(c), float) else r.get(c) for c in cols] for r in rows]
+    return "\n".join(["", f"{title}:", "", *md_table(cols, cells)])
 
 
 def main() -> None:
@@ -62,8 +60,9 @@ def main() -> None:
     ap.add_argument("--throughput-steps", type=int, default=3_000_000)
     ap.add_argument("--skip-peers", action="store_true")
     ap.add_argument("--set", dest="overrides", action="append", default=[], help="extra config overrides for our runs")
-    ap.add_argument("--out", type=Path, default=Path("bench/results/bench_ppo.json"))
+    ap.add_argument("--out", type=Path, default=RESULTS / "ppo", help="writes bench_ppo.json and bench_ppo.md there")
     args = ap.parse_args()
+    st = stamp()
     run_root = Path("/tmp/rl_system_bench")
 
     t0 = time.perf_counter()
@@ -86,17 +85,21 @@ def main() -> None:
         for seed in args.peer_seeds:
             peer_ttt.append(run_cleanrl_ppo(seed=seed, time_budget_s=120, variant="fast"))
 
+    st["load_1m_after"] = load1()
     cols = ["peer", "seed", "reached", "env_steps", "train_wall_s", "steps_per_s"]
-    print(f"machine: {os.cpu_count()} CPUs; ray.init {ray_init_s:.1f}s")
-    print(_table("Time to 100-episode mean return >= 475 (CartPole)", ttt + peer_ttt, cols + ["startup_s"]))
-    ours_best = max(r["train_wall_s"] for r in ttt)
-    print(f"\nrl_system: worst seed {ours_best:.2f}s, median {statistics.median(r['train_wall_s'] for r in ttt):.2f}s")
-    print(_table("Training throughput (learning on, 4 epochs)", [thr, *peer_thr], ["peer", "env_steps", "steps_per_s"]))
-    print(f"rl_system time breakdown: {thr['breakdown']}")
-    for p in peer_thr:
-        print(f"ratio rl_system / {p['peer']}: {thr['steps_per_s'] / p['steps_per_s']:.1f}x")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"ttt": ttt, "peer_ttt": peer_ttt, "throughput": thr, "peer_throughput": peer_thr}, indent=2))
+    ours_worst = max(r["train_wall_s"] for r in ttt)
+    lines = [f"`{' '.join(['python -m bench.bench_ppo', *sys.argv[1:]])}`", "",
+             f"Measured {st['date_utc']} at commit `{st['commit']}` on {st['cpu']} ({st['cores']} cores), torch "
+             f"{st['torch']}, Ray {st['ray']}; ray.init {ray_init_s:.1f} s.",
+             _table("Time to 100-episode mean return >= 475 (CartPole)", ttt + peer_ttt, cols + ["startup_s"]), "",
+             f"rl_system: worst seed {ours_worst:.2f} s, median {statistics.median(r['train_wall_s'] for r in ttt):.2f} s",
+             _table("Training throughput (learning on, 4 epochs)", [thr, *peer_thr], ["peer", "env_steps", "steps_per_s"]),
+             "", f"rl_system time breakdown: {thr['breakdown']}"]
+    lines += [f"ratio rl_system / {p['peer']}: {thr['steps_per_s'] / p['steps_per_s']:.1f}x" for p in peer_thr]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    write_suite(args.out, "bench_ppo", {"stamp": st, "ttt": ttt, "peer_ttt": peer_ttt, "throughput": thr,
+                                        "peer_throughput": peer_thr}, text)
 
 
 def _as_dict(value) -> dict:

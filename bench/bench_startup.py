@@ -28,9 +28,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.report import stamp
+from bench.harness.results import RESULTS, write_suite
+from bench.harness.stamp import ROOT as REPO
+from bench.harness.stamp import stamp
 
-REPO = Path(__file__).resolve().parents[1]
 PHASES = ("interpreter", "config", "imports", "probe", "ray_init", "actors", "train", "finish", "stop_actors",
           "ray_shutdown")
 RAY_PROCESSES = "ray::|raylet|gcs_server|dashboard|ray/autoscaler"
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--against", default=None, metavar="REV", help="another commit, run back to back")
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "startup")
+    ap.add_argument("--out", type=Path, default=RESULTS / "startup")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench_startup_") as tmp:
         checkouts = {"this checkout": REPO}
@@ -116,9 +117,7 @@ def main(argv: list[str] | None = None) -> int:
               "rows": [median_row(name, rs) for name, rs in runs.items()], "runs": runs}
     text = markdown(result)
     print("\n" + text)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "startup.json").write_text(json.dumps(result, indent=1) + "\n")
-    (args.out / "startup.md").write_text(text)
+    write_suite(args.out, "startup", result, text)
     return 0
 
 

@@ -22,7 +22,6 @@ Prints a table and writes ``update_<N>thread(s).json`` / ``.md`` to ``--out`` (d
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from pathlib import Path
@@ -31,11 +30,12 @@ from typing import Any
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from bench.report import stamp
+from bench.harness.results import RESULTS, write_suite
+from bench.harness.stamp import ROOT, stamp
 from rl_system.algos import get_algorithm
 from rl_system.config import load_config
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = ROOT
 DEFAULT = ["cartpole_ppo", "hopper_ppo", "minatar_breakout_ppo", "cartpole_memory_ppo", "alice_bob_hmasd"]
 
 
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--compile", action="store_true", help="also time PPO updates with learner.compile: true")
-    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "update")
+    ap.add_argument("--out", type=Path, default=RESULTS / "update")
     args = ap.parse_args(argv)
     peak, size = matmul_peak(args.threads)
     rows = []
@@ -158,10 +158,7 @@ def main(argv: list[str] | None = None) -> int:
               "matmul_peak_size": size, "rows": rows}
     text = markdown(result)
     print("\n" + text)
-    args.out.mkdir(parents=True, exist_ok=True)
-    name = f"update_{args.threads}thread{'s' if args.threads > 1 else ''}"
-    (args.out / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
-    (args.out / f"{name}.md").write_text(text)
+    write_suite(args.out, f"update_{args.threads}thread{'s' if args.threads > 1 else ''}", result, text)
     return 0
 
 

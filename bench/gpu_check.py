@@ -24,7 +24,6 @@ at toy sizes on a CPU machine (the test suite does, so the script cannot rot uns
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import time
@@ -36,7 +35,8 @@ from rl_system.envs import make_env
 from rl_system.envs.base import Box, Discrete, MultiDiscrete
 
 from bench.bench_scaling import fixed_round, learner_rate
-from bench.report import stamp
+from bench.harness.results import write_suite
+from bench.harness.stamp import stamp
 from rl_system.config import load_config
 from rl_system.run.loop import train
 
@@ -243,8 +243,7 @@ def main() -> None:
 def save(result: dict, out: Path) -> str:
     """Write what has been measured so far (a run cut off by a time limit keeps its finished parts)."""
     text = render(result)
-    (out / "gpu_check.md").write_text(text)
-    (out / "gpu_check.json").write_text(json.dumps(result, indent=2))
+    write_suite(out, "gpu_check", result, text)
     return text
 
 

@@ -42,10 +42,9 @@ from typing import Any
 
 import ray
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rl_system.config import load_config
-from rl_system.run.loop import RunLoop  # noqa: E402
-from rl_system.run.startup import init_ray  # noqa: E402
+from rl_system.run.loop import RunLoop
+from rl_system.run.startup import init_ray
 
 CONFIG = Path(__file__).resolve().parents[1] / "launch/configs/cartpole_ppo.yaml"
 MB = 1024 * 1024

@@ -465,7 +465,7 @@ def test_pursuit_floor_stops_rewarding_closing_inside_the_firing_envelope():
 
 
 def test_scripted_opponent_is_beaten_only_by_the_right_manoeuvre():
-    from bench.air_combat_baselines import outcome_rates, random_red, scripted_red
+    from bench.experiments.air_combat_baselines import outcome_rates, random_red, scripted_red
 
     right = outcome_rates(scripted_red(fire_km=20.0, evade_km=20.0, salvo=1), episodes=200, num_envs=128, time_scale=16.0)
     late = outcome_rates(scripted_red(fire_km=18.0, evade_km=20.0, salvo=1), episodes=200, num_envs=128, time_scale=16.0)

@@ -1,9 +1,11 @@
 """bench/bench_mujoco.py's bookkeeping: the common return, time to it, the curve read back from
-a run's TensorBoard files (the training runs themselves are benchmarks, not tests)."""
+a run's TensorBoard files, runs stored compressed and read back (the training runs themselves are
+benchmarks, not tests)."""
 
 from __future__ import annotations
 
-from bench.bench_mujoco import first_at, markdown, summarise, tb_curve
+from bench.bench_mujoco import markdown, summarise
+from bench.harness.learning import first_at, tb_curve
 
 
 def _run(peer, seed, final, curve, **extra):
@@ -99,7 +101,7 @@ def test_a_run_dir_names_its_backend_by_the_env_prefix(tmp_path):
 
     import yaml
 
-    from bench.bench_mujoco import read_ours
+    from bench.harness.learning import read_ours
 
     for prefix, peer in (("gym:", "rl_system"), ("envpool:", "rl_system_envpool")):
         run = tmp_path / peer
@@ -108,3 +110,18 @@ def test_a_run_dir_names_its_backend_by_the_env_prefix(tmp_path):
         (run / "summary.json").write_text(json.dumps({"env_steps": 10, "wall_time_s": 1.0, "final_mean_return": 5.0}))
         got = read_ours(run)
         assert (got["peer"], got["env"], got["seed"]) == (peer, "Hopper-v5", 1)
+
+
+def test_a_run_stored_compressed_reads_back_and_the_aggregate_points_at_it(tmp_path):
+    from bench.harness.learning import read_run
+    from bench.harness.results import run_index, write_run
+
+    row = _run("rl_system", 0, 3000.0, [(512, 2.0, 10.0), (1024, 4.0, 20.0)])
+    path = write_run(tmp_path / "rl_system_Hopper-v5_s0.json", row)
+    assert path.name == "rl_system_Hopper-v5_s0.json.xz"
+    got = read_run(path)
+    assert {k: v for k, v in got.items() if k != "source"} == {**row, "curve": [[512, 2.0, 10.0], [1024, 4.0, 20.0]]}
+    (entry,) = run_index([got], tmp_path)
+    assert entry["file"] == "rl_system_Hopper-v5_s0.json.xz" and "curve" not in entry
+    assert (entry["peer"], entry["seed"], entry["final_return"]) == ("rl_system", 0, 3000.0)
+    assert summarise([got]) == summarise([row])  # tuples stored as lists read the same

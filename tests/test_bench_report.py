@@ -1,4 +1,5 @@
-"""bench/report.py and report_md.py without training: the stamp, README's marker block, the Markdown tables."""
+"""The report suite (bench/report.py, report_sections.py, report_md.py) and the harness's stamp and
+tables, without training: the stamp, README's marker block, the Markdown tables."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import sys
 
 import pytest
 
-from bench import report, report_md
+from bench import report, report_md, report_sections
+from bench.harness import markdown, stamp
 
 RESULTS = {
     "stamp": {"date_utc": "2026-01-02 03:04 UTC", "commit": "abc1234+dirty", "cpu": "AMD EPYC", "cores": 2,
@@ -32,11 +34,11 @@ RESULTS = {
         "envs": {"load_1m_before": 0.1, "load_1m_after": 0.1, "elapsed_s": 5.0,
                  "rows": [{"env": "AirCombat", "setting": "light | few missiles", "num_envs": 4096, "threads": 1,
                            "wall_best": 2700000.0, "wall_median": 2450000.0, "cpu_best": 2690000.0,
-                           "cpu_median": 2400000.0, "command": "python bench/bench_air_combat.py --sizes 4096"}]},
+                           "cpu_median": 2400000.0, "command": "python -m bench.bench_air_combat --sizes 4096"}]},
         "codec": {"rows": [{"env": "CartPole", "num_envs": 512, "rollout_len": 16, "train_rounds": 20,
                             "raw_bytes_per_step": 42.7, "ratio_untrained": 1.84, "ratio_trained": 1.81,
                             "largest_column": "obs.obs", "largest_column_ratio": [1.5, 1.4],
-                            "command": "python bench/bench_codec.py --env CartPole"}]},
+                            "command": "python -m bench.bench_codec --env CartPole"}]},
         "field": {"rows": [], "error": "ActorDiedError: gone"},
     },
     "notes": ["RLlib peer skipped: not installed."],
@@ -44,7 +46,7 @@ RESULTS = {
 
 
 def test_stamp_fields_present():
-    st = report.stamp()
+    st = stamp.stamp()
     for key in ("date_utc", "commit", "cpu", "cores", "memory_gib", "gpu", "python", "torch", "ray", "gymnasium",
                 "load_1m_before"):
         assert key in st, key
@@ -52,16 +54,16 @@ def test_stamp_fields_present():
     assert st["cores"] >= 1 and st["cpu"] and st["python"] and st["torch"]
     assert st["commit"] == "unknown" or st["commit"].split("+")[0].isalnum()
     json.dumps(st)  # goes into report.json as is
-    line = report.stamp_line({**st, "load_1m_after": st["load_1m_before"]})
+    line = stamp.stamp_line({**st, "load_1m_after": st["load_1m_before"]})
     assert st["commit"] in line and st["torch"] in line and "load average" in line
 
 
 def test_stamp_line_flags_busy_and_quick_runs():
-    assert "busy" not in report.stamp_line(RESULTS["stamp"])
-    assert "busy" not in report.stamp_line({**RESULTS["stamp"], "load_1m_after": 3.5})  # the run's own load
-    assert "busy" in report.stamp_line({**RESULTS["stamp"], "load_1m_after": 5.0})
-    assert "busy" in report.stamp_line({**RESULTS["stamp"], "load_1m_before": 1.5})
-    assert "quick mode" in report.stamp_line(RESULTS["stamp"], mode="quick")
+    assert "busy" not in stamp.stamp_line(RESULTS["stamp"])
+    assert "busy" not in stamp.stamp_line({**RESULTS["stamp"], "load_1m_after": 3.5})  # the run's own load
+    assert "busy" in stamp.stamp_line({**RESULTS["stamp"], "load_1m_after": 5.0})
+    assert "busy" in stamp.stamp_line({**RESULTS["stamp"], "load_1m_before": 1.5})
+    assert "quick mode" in stamp.stamp_line(RESULTS["stamp"], mode="quick")
 
 
 def _readme(tmp_path, middle: str):
@@ -73,32 +75,32 @@ def _readme(tmp_path, middle: str):
 
 
 def test_readme_block_replaced_exactly(tmp_path):
-    old = f"{report.START_MARKER}\nold table\n| a | b |\n{report.END_MARKER}\n"
+    old = f"{report_md.START_MARKER}\nold table\n| a | b |\n{report_md.END_MARKER}\n"
     p, before, after = _readme(tmp_path, old)
     block = "new line 1\n\n| x | y |\n|---|---|\n"
-    report.replace_readme_block(p, block)
-    assert p.read_text() == before + f"{report.START_MARKER}\n{block}{report.END_MARKER}\n" + after
-    report.replace_readme_block(p, "again")  # idempotent on its own output, newline added
-    assert p.read_text() == before + f"{report.START_MARKER}\nagain\n{report.END_MARKER}\n" + after
+    report_md.replace_readme_block(p, block)
+    assert p.read_text() == before + f"{report_md.START_MARKER}\n{block}{report_md.END_MARKER}\n" + after
+    report_md.replace_readme_block(p, "again")  # idempotent on its own output, newline added
+    assert p.read_text() == before + f"{report_md.START_MARKER}\nagain\n{report_md.END_MARKER}\n" + after
 
 
 def test_readme_block_empty_between_markers(tmp_path):
-    p, before, after = _readme(tmp_path, f"{report.START_MARKER}\n{report.END_MARKER}\n")
-    report.replace_readme_block(p, "t\n")
-    assert p.read_text() == before + f"{report.START_MARKER}\nt\n{report.END_MARKER}\n" + after
+    p, before, after = _readme(tmp_path, f"{report_md.START_MARKER}\n{report_md.END_MARKER}\n")
+    report_md.replace_readme_block(p, "t\n")
+    assert p.read_text() == before + f"{report_md.START_MARKER}\nt\n{report_md.END_MARKER}\n" + after
 
 
-@pytest.mark.parametrize("middle", ["no markers\n", f"{report.START_MARKER}\nonly a start\n",
-                                    f"{report.END_MARKER}\nx\n{report.START_MARKER}\n",
-                                    f"{report.START_MARKER}\n{report.END_MARKER}\n{report.START_MARKER}\n"])
+@pytest.mark.parametrize("middle", ["no markers\n", f"{report_md.START_MARKER}\nonly a start\n",
+                                    f"{report_md.END_MARKER}\nx\n{report_md.START_MARKER}\n",
+                                    f"{report_md.START_MARKER}\n{report_md.END_MARKER}\n{report_md.START_MARKER}\n"])
 def test_readme_without_markers_is_an_error(tmp_path, middle):
     p, _, _ = _readme(tmp_path, middle)
     text = p.read_text()
-    with pytest.raises(report.ReportError, match="bench-report"):
-        report.replace_readme_block(p, "tables\n")
+    with pytest.raises(report_md.ReportError, match="bench-report"):
+        report_md.replace_readme_block(p, "tables\n")
     assert p.read_text() == text  # untouched
-    with pytest.raises(report.ReportError):
-        report.check_readme_markers(p)
+    with pytest.raises(report_md.ReportError):
+        report_md.check_readme_markers(p)
 
 
 def test_update_readme_cli_exits_2_without_markers(tmp_path, capsys):
@@ -111,12 +113,12 @@ def test_update_readme_cli_exits_2_without_markers(tmp_path, capsys):
 
 
 def test_update_readme_cli_from_json(tmp_path):
-    p, before, after = _readme(tmp_path, f"{report.START_MARKER}\nold\n{report.END_MARKER}\n")
+    p, before, after = _readme(tmp_path, f"{report_md.START_MARKER}\nold\n{report_md.END_MARKER}\n")
     ok = {**RESULTS, "sections": {k: v for k, v in RESULTS["sections"].items() if not v.get("error")}}
     saved = tmp_path / "report.json"
     saved.write_text(json.dumps(ok))
     assert report.main(["--from-json", str(saved), "--update-readme", "--readme", str(p)]) == 0
-    expected = before + f"{report.START_MARKER}\n{report.render_markdown(ok)}{report.END_MARKER}\n" + after
+    expected = before + f"{report_md.START_MARKER}\n{report_md.render_markdown(ok)}{report_md.END_MARKER}\n" + after
     assert p.read_text() == expected
     # quick figures, or a run with a section not measured, never go into README
     for bad in ({**ok, "mode": "quick"}, RESULTS):
@@ -126,12 +128,12 @@ def test_update_readme_cli_from_json(tmp_path):
 
 
 def test_md_table_format():
-    assert report_md.md_table(["a", "b"], [[1, "x|y"], ["", 2.5]]) == [
+    assert markdown.md_table(["a", "b"], [[1, "x|y"], ["", 2.5]]) == [
         "| a | b |", "|---|---|", "| 1 | x\\|y |", "|  | 2.5 |"]
 
 
 def test_render_markdown_from_fixed_results():
-    md = report.render_markdown(RESULTS)
+    md = report_md.render_markdown(RESULTS)
     lines = md.splitlines()
     assert lines[0].startswith("Measured 2026-01-02 03:04 UTC at commit `abc1234+dirty` on AMD EPYC (2 cores, 23.5 GiB")
     assert "torch 2.13.0" in lines[0] and "0.25 before, 0.50 after" in lines[0]
@@ -145,9 +147,9 @@ def test_render_markdown_from_fixed_results():
     assert "| rl_system | 3.00M | **104,252** | 81% | `rl-system train x.yaml` |" in lines
     assert "| rllib-ppo[throughput] | – | 6,641 (rl_system 15.7×) | – | `rllib` |" in lines
     assert ("| AirCombat | light \\| few missiles | 4,096 | 2,700,000 / 2,450,000 | 2,690,000 / 2,400,000 | "
-            "`python bench/bench_air_combat.py --sizes 4096` |") in lines
+            "`python -m bench.bench_air_combat --sizes 4096` |") in lines
     assert ("| CartPole | 512 × 16 | 42.7 | 1.84× | 1.81× (K = 20) | `obs.obs` 1.50× / 1.40× | "
-            "`python bench/bench_codec.py --env CartPole` |") in lines
+            "`python -m bench.bench_codec --env CartPole` |") in lines
     assert "*Not measured: ActorDiedError: gone*" in lines
     assert "| env | seed | env steps |" not in md  # no empty table for a section that measured nothing
     err = lines.index("*Not measured: ActorDiedError: gone*")
@@ -160,11 +162,11 @@ def test_render_markdown_from_fixed_results():
     order = [md.index(s) for s in ("time to a 100-episode", "training throughput", "Field envs", "Env-only",
                                    "wire format")]
     assert order == sorted(order)
-    assert report.render_markdown(RESULTS) == md  # deterministic
+    assert report_md.render_markdown(RESULTS) == md  # deterministic
 
 
 def test_every_row_carries_its_command():
-    md = report.render_markdown(RESULTS)
+    md = report_md.render_markdown(RESULTS)
     for ln in md.splitlines():
         if ln.startswith("| ") and not ln.startswith(("| run ", "| env ", "| figure ")):
             assert "`" in ln.rsplit("|", 2)[-2], ln
@@ -172,18 +174,18 @@ def test_every_row_carries_its_command():
 
 def test_hmasd_is_cited_not_rerun(tmp_path):
     doc = tmp_path / "hmasd.md"
-    doc.write_text(f"**{report.HMASD_TABLE_TITLE}: the preset**\n\n"
+    doc.write_text(f"**{report_sections.HMASD_TABLE_TITLE}: the preset**\n\n"
                    "| seed | restarted at | steps to 0.8 | test success, sampled / argmax | test length "
                    "| `best.json` at, its test |\n"
                    "|---|---|---|---|---|---|\n"
                    "| 0 | – | 691,200 | 0.990 / 1.000 | 60.5 | 3.01M, 0.990 |\n"
                    "| 1 | 1,203,200 | not reached | 0.000 / 0.000 | 100.0 | 1.28M, 0.970 |\n\nafter\n")
-    sec = report.hmasd_cited(doc)
+    sec = report_sections.hmasd_cited(doc)
     assert sec["cited"] and sec["seeds"] == 2
     assert [(r["passed"], r["mean"]) for r in sec["rows"]] == [(1, pytest.approx(0.495)), (2, pytest.approx(0.98))]
     md = "\n".join(report_md.md_hmasd(sec))
     assert "cited, not rerun" in md and "1 of 2" in md and "0.495" in md
-    assert "error" in report.hmasd_cited(tmp_path / "missing.md")
+    assert "error" in report_sections.hmasd_cited(tmp_path / "missing.md")
 
 
 def test_hmasd_cites_bench_hmasd_own_table(tmp_path):
@@ -191,13 +193,13 @@ def test_hmasd_cites_bench_hmasd_own_table(tmp_path):
     doc = tmp_path / "hmasd.md"
     head = ("method | seed | reseeded at | steps to target | solved (>= 0.9) at | lowest after | test success | "
             "test success (argmax) | best.json at env steps | best.json test success")
-    doc.write_text(f"**{report.HMASD_TABLE_TITLE}** (from abc: `python -m bench.bench_hmasd\n"
+    doc.write_text(f"**{report_sections.HMASD_TABLE_TITLE}** (from abc: `python -m bench.bench_hmasd\n"
                    "--seeds S`, two side by side):\n\n" + head + "\n" + "|".join(["---"] * 10) + "\n"
                    "hmasd | 100 | - | 1,062,400 | 1,088,000 | 0.91 | 1.000 | 0.000 | 3,008,000 | 1.000\n"
                    "hmasd | 114 | 1,203,200 | not reached | - | - | 0.000 | 0.000 | 3,008,000 | 0.000\n"
                    "hmasd | 115 | - | 793,600 | 819,200 | 0.42 | 0.850 | 1.000 | 2,560,000 | 0.910\n"
                    "\nmethod | runs reaching target\n---|---\nhmasd | 2/3\n")
-    sec = report.hmasd_cited(doc)
+    sec = report_sections.hmasd_cited(doc)
     assert sec["seeds"] == 3 and sec["fell_after_solving"] == 1
     assert [(r["passed"], r["mean"]) for r in sec["rows"]] == [(2, pytest.approx(0.6166667)),
                                                               (2, pytest.approx(0.6366667))]
@@ -208,13 +210,13 @@ def test_missing_rllib_is_a_one_line_note(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray.rllib", None)  # import ray.rllib now raises ImportError
     sections: dict = {"throughput": {"rows": []}}  # no ttt: the CleanRL-style peer (which trains) is not run
     notes: list[str] = []
-    report.run_peers(report.QUICK, sections, notes)
+    report_sections.run_peers(report_sections.QUICK, sections, notes)
     assert len(notes) == 1 and "RLlib peer skipped" in notes[0] and "pip install -e ." in notes[0]
     assert "\n" not in notes[0] and "peer_rows" not in sections["throughput"]
 
 
 def test_only_parsing():
-    assert report._parse_only(None) == list(report.SECTIONS)
+    assert report._parse_only(None) == list(report_sections.SECTIONS)
     assert report._parse_only("ttt, codec") == ["ttt", "codec"]
-    with pytest.raises(report.ReportError, match="unknown section"):
+    with pytest.raises(report_md.ReportError, match="unknown section"):
         report._parse_only("ttt,nope")

@@ -28,7 +28,7 @@ def test_reads_what_the_writer_wrote_and_stops_at_a_torn_tail(tmp_path):
 
 
 def test_the_largest_fall_below_the_best_restarts_at_each_reseed():
-    from bench.hmasd_round_stats import largest_fall
+    from bench.experiments.hmasd_round_stats import largest_fall
 
     returns = {100: 0.2, 200: 0.6, 300: 0.1, 400: 0.0, 500: 0.9, 600: 0.5}
     fall, at = largest_fall(returns, [])

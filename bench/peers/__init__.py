@@ -1,4 +1,7 @@
-"""Peer baselines run side by side with rl_system in bench/bench_ppo.py."""
+"""Peers run side by side with rl_system by the suites: RLlib PPO (``rllib_ppo``, ``rllib_builtin``),
+a CleanRL-style loop (``cleanrl_ppo``), Stable-Baselines3 (``sb3_ppo``, ``sb3_minatar``) and
+sb3-contrib (``sb3_recurrent_ppo``). Each reports rows of one shape (:func:`peer_result`) and curves
+of the shape :mod:`bench.harness.learning` reads."""
 
 from __future__ import annotations
 

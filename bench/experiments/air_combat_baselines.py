@@ -7,9 +7,9 @@ the nearest incoming missile while it is within ``evade_km``. A uniformly random
 floor. The table shows which firing ranges and evasion ranges win, i.e. what a learned policy has
 to discover (and what the shaping in ``launch/configs/air_combat_ppo.yaml`` points at).
 
-    python bench/air_combat_baselines.py [--fire-km 16 18 20 22 25] [--evade-km 12 20]
-                                         [--episodes 4000] [--envs 1024] [--time-scale 16]
-                                         [--checkpoint RUN [RUN ...]]
+    python -m bench.experiments.air_combat_baselines [--fire-km 16 18 20 22 25] [--evade-km 12 20]
+                                                     [--episodes 4000] [--envs 1024] [--time-scale 16]
+                                                     [--checkpoint RUN [RUN ...]]
 
 ``--checkpoint`` adds rows for trained runs (their own env settings, sampled actions), with the
 same columns: how often and from how far they fire is what tells a policy that learned the
@@ -20,15 +20,10 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
-from pathlib import Path
 from typing import Any
 
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from rl_system.envs.air_combat import (  # noqa: E402
+from rl_system.envs.air_combat import (
     N_DISCRETE_ACTIONS,
     OBS_BEARING_COS,
     OBS_BEARING_SIN,

@@ -5,7 +5,7 @@ return below the best of its attempt so far (a reseed on stall, read from ``summ
 a new attempt): what ``rollback.drop`` is compared with. The figures behind docs/hmasd.md, "The
 shipped preset" and "Rollback on collapse"::
 
-    python -m bench.hmasd_round_stats RUN_DIR [RUN_DIR ...] [--epochs 5]
+    python -m bench.experiments.hmasd_round_stats RUN_DIR [RUN_DIR ...] [--epochs 5]
 """
 
 from __future__ import annotations

@@ -4,12 +4,12 @@ and trainer of :mod:`rl_system.algos.ppo` on one torch thread, both workers' env
 until the 100-episode mean reaches 475 or 1M env steps, and prints the env steps, wall and CPU
 seconds. The figures behind docs/ppo.md's recurrent tuning note.
 
-    python -m bench.sweep_memory "" "ppo.lr=0.003" "ppo.num_minibatches=2" "model.hidden_sizes=[] ppo.lr=0.003"
+    python -m bench.experiments.sweep_memory "" "ppo.lr=0.003" "ppo.num_minibatches=2" "model.hidden_sizes=[] ppo.lr=0.003"
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
 
 import torch
@@ -42,9 +42,13 @@ def solve(overrides: list[str], seed: int = 0, max_steps: int = 1_000_000, targe
             "last_mean": round(sum(returns[-100:]) / max(len(returns[-100:]), 1), 1)}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("sets", nargs="*", default=[""], metavar="OVERRIDES",
+                    help='one set of space-separated KEY=VALUE overrides per argument ("" is the shipped config)')
+    args = ap.parse_args(argv)
     torch.set_num_threads(1)
-    for arg in sys.argv[1:] or [""]:
+    for arg in args.sets or [""]:
         print(arg or "(shipped)", solve(arg.split()), flush=True)
 
 

@@ -15,12 +15,12 @@ This script then tests each member's final policy and its best one (the Tune che
 highest training success, chosen by the training return as ``best.json`` is, never by test
 episodes) exactly as ``bench.bench_hmasd`` tests a run: 200 fresh episodes of the task's own start
 (the config's ``eval_kwargs``), both levels sampled, seed 10,000 + the member's seed. Beside them
-it prints the preset's figures for the same seeds from ``bench/results/hmasd_default.txt`` (the
+it prints the preset's figures for the same seeds from ``bench/results/hmasd/default.txt.xz`` (the
 runs of the reseed-on-stall preset, 3M env steps each, at ``--preset-commit``; by default the rerun
 at the commit the PBT run ended on, ``python -m bench.bench_hmasd --seeds 2 6 --methods hmasd``
 beside ``--seeds 13 16``):
 
-    python -m bench.bench_pbt_alice_bob --experiment runs/tune/pbt-alicebob [--preset-commit 649ff2f]
+    python -m bench.experiments.pbt_alice_bob --experiment runs/tune/pbt-alicebob [--preset-commit 649ff2f]
 """
 
 from __future__ import annotations
@@ -32,21 +32,22 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from bench.harness.learning import with_test_env
+from bench.harness.results import RESULTS, read_text
 from rl_system.checkpoint import load_checkpoint, read_manifest
-from rl_system.cli.main import with_env_kwargs
 from rl_system.policy.evaluation import evaluate
 
-RESULTS = Path(__file__).resolve().parent / "results" / "hmasd_default.txt"
+PRESET_RUNS = RESULTS / "hmasd" / "default.txt.xz"
 PRESET_COMMIT = "9eb0479"  # the preset rerun on the PBT seeds at the commit the PBT run ended on
 
 
-def preset_rows(seeds: list[int], commit: str = PRESET_COMMIT, path: Path = RESULTS) -> dict[int, dict[str, str]]:
+def preset_rows(seeds: list[int], commit: str = PRESET_COMMIT, path: Path = PRESET_RUNS) -> dict[int, dict[str, str]]:
     """The reseed-on-stall preset's row of each seed in the blocks of ``path`` run at ``commit``
     (its last, where a seed ran twice)."""
     block = re.compile(rf"^# == \S+ · {re.escape(commit)}.*(restart on stall|reseed on stall)")
     rows: dict[int, dict[str, str]] = {}
     in_block, header = False, None
-    for line in path.read_text().splitlines():
+    for line in read_text(path).splitlines():
         if line.startswith("# =="):
             in_block = bool(block.match(line)) and "flat MAPPO" not in line
             continue
@@ -78,7 +79,7 @@ def members(exp: Path) -> list[dict[str, Any]]:
 
 def test(path: Path, seed: int) -> float:
     state, _ = load_checkpoint(str(path))
-    return evaluate(with_env_kwargs(state, []), episodes=200, deterministic=False, seed=10_000 + seed).get(
+    return evaluate(with_test_env(state, []), episodes=200, deterministic=False, seed=10_000 + seed).get(
         "success_rate", 0.0)
 
 
@@ -86,7 +87,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--experiment", type=Path, required=True, help="the rl-system tune experiment directory")
     ap.add_argument("--preset-commit", default=PRESET_COMMIT,
-                    help=f"the commit of the preset's runs to print beside ({RESULTS.name}'s blocks)")
+                    help=f"the commit of the preset's runs to print beside ({PRESET_RUNS.name}'s blocks)")
     args = ap.parse_args()
     population = members(args.experiment)
     seeds = [m["first"]["seed"] for m in population]
@@ -110,7 +111,7 @@ def main() -> None:
           f"members >= 0.8: final {sum(x >= 0.8 for x in finals)}/{len(finals)}, "
           f"best {sum(x >= 0.8 for x in bests)}/{len(bests)}")
     preset = preset_rows(seeds, args.preset_commit)
-    print(f"\nThe reseed-on-stall preset on the same seeds ({RESULTS.name}, {args.preset_commit}, 3M env steps each):")
+    print(f"\nThe reseed-on-stall preset on the same seeds ({PRESET_RUNS.name}, {args.preset_commit}, 3M env steps each):")
     print("seed | reseeded at | test success (final) | best.json test success")
     print("---|---|---|---")
     pf, pb = [], []
