@@ -327,8 +327,8 @@ def test_high_target_kl_shrinks_the_coordinators_steps_into_the_region_and_leave
         torch.manual_seed(0)  # the same minibatch permutations
         trainer = make_trainer(pol, cfg)
         metrics = trainer.update({k: v.clone() for k, v in batch.items()}, 0.0)
-        high = trainer.prepare({k: v.clone() for k, v in batch.items()})[0]
-        return metrics, pol, trainer._high_kl({k: v for k, v in high.items() if k.startswith("h")})
+        high = trainer.prepare({k: v.clone() for k, v in batch.items()}).high
+        return metrics, pol, trainer._high_kl(high)
 
     _, free, free_kl = updated(run_config(**base))
     target = free_kl / tightness
@@ -456,7 +456,7 @@ def test_low_and_high_level_gae_on_a_sampled_batch():
     batch = training_batch(sampler.collect()[0])
     batch["reward"][2, 1] = 1.0  # some team reward inside a window
     trainer = make_trainer(policy, cfg)
-    data, _ = trainer.prepare(batch)
+    prep = trainer.prepare(batch)
     h = cfg.hmasd
     r = low_level_reward(policy, h, batch)["reward"]
     term, trunc = batch["terminated"], batch["truncated"]
@@ -471,15 +471,15 @@ def test_low_and_high_level_gae_on_a_sampled_batch():
                 rt = r[t, e, i] + (h.gamma * tv[t, e, i] if trunc[t, e] and not term[t, e] else 0.0)
                 nd = 0.0 if done[t, e] else 1.0
                 a = rt + h.gamma * nv * nd - v[t, e, i] + h.gamma * h.gae_lambda * nd * a
-                assert torch.allclose(data["low_adv"][t, e, i], torch.as_tensor(a), atol=1e-5)
-                assert torch.allclose(data["low_target"][t, e, i], a + v[t, e, i], atol=1e-5)
+                assert torch.allclose(prep.low["adv"][t, e, i], torch.as_tensor(a), atol=1e-5)
+                assert torch.allclose(prep.low["target"][t, e, i], a + v[t, e, i], atol=1e-5)
     start = batch["h_start"]
     ref_adv, ref_ret = reference_window_gae(batch["reward"], batch["h_value"], start, term, trunc,
                                             batch["h_trunc_value"], batch["last_h_value"],
                                             h.high_gamma, h.high_gae_lambda)
-    torch.testing.assert_close(data["high_adv"], ref_adv[start])
-    torch.testing.assert_close(data["high_target"], ref_ret[start])
-    assert data["h_Z"].shape[0] == int(start.sum())
+    torch.testing.assert_close(prep.high["adv"], ref_adv[start])
+    torch.testing.assert_close(prep.high["target"], ref_ret[start])
+    assert prep.high["Z"].shape[0] == int(start.sum())
 
 
 # -- learner integration: gate, concat, checkpoint ---------------------------------------------------

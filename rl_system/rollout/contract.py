@@ -60,6 +60,21 @@ def obs_column(key: str) -> str:
     return OBS + key
 
 
+def last_column(name: str) -> str:
+    """The ``[N, ...]`` column of ``name`` after the rollout's last step (``"value"`` -> ``"last_value"``)."""
+    return LAST + name
+
+
+def init_column(name: str) -> str:
+    """The ``[N, ...]`` column of ``name`` before the rollout's first step."""
+    return INIT + name
+
+
+def final_column(name: str) -> str:
+    """The ``[E, ...]`` column of ``name`` on the step each episode ended (one row per episode)."""
+    return FINAL + name
+
+
 def observations(columns: Columns) -> Columns:
     """The observation columns as an observation dict: ``{"lidar": cols["obs.lidar"], ...}``."""
     return {name.removeprefix(OBS): v for name, v in columns.items() if name.startswith(OBS)}

@@ -10,6 +10,20 @@ import math
 import torch
 
 from rl_system.actors import collective
+from rl_system.algos.hmasd.columns import (
+    AGENT_OBS,
+    FINAL_AGENT_OBS,
+    FINAL_STATE,
+    LAST_AGENT_OBS,
+    LAST_STATE,
+    REWARD,
+    SKILL_AGENT,
+    SKILL_TEAM,
+    STATE,
+    TERMINATED,
+    TRUNCATED,
+    VALUE,
+)
 from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.networks import HMASDPolicy
 from rl_system.algos.hmasd.novelty import novelty_bonus, success_share
@@ -87,13 +101,13 @@ def low_level_reward(policy: HMASDPolicy, cfg: HMASDConfig, batch: dict[str, tor
     ``novelty_gate: success``; with ``novelty_norm: initial`` the first call records the bonus's
     scale in the policy). Also the pieces (next inputs, log-probs,
     discriminator hits, novelty errors) for the metrics and the losses."""
-    done = batch["terminated"] | batch["truncated"]
+    done = batch[TERMINATED] | batch[TRUNCATED]
     out: dict[str, torch.Tensor] = {}
     if policy.hierarchy or policy.novelty is not None:
-        out["next_obs"] = next_inputs(batch["obs.obs"], batch["last_obs.obs"], batch["final_obs.obs"], done)
+        out["next_obs"] = next_inputs(batch[AGENT_OBS], batch[LAST_AGENT_OBS], batch[FINAL_AGENT_OBS], done)
     if policy.hierarchy:
-        Z, z = batch["skill_team"], batch["skill_agent"]
-        ns = next_inputs(batch["obs.state"], batch["last_obs.state"], batch["final_obs.state"], done)
+        Z, z = batch[SKILL_TEAM], batch[SKILL_AGENT]
+        ns = next_inputs(batch[STATE], batch[LAST_STATE], batch[FINAL_STATE], done)
         lq_team = policy.disc.log_q_team(ns)  # [T, N, n_Z]
         lq_agent = policy.disc.log_q_agent(out["next_obs"], Z)  # [T, N, n, n_z]
         r_team = lq_team.gather(-1, Z.unsqueeze(-1)).squeeze(-1)  # log q_D(Z | s_{t+1})  [T, N]
@@ -104,19 +118,19 @@ def low_level_reward(policy: HMASDPolicy, cfg: HMASDConfig, batch: dict[str, tor
             # only where a *sibling* owns the view, which would punish entering it (docs/hmasd.md).
             bonus_team = r_team.clamp(min=-math.log(lq_team.shape[-1]))
             bonus_agent = r_agent.clamp(min=-math.log(lq_agent.shape[-1]))
-        terms = {"env": cfg.lambda_e * batch["reward"].unsqueeze(-1), "team": cfg.lambda_D * bonus_team.unsqueeze(-1),
+        terms = {"env": cfg.lambda_e * batch[REWARD].unsqueeze(-1), "team": cfg.lambda_D * bonus_team.unsqueeze(-1),
                  "agent": cfg.lambda_d * bonus_agent}
         reward = terms["env"] + terms["team"] + terms["agent"]
         out.update(terms=terms)
         out.update(log_q_team=r_team, log_q_agent=r_agent, next_state=ns,
                    team_correct=lq_team.argmax(-1) == Z, agent_correct=lq_agent.argmax(-1) == z)
     else:
-        reward = batch["reward"].unsqueeze(-1).expand(batch["value"].shape)  # flat MAPPO: lambda_e = 1
+        reward = batch[REWARD].unsqueeze(-1).expand(batch[VALUE].shape)  # flat MAPPO: lambda_e = 1
     if policy.novelty is not None:
         out["novelty_error"] = policy.novelty.error(out["next_obs"])  # [T, N, n]
         weight = torch.tensor(cfg.novelty_coef)
         if cfg.novelty_gate == "success":
-            weight = weight * (1 - success_share(batch["reward"], batch["terminated"], batch["truncated"],
+            weight = weight * (1 - success_share(batch[REWARD], batch[TERMINATED], batch[TRUNCATED],
                                                  collective.active()))
         out["novelty_weight"] = weight
         bonus = weight * novelty_bonus(policy.novelty, out["novelty_error"], cfg.novelty_norm)

@@ -22,6 +22,31 @@ from typing import Any
 import torch
 
 from rl_system.algos.episodes import EpisodeTracker
+from rl_system.algos.hmasd.columns import (
+    ACTION,
+    AGENT_OBS,
+    FINAL_AGENT_OBS,
+    FINAL_STATE,
+    HIGH_LOGP,
+    HIGH_TRUNC_VALUE,
+    HIGH_VALUE,
+    INIT_H_ACTOR,
+    INIT_H_CRITIC,
+    LAST_AGENT_OBS,
+    LAST_HIGH_VALUE,
+    LAST_STATE,
+    LAST_VALUE,
+    LOGP,
+    REWARD,
+    SKILL_AGENT,
+    SKILL_TEAM,
+    STATE,
+    TERMINATED,
+    TRUNC_VALUE,
+    TRUNCATED,
+    VALUE,
+    WINDOW_START,
+)
 from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.networks import HMASDPolicy
 from rl_system.envs.base import VecEnv
@@ -52,22 +77,22 @@ class HMASDSampler:
             return torch.zeros(shape, dtype=dtype, device=device)
 
         self.buf = {
-            "obs.state": alloc(T, N, S), "obs.obs": alloc(T, N, n, O),
-            "action": alloc(T, N, n, dtype=torch.int64), "logp": alloc(T, N, n), "value": alloc(T, N, n),
-            "reward": alloc(T, N), "terminated": alloc(T, N, dtype=torch.bool),
-            "truncated": alloc(T, N, dtype=torch.bool), "trunc_value": alloc(T, N, n),
-            "last_value": alloc(N, n), "init_h_actor": alloc(N, n, H), "init_h_critic": alloc(N, n, H),
+            STATE: alloc(T, N, S), AGENT_OBS: alloc(T, N, n, O),
+            ACTION: alloc(T, N, n, dtype=torch.int64), LOGP: alloc(T, N, n), VALUE: alloc(T, N, n),
+            REWARD: alloc(T, N), TERMINATED: alloc(T, N, dtype=torch.bool),
+            TRUNCATED: alloc(T, N, dtype=torch.bool), TRUNC_VALUE: alloc(T, N, n),
+            LAST_VALUE: alloc(N, n), INIT_H_ACTOR: alloc(N, n, H), INIT_H_CRITIC: alloc(N, n, H),
         }
         if self.hierarchy:
             self.buf.update({
-                "skill_team": alloc(T, N, dtype=torch.int64), "skill_agent": alloc(T, N, n, dtype=torch.int64),
-                "h_start": alloc(T, N, dtype=torch.bool), "h_logp": alloc(T, N, n + 1), "h_value": alloc(T, N, n + 1),
-                "h_trunc_value": alloc(T, N, n + 1), "last_h_value": alloc(N, n + 1),
+                SKILL_TEAM: alloc(T, N, dtype=torch.int64), SKILL_AGENT: alloc(T, N, n, dtype=torch.int64),
+                WINDOW_START: alloc(T, N, dtype=torch.bool), HIGH_LOGP: alloc(T, N, n + 1), HIGH_VALUE: alloc(T, N, n + 1),
+                HIGH_TRUNC_VALUE: alloc(T, N, n + 1), LAST_HIGH_VALUE: alloc(N, n + 1),
             })
         # The observations after each step, for the discriminators and the novelty bonus.
         self.ships_next = self.hierarchy or cfg.novelty_coef > 0
         if self.ships_next:
-            self.buf.update({"last_obs.state": alloc(N, S), "last_obs.obs": alloc(N, n, O)})
+            self.buf.update({LAST_STATE: alloc(N, S), LAST_AGENT_OBS: alloc(N, n, O)})
             # Observation each step ended on (== next obs unless the episode ended); only the rows
             # of ended episodes are shipped, as the compact ``final_obs.*`` columns.
             self._final_state, self._final_obs = alloc(T, N, S), alloc(T, N, n, O)
@@ -87,17 +112,17 @@ class HMASDSampler:
     def _assign(self, t: int, start: torch.Tensor, deterministic: bool) -> None:
         """The coordinator picks ``(Z, z)`` for the envs that start a window at step t."""
         buf, obs = self.buf, self.obs
-        buf["h_start"][t].copy_(start)
-        buf["h_logp"][t].zero_()
-        buf["h_value"][t].zero_()
+        buf[WINDOW_START][t].copy_(start)
+        buf[HIGH_LOGP][t].zero_()
+        buf[HIGH_VALUE][t].zero_()
         idx = start.nonzero().squeeze(1)
         if idx.numel():
             Z, z, logp, value = self.policy.coordinator.act(obs["state"][idx], obs["obs"][idx], deterministic)
             self.team_skill[idx] = Z
             self.agent_skill[idx] = z
             self.timer[idx] = 0
-            buf["h_logp"][t][idx] = logp
-            buf["h_value"][t][idx] = self._den_high(value)
+            buf[HIGH_LOGP][t][idx] = logp
+            buf[HIGH_VALUE][t][idx] = self._den_high(value)
 
     @torch.no_grad()
     def collect(self, deterministic: bool | str = False) -> tuple[Columns, Episodes]:
@@ -106,29 +131,29 @@ class HMASDSampler:
         greedy_high, greedy_low = greedy_levels(deterministic)
         buf, env, policy, cfg = self.buf, self.env, self.policy, self.cfg
         low, hier = policy.low, self.hierarchy
-        buf["init_h_actor"].copy_(self.h_actor)
-        buf["init_h_critic"].copy_(self.h_critic)
+        buf[INIT_H_ACTOR].copy_(self.h_actor)
+        buf[INIT_H_CRITIC].copy_(self.h_critic)
         h_actor, h_critic = self.h_actor, self.h_critic
         self._value_units()
         prev_done = torch.ones(self.N, dtype=torch.bool, device=self.device)  # every env starts a window at t=0
         for t in range(self.T):
             obs = self.obs
-            buf["obs.state"][t].copy_(obs["state"])
-            buf["obs.obs"][t].copy_(obs["obs"])
+            buf[STATE][t].copy_(obs["state"])
+            buf[AGENT_OBS][t].copy_(obs["obs"])
             if hier:
                 self._assign(t, prev_done | (self.timer >= cfg.skill_interval), greedy_high)
-                buf["skill_team"][t].copy_(self.team_skill)
-                buf["skill_agent"][t].copy_(self.agent_skill)
+                buf[SKILL_TEAM][t].copy_(self.team_skill)
+                buf[SKILL_AGENT][t].copy_(self.agent_skill)
             action, logp, value, h_actor, h_critic = low.act(obs["state"], obs["obs"], self.team_skill,
                                                              self.agent_skill, h_actor, h_critic, greedy_low)
-            buf["action"][t].copy_(action)
-            buf["logp"][t].copy_(logp)
-            buf["value"][t].copy_(self._den_low(value))
+            buf[ACTION][t].copy_(action)
+            buf[LOGP][t].copy_(logp)
+            buf[VALUE][t].copy_(self._den_low(value))
             step = env.step(action)
             done = step.terminated | step.truncated
-            buf["reward"][t].copy_(step.reward)
-            buf["terminated"][t].copy_(step.terminated)
-            buf["truncated"][t].copy_(step.truncated)
+            buf[REWARD][t].copy_(step.reward)
+            buf[TERMINATED][t].copy_(step.terminated)
+            buf[TRUNCATED][t].copy_(step.truncated)
             self.episodes.record(t, step.reward, done, step.info)
             fin = step.final_obs
             # Time-limit truncation: both levels bootstrap from the final observation, valued here
@@ -136,14 +161,14 @@ class HMASDSampler:
             trunc = step.truncated & ~step.terminated
             if bool(trunc.any()):
                 v = low.value(fin["state"], fin["obs"], self.team_skill, self.agent_skill, h_critic)
-                buf["trunc_value"][t] = torch.where(trunc.unsqueeze(1), self._den_low(v), 0.0)
+                buf[TRUNC_VALUE][t] = torch.where(trunc.unsqueeze(1), self._den_low(v), 0.0)
                 if hier:
                     hv = policy.coordinator.values(fin["state"], fin["obs"])
-                    buf["h_trunc_value"][t] = torch.where(trunc.unsqueeze(1), self._den_high(hv), 0.0)
+                    buf[HIGH_TRUNC_VALUE][t] = torch.where(trunc.unsqueeze(1), self._den_high(hv), 0.0)
             else:
-                buf["trunc_value"][t].zero_()
+                buf[TRUNC_VALUE][t].zero_()
                 if hier:
-                    buf["h_trunc_value"][t].zero_()
+                    buf[HIGH_TRUNC_VALUE][t].zero_()
             if self.ships_next:
                 self._final_state[t].copy_(fin["state"])
                 self._final_obs[t].copy_(fin["obs"])
@@ -156,18 +181,18 @@ class HMASDSampler:
             self.obs = step.obs
         self.h_actor, self.h_critic = h_actor, h_critic
         obs = self.obs
-        buf["last_value"].copy_(self._den_low(low.value(obs["state"], obs["obs"], self.team_skill,
+        buf[LAST_VALUE].copy_(self._den_low(low.value(obs["state"], obs["obs"], self.team_skill,
                                                         self.agent_skill, h_critic)))
         cols = dict(buf)
         if hier:
-            buf["last_h_value"].copy_(self._den_high(policy.coordinator.values(obs["state"], obs["obs"])))
+            buf[LAST_HIGH_VALUE].copy_(self._den_high(policy.coordinator.values(obs["state"], obs["obs"])))
         if self.ships_next:
-            buf["last_obs.state"].copy_(obs["state"])
-            buf["last_obs.obs"].copy_(obs["obs"])
+            buf[LAST_STATE].copy_(obs["state"])
+            buf[LAST_AGENT_OBS].copy_(obs["obs"])
             # Rows of ended episodes, env-major (env, then time): the order of done.T[mask].
-            ended = (buf["terminated"] | buf["truncated"]).T
-            cols["final_obs.state"] = self._final_state.transpose(0, 1)[ended]
-            cols["final_obs.obs"] = self._final_obs.transpose(0, 1)[ended]
+            ended = (buf[TERMINATED] | buf[TRUNCATED]).T
+            cols[FINAL_STATE] = self._final_state.transpose(0, 1)[ended]
+            cols[FINAL_AGENT_OBS] = self._final_obs.transpose(0, 1)[ended]
         return cols, self.episodes.completed()
 
     def _value_units(self) -> None:

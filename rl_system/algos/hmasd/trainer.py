@@ -31,12 +31,35 @@ all-reduced before the per-network clipping: N learners take the one-learner ste
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from rl_system.actors import collective
 from rl_system.algos.advantages import compute_gae
+from rl_system.algos.hmasd.columns import (
+    ACTION,
+    AGENT_OBS,
+    HIGH_LOGP,
+    HIGH_TRUNC_VALUE,
+    HIGH_VALUE,
+    INIT_H_ACTOR,
+    INIT_H_CRITIC,
+    LAST_HIGH_VALUE,
+    LAST_VALUE,
+    LOGP,
+    REWARD,
+    SKILL_AGENT,
+    SKILL_TEAM,
+    STATE,
+    TERMINATED,
+    TRUNC_VALUE,
+    TRUNCATED,
+    VALUE,
+    WINDOW_START,
+)
 from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.networks import HMASDPolicy
 from rl_system.algos.hmasd.novelty import success_share
@@ -89,6 +112,52 @@ def value_norm_stats(norm: nn.Module, level: str) -> dict[str, float]:
     return {f"{level}_value_norm_mean": float(mean), f"{level}_value_norm_std": float(std)}
 
 
+@dataclass
+class Prepared:
+    """One round's training samples (:meth:`HMASDTrainer.prepare`).
+
+    ``low``: per agent step ``[T, N, ...]``: the observation columns, action, logp, ``reset`` (an
+    episode began before this step), ``hid_actor``/``hid_critic`` (the GRU hiddens entering it),
+    the skills and next inputs for the discriminators, and ``adv``/``target``/``old_v``.
+    ``high``: per skill window ``[W, ...]`` (this learner's, in (t, env) order): ``state``,
+    ``obs``, ``Z``, ``z``, ``logp`` and ``adv``/``target``/``old_v``; empty for flat MAPPO.
+    ``window_gid``: each window's index among the group's; ``stats``: the round's metrics so far."""
+
+    low: dict[str, torch.Tensor]
+    high: dict[str, torch.Tensor]
+    window_gid: torch.Tensor | None
+    stats: dict[str, float]
+
+
+@dataclass
+class _Plan:
+    """The samples an update's epochs draw minibatches from: ``low`` chunked ``[L, C, ...]`` (the
+    hiddens ``[C, ...]``), ``high`` per window, ``C`` chunks and ``W`` windows over the group,
+    ``M`` minibatches per epoch, ``to_local`` the group's global-to-local row maps (None alone)."""
+
+    low: dict[str, torch.Tensor]
+    high: dict[str, torch.Tensor]
+    L: int
+    C: int
+    W: int
+    M: int
+    to_local: tuple[torch.Tensor, torch.Tensor] | None
+
+    def minibatches(self) -> Iterator[tuple[torch.Tensor, torch.Tensor, tuple[int, int]]]:
+        """One epoch: ``(chunk rows, window rows, (chunks, windows) in the global minibatch)``
+        for each of ``M`` minibatches; the permutations are drawn over the group's whole batch,
+        the same on every learner, which then keeps its own rows."""
+        device = self.low["reset"].device
+        C, W, M = self.C, self.W, self.M
+        chunks = torch.randperm(C, device=device).tensor_split(M) if M > 1 else [torch.arange(C, device=device)]
+        windows = torch.randperm(W, device=device).tensor_split(M) if M > 1 else [torch.arange(W, device=device)]
+        for ci, wi in zip(chunks, windows):
+            rows = (ci.numel(), wi.numel())
+            if self.to_local is not None:
+                ci, wi = collective.take_local(self.to_local[0], ci), collective.take_local(self.to_local[1], wi)
+            yield ci, wi, rows
+
+
 class HMASDTrainer:
     def __init__(self, policy: HMASDPolicy, cfg: HMASDConfig):
         self.policy, self.cfg = policy, cfg
@@ -117,21 +186,23 @@ class HMASDTrainer:
 
     # -- preparation ---------------------------------------------------------------------------
     @torch.no_grad()
-    def prepare(self, batch: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], dict[str, float]]:
+    def prepare(self, batch: dict[str, torch.Tensor]) -> Prepared:
+        """What the epochs train on, computed once per round without gradients (see the module
+        docstring, step 1)."""
         cfg, policy, group = self.cfg, self.policy, self.group
-        term, trunc = batch["terminated"], batch["truncated"]
+        term, trunc = batch[TERMINATED], batch[TRUNCATED]
         done = term | trunc
         trunc_only = trunc & ~term
-        reward = batch["reward"]
+        reward = batch[REWARD]
         stats: dict[str, float] = {}
         means = collective.Means()  # metrics as the group's means, reduced once
-        data = {k: batch[k] for k in ("obs.state", "obs.obs", "action", "logp")}
+        data = {k: batch[k] for k in (STATE, AGENT_OBS, ACTION, LOGP)}
         # Hidden zeroed before step t where an episode began at t (t=0: the shipped init hidden).
         data["reset"] = episode_starts(done)
-        Zs, zs = (batch["skill_team"], batch["skill_agent"]) if policy.hierarchy else (None, None)
+        Zs, zs = (batch[SKILL_TEAM], batch[SKILL_AGENT]) if policy.hierarchy else (None, None)
         # Hidden entering every step, with the weights that sampled (the chunks' initial states).
-        data["hid_actor"], data["hid_critic"] = policy.low.hiddens(batch["obs.state"], batch["obs.obs"], Zs, zs,
-                                                               batch["init_h_actor"], batch["init_h_critic"],
+        data["hid_actor"], data["hid_critic"] = policy.low.hiddens(batch[STATE], batch[AGENT_OBS], Zs, zs,
+                                                               batch[INIT_H_ACTOR], batch[INIT_H_CRITIC],
                                                                data["reset"])
 
         intr = low_level_reward(policy, cfg, batch)
@@ -139,7 +210,7 @@ class HMASDTrainer:
         if "next_obs" in intr:
             data["next_obs"] = intr["next_obs"]
         if policy.hierarchy:
-            Z, z, r_team, r_agent = batch["skill_team"], batch["skill_agent"], intr["log_q_team"], intr["log_q_agent"]
+            Z, z, r_team, r_agent = batch[SKILL_TEAM], batch[SKILL_AGENT], intr["log_q_team"], intr["log_q_agent"]
             data.update(skill_team=Z, skill_agent=z, next_state=intr["next_state"])
             means.add("intr_team_logq_mean", r_team)
             means.add("intr_agent_logq_mean", r_agent)
@@ -160,49 +231,48 @@ class HMASDTrainer:
         # Low level: per-agent GAE; truncation adds gamma * V(final obs). Values arrive in return
         # units (the sampler denormalised them with its own version's ValueNorm statistics).
         norm = policy.low_norm
-        value, tv, lv = batch["value"], batch["trunc_value"], batch["last_value"]
+        value, tv, lv = batch[VALUE], batch[TRUNC_VALUE], batch[LAST_VALUE]
         low_r = low_r + cfg.gamma * torch.where(trunc_only.unsqueeze(-1), tv, 0.0)
         adv, ret = compute_gae(low_r, value, done.unsqueeze(-1).expand_as(value), lv, cfg.gamma, cfg.gae_lambda)
         stats["low_explained_variance"] = group.explained_variance(value, ret)
-        data.update(self._targets(norm, adv, ret, value, prefix="low_"))
+        data.update(self._targets(norm, adv, ret, value, level="low"))
 
-        if policy.hierarchy:
-            data.update(self._windows(batch, reward, stats, means))
+        high, window_gid = self._windows(batch, reward, stats, means) if policy.hierarchy else ({}, None)
         if cfg.value_norm:
             stats.update(value_norm_stats(policy.low_norm, "low"))
             if policy.hierarchy:
                 stats.update(value_norm_stats(policy.high_norm, "high"))
         stats.update(means.reduce(group))
-        return data, stats
+        return Prepared(data, high, window_gid, stats)
 
     def _windows(self, batch: dict[str, torch.Tensor], reward: torch.Tensor, stats: dict[str, float],
-                 means: collective.Means) -> dict[str, torch.Tensor]:
-        """The coordinator's samples, one per skill window, flattened in (t, env) order, with
-        ``h_gid``: each window's index among the group's windows in that order."""
+                 means: collective.Means) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """The coordinator's samples, one per skill window, flattened in (t, env) order, and each
+        window's index among the group's windows in that order."""
         cfg, policy, group = self.cfg, self.policy, self.group
-        start, hv, Z, z = batch["h_start"], batch["h_value"], batch["skill_team"], batch["skill_agent"]
-        hadv, hret = window_gae(reward, hv, start, batch["terminated"], batch["truncated"], batch["h_trunc_value"],
-                                batch["last_h_value"], cfg.high_gamma, cfg.high_gae_lambda)
+        start, hv, Z, z = batch[WINDOW_START], batch[HIGH_VALUE], batch[SKILL_TEAM], batch[SKILL_AGENT]
+        hadv, hret = window_gae(reward, hv, start, batch[TERMINATED], batch[TRUNCATED], batch[HIGH_TRUNC_VALUE],
+                                batch[LAST_HIGH_VALUE], cfg.high_gamma, cfg.high_gae_lambda)
         pos = start.nonzero()
         t_idx, e_idx = pos[:, 0], pos[:, 1]
-        h = {"h_state": batch["obs.state"][t_idx, e_idx], "h_obs": batch["obs.obs"][t_idx, e_idx],
-             "h_Z": Z[t_idx, e_idx], "h_z": z[t_idx, e_idx], "h_logp": batch["h_logp"][t_idx, e_idx]}
+        h = {"state": batch[STATE][t_idx, e_idx], "obs": batch[AGENT_OBS][t_idx, e_idx],
+             "Z": Z[t_idx, e_idx], "z": z[t_idx, e_idx], "logp": batch[HIGH_LOGP][t_idx, e_idx]}
         h.update(self._targets(policy.high_norm, hadv[t_idx, e_idx], hret[t_idx, e_idx], hv[t_idx, e_idx],
-                               prefix="high_"))
-        h["h_gid"], windows = collective.window_ids(start, group)
+                               level="high"))
+        gid, windows = collective.window_ids(start, group)
         steps = sum(group.all_gather_ints(reward.numel()))
         means.add("high_return_mean", hret[t_idx, e_idx])
         stats.update(high_windows=windows,
                      high_explained_variance=group.explained_variance(hv[t_idx, e_idx], hret[t_idx, e_idx]),
                      high_window_len_mean=steps / max(windows, 1))
-        stats.update(skill_usage(h["h_Z"], h["h_z"], cfg.n_team_skills, cfg.n_agent_skills, group))
-        return h
+        stats.update(skill_usage(h["Z"], h["z"], cfg.n_team_skills, cfg.n_agent_skills, group))
+        return h, gid
 
-    def _targets(self, norm, adv, ret, value, prefix: str) -> dict[str, torch.Tensor]:
-        """Advantages (normalised if configured for the level); value targets and old values in
-        the (updated) normaliser's units."""
+    def _targets(self, norm, adv, ret, value, level: str) -> dict[str, torch.Tensor]:
+        """Advantages (normalised if configured for the ``low`` or ``high`` level); value targets
+        and old values in the (updated) normaliser's units."""
         cfg, group = self.cfg, self.group
-        norm_adv = cfg.norm_adv if prefix == "low_" else cfg.high_norm_adv
+        norm_adv = cfg.norm_adv if level == "low" else cfg.high_norm_adv
         if cfg.value_norm:
             norm.update(ret)
             target, old_v = norm.normalize(ret), norm.normalize(value)
@@ -211,82 +281,98 @@ class HMASDTrainer:
         if norm_adv and sum(group.all_gather_ints(adv.numel())) > 1:
             mean, std = group.mean_std(adv)
             adv = (adv - mean) / (std + 1e-8)
-        return {f"{prefix}adv": adv, f"{prefix}target": target, f"{prefix}old_v": old_v}
+        return {"adv": adv, "target": target, "old_v": old_v}
 
     # -- update --------------------------------------------------------------------------------
     def update(self, batch: dict[str, torch.Tensor], progress: float) -> dict[str, float]:
-        cfg, group = self.cfg, self.group
+        """One round: the learning rate for ``progress``, :meth:`prepare`, the entropy bonuses for
+        the round, then ``num_epochs`` x ``num_minibatches`` steps over chunks and windows."""
+        lr = self._set_lr(progress)
+        prep = self.prepare(batch)
+        self._set_bonuses(batch, prep.stats)
+        plan = self._plan(batch, prep)
+        sums, counts, steps, skipped = self._epochs(plan)
+        self.skipped_updates += skipped
+        metrics = {k: v / counts[k] for k, v in sums.items()}  # each over the minibatches that had it
+        metrics.update(prep.stats)
+        if self.high_region is not None:
+            metrics.update(self.high_region.metrics("high_"))
+        metrics.update(lr=lr, minibatch_steps=steps, skipped_minibatches=skipped, chunk_len=plan.L)
+        return metrics
+
+    def _set_lr(self, progress: float) -> float:
+        cfg = self.cfg
         lr = (cfg.lr * max(1.0 - progress, 0.0) if cfg.anneal_lr else cfg.lr) * self.lr_scale
         for g in self.optimizer.param_groups:
             g["lr"] = lr
-        data, stats = self.prepare(batch)
-        gate = 1.0  # the gated bonuses' share this round: the failure share, floored
+        return lr
+
+    def _set_bonuses(self, batch: dict[str, torch.Tensor], stats: dict[str, float]) -> None:
+        """The round's entropy bonuses: ``lambda_h`` and ``lambda_l``, each times the round's
+        failure share (floored at ``gate_floor``) where its gate is ``success``."""
+        cfg = self.cfg
+        gate = 1.0
         if "success" in (cfg.lambda_h_gate, cfg.lambda_l_gate):
-            failing = 1.0 - float(success_share(batch["reward"], batch["terminated"], batch["truncated"], group))
+            failing = 1.0 - float(success_share(batch[REWARD], batch[TERMINATED], batch[TRUNCATED], self.group))
             gate = max(failing, cfg.gate_floor)
         if self.policy.hierarchy:
             self.lambda_h = cfg.lambda_h * (gate if cfg.lambda_h_gate == "success" else 1.0)
             stats["lambda_h"] = self.lambda_h
         self.lambda_l = cfg.lambda_l * (gate if cfg.lambda_l_gate == "success" else 1.0)
         stats["lambda_l"] = self.lambda_l
-        T = batch["reward"].shape[0]
+
+    def _plan(self, batch: dict[str, torch.Tensor], prep: Prepared) -> _Plan:
+        """The low level's samples cut into chunks ``[L, C, ...]`` (each starting from the hidden
+        entering its first step), and the minibatch geometry over the group's chunks and windows."""
+        cfg, group = self.cfg, self.group
+        T, envs = batch[REWARD].shape[:2]
         L = chunk_len(T, cfg.chunk_len)
-        window_gid = data.pop("h_gid", None)
-        high = {k: data.pop(k) for k in list(data) if k.startswith(("h_", "high_"))}
-        # Low-level and discriminator samples as chunks [L, C, ...]; each chunk starts from the
-        # hidden entering its first step.
-        low = {k: to_chunks(v, L) for k, v in data.items()}
+        low = {k: to_chunks(v, L) for k, v in prep.low.items()}
         low["hid_actor"], low["hid_critic"] = low["hid_actor"][0], low["hid_critic"][0]
-        shard = collective.Shard.of((T // L, batch["reward"].shape[1]), group)
+        shard = collective.Shard.of((T // L, envs), group)
         C = shard.global_envs * shard.T  # chunk k*N + env, over the group's envs
-        W = int(stats.get("high_windows", 0))
-        M = min(cfg.num_minibatches, C)
+        W = int(prep.stats.get("high_windows", 0))
         device = low["reset"].device
-        to_local = (shard.inverse(device), collective.inverse(window_gid, W)) if group.world > 1 else None
+        to_local = (shard.inverse(device), collective.inverse(prep.window_gid, W)) if group.world > 1 else None
+        return _Plan(low, prep.high, L, C, W, min(cfg.num_minibatches, C), to_local)
+
+    def _epochs(self, plan: _Plan) -> tuple[dict[str, float], dict[str, int], int, int]:
+        """``num_epochs`` passes of minibatch steps: each a random share of the chunks and of the
+        windows (permutations drawn over the group's whole batch). Returns the metric sums, the
+        minibatches each was summed over, the steps taken and the steps skipped (not finite)."""
+        region = self.high_region
         sums: dict[str, float] = {}
         counts: dict[str, int] = {}
-        n, skipped = 0, 0
-        region = self.high_region
+        steps, skipped = 0, 0
         if region is not None:
             region.start()
-        for _ in range(cfg.num_epochs):
-            chunks = torch.randperm(C, device=device).tensor_split(M) if M > 1 else [torch.arange(C, device=device)]
-            windows = torch.randperm(W, device=device).tensor_split(M) if M > 1 else [torch.arange(W, device=device)]
-            for ci, wi in zip(chunks, windows):
+        for _ in range(self.cfg.num_epochs):
+            for ci, wi, rows in plan.minibatches():
                 if region is not None and not region.active:
-                    wi = wi[:0]  # the coordinator sits out the rest of the round
-                rows = (ci.numel(), wi.numel())  # the global minibatch's chunks and windows
-                if to_local is not None:
-                    ci, wi = collective.take_local(to_local[0], ci), collective.take_local(to_local[1], wi)
+                    wi, rows = wi[:0], (rows[0], 0)  # the coordinator sits out the rest of the round
                 if region is not None and rows[1]:
                     region.before_step()
-                out = self._minibatch_step(_take(low, ci, env_major=("hid_actor", "hid_critic")),
-                                           _take(high, wi), rows)
+                out = self._minibatch_step(_take(plan.low, ci, env_major=("hid_actor", "hid_critic")),
+                                           _take(plan.high, wi), rows)
                 if out is None:
                     skipped += 1
                     continue
                 if region is not None and rows[1]:
-                    region.after_step(lambda: self._high_kl(high))
+                    region.after_step(lambda: self._high_kl(plan.high))
                 for k, v in out.items():
                     sums[k] = sums.get(k, 0.0) + v
                     counts[k] = counts.get(k, 0) + 1
-                n += 1
-        if region is not None:
-            stats.update(region.metrics("high_"))
-        self.skipped_updates += skipped
-        metrics = {k: v / counts[k] for k, v in sums.items()}  # each over the minibatches that had it
-        metrics.update(stats)
-        metrics.update(lr=lr, minibatch_steps=n, skipped_minibatches=skipped, chunk_len=L)
-        return metrics
+                steps += 1
+        return sums, counts, steps, skipped
 
     @torch.no_grad()
     def _high_kl(self, hb: dict[str, torch.Tensor]) -> float:
         """The coordinator's approximate KL to the sampling policy over all of the round's windows
         (the group's), with its current weights."""
-        total = torch.zeros(2, device=hb["h_logp"].device)  # [KL sum, rows]
-        if hb["h_Z"].shape[0]:  # a learner of a group may hold none of the windows
-            hlogp = self.policy.coordinator.evaluate(hb["h_state"], hb["h_obs"], hb["h_Z"], hb["h_z"])[0]
-            log_ratio = hlogp - hb["h_logp"]
+        total = torch.zeros(2, device=hb["logp"].device)  # [KL sum, rows]
+        if hb["Z"].shape[0]:  # a learner of a group may hold none of the windows
+            hlogp = self.policy.coordinator.evaluate(hb["state"], hb["obs"], hb["Z"], hb["z"])[0]
+            log_ratio = hlogp - hb["logp"]
             total[0], total[1] = approx_kl(log_ratio).sum(), log_ratio.numel()
         total = self.group.all_reduce(total)
         return float(total[0] / total[1].clamp(min=1))
@@ -345,12 +431,12 @@ class HMASDTrainer:
         out: dict[str, torch.Tensor] = {}
         loss = torch.zeros((), device=mb["reset"].device)
         if c:
-            Z, z = (mb["skill_team"], mb["skill_agent"]) if hier else (None, None)
-            logp, ent, value = policy.low.evaluate(mb["obs.state"], mb["obs.obs"], Z, z, mb["action"],
+            Z, z = (mb[SKILL_TEAM], mb[SKILL_AGENT]) if hier else (None, None)
+            logp, ent, value = policy.low.evaluate(mb[STATE], mb[AGENT_OBS], Z, z, mb[ACTION],
                                                    mb["hid_actor"], mb["hid_critic"], mb["reset"])
             count = L * rows[0] * logp.shape[2]  # [L, chunks, agents] over the global minibatch
-            pg_l, v_l, kl_l, cf_l = _ppo_terms(logp, mb["logp"], mb["low_adv"], value, mb["low_old_v"],
-                                               mb["low_target"], cfg.clip_coef, cfg.value_clip, count)
+            pg_l, v_l, kl_l, cf_l = _ppo_terms(logp, mb[LOGP], mb["adv"], value, mb["old_v"],
+                                               mb["target"], cfg.clip_coef, cfg.value_clip, count)
             ent_l = ent.sum() / count
             loss = loss + pg_l - self.lambda_l * ent_l + cfg.vf_coef * v_l
             out.update(low_pg_loss=pg_l, low_v_loss=v_l, low_entropy=ent_l, low_approx_kl=kl_l, low_clip_frac=cf_l)
@@ -366,12 +452,12 @@ class HMASDTrainer:
                 nov = policy.novelty.error(mb["next_obs"]).sum() / count
                 loss = loss + nov
                 out["novelty_loss"] = nov
-        if hier and hb["h_Z"].shape[0]:
-            hlogp, hent, hval = policy.coordinator.evaluate(hb["h_state"], hb["h_obs"], hb["h_Z"], hb["h_z"])
+        if hier and hb["Z"].shape[0]:
+            hlogp, hent, hval = policy.coordinator.evaluate(hb["state"], hb["obs"], hb["Z"], hb["z"])
             width = hlogp.shape[1]  # [windows, team + agents]
             count = rows[1] * width
-            pg_h, v_h, kl_h, cf_h = _ppo_terms(hlogp, hb["h_logp"], hb["high_adv"], hval, hb["high_old_v"],
-                                               hb["high_target"], cfg.clip_coef, cfg.value_clip, count)
+            pg_h, v_h, kl_h, cf_h = _ppo_terms(hlogp, hb["logp"], hb["adv"], hval, hb["old_v"],
+                                               hb["target"], cfg.clip_coef, cfg.value_clip, count)
             ent_h = hent.sum() / count
             loss = loss + pg_h - self.lambda_h * ent_h + cfg.vf_coef * v_h
             out.update(high_pg_loss=pg_h, high_v_loss=v_h, high_entropy=ent_h,
