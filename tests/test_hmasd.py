@@ -505,7 +505,7 @@ def _assert_diagnosis_signals(train: dict, cfg) -> None:
 
 
 def test_skill_usage_reads_the_plan():
-    from rl_system.algos.hmasd.trainer import skill_usage
+    from rl_system.algos.hmasd.metrics import skill_usage
 
     Z = torch.tensor([0, 0, 0, 0])
     z = torch.tensor([[0, 1], [1, 0], [0, 1], [1, 0]])

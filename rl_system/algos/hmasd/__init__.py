@@ -2,10 +2,13 @@
 algorithm (``algo: hmasd``, hyperparameters in the ``hmasd:`` config section), and flat recurrent
 MAPPO with the same code (``hmasd.hierarchy: false``). See ``docs/hmasd.md``.
 
+* :mod:`.config` -- its settings (the ``hmasd:`` section); :mod:`.columns` -- its rollout columns.
 * :mod:`.networks` -- skill coordinator (transformer), skill discoverer (GRU actor/critic),
   discriminators, value normalisers: one :class:`HMASDPolicy` module.
 * :mod:`.sampler` -- worker side: both levels stepping a multi-agent env batch.
-* :mod:`.trainer` -- learner side: intrinsic rewards, GAE per level, PPO updates.
+* :mod:`.trainer` -- learner side, one update per round: :mod:`.returns` (intrinsic rewards, GAE
+  per level), :mod:`.minibatch` (chunks and windows), :mod:`.losses`, :mod:`.trust` (the
+  coordinator's KL bound), :mod:`.novelty`, :mod:`.metrics`.
 """
 
 from __future__ import annotations

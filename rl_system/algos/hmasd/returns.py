@@ -79,18 +79,6 @@ def next_inputs(now: torch.Tensor, last: torch.Tensor, final: torch.Tensor, done
     return nxt
 
 
-def to_chunks(x: torch.Tensor, L: int) -> torch.Tensor:
-    """``[T, N, ...]`` -> ``[L, (T // L) * N, ...]``: chunk ``c = k * N + e`` holds steps
-    ``k*L .. k*L+L-1`` of env ``e``."""
-    T, N = x.shape[:2]
-    return x.reshape(T // L, L, N, *x.shape[2:]).transpose(0, 1).reshape(L, (T // L) * N, *x.shape[2:])
-
-
-def chunk_len(T: int, want: int) -> int:
-    """The largest divisor of ``T`` not above ``want``."""
-    return max(d for d in range(1, min(want, T) + 1) if T % d == 0)
-
-
 @torch.no_grad()
 def low_level_reward(policy: HMASDPolicy, cfg: HMASDConfig, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """The low level's reward per agent step ``[T, N, n]``, with the current networks: Eq.

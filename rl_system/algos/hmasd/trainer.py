@@ -31,7 +31,6 @@ all-reduced before the per-network clipping: N learners take the one-learner ste
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -61,55 +60,20 @@ from rl_system.algos.hmasd.columns import (
     WINDOW_START,
 )
 from rl_system.algos.hmasd.config import HMASDConfig
+from rl_system.algos.hmasd.losses import minibatch_losses, stat_keys
+from rl_system.algos.hmasd.metrics import skill_usage, value_norm_stats
+from rl_system.algos.hmasd.minibatch import (
+    MinibatchPlan,
+    chunk_len,
+    take_rows,
+    to_chunks,
+)
 from rl_system.algos.hmasd.networks import HMASDPolicy
 from rl_system.algos.hmasd.novelty import success_share
-from rl_system.algos.hmasd.returns import (
-    chunk_len,
-    low_level_reward,
-    to_chunks,
-    window_gae,
-)
+from rl_system.algos.hmasd.returns import low_level_reward, window_gae
 from rl_system.algos.hmasd.trust import TrustRegion
 from rl_system.algos.recurrent import episode_starts
-from rl_system.algos.surrogate import approx_kl, ppo_sums
-
-
-def _ppo_terms(new_logp, old_logp, adv, new_v, old_v, target, clip: float, vclip: float | None, count: int):
-    """PPO's policy and value losses, KL and clip fraction over these rows, each a sum divided by
-    ``count``, the rows of the whole minibatch (over a learner group: its share of the mean)."""
-    return tuple(x / count for x in ppo_sums(new_logp - old_logp, adv, new_v, old_v, target, clip, vclip))
-
-
-def skill_usage(Z: torch.Tensor, z: torch.Tensor, n_Z: int, n_z: int,
-                group: collective.Collective | None = None) -> dict[str, float]:
-    """What the coordinator planned in a round, over its windows (``Z [W]`` team skills,
-    ``z [W, n]`` agent skills; a learner group's windows together): the share of each team skill,
-    and the entropy of the team- and agent-skill choices relative to uniform (1: every skill used
-    equally, 0: one skill only)."""
-    out: dict[str, float] = {}
-    counts = torch.cat([torch.bincount(Z.reshape(-1), minlength=n_Z), torch.bincount(z.reshape(-1), minlength=n_z)])
-    counts = (group or collective.Collective()).all_reduce(counts.double())
-    team, agent = counts[:n_Z], counts[n_Z:]
-    if team.sum() == 0:
-        return out
-    for k in range(n_Z):
-        out[f"plan_team_skill_{k}_share"] = float(team[k] / team.sum())
-    out["plan_team_skill_entropy"] = _relative_entropy(team)
-    out["plan_agent_skill_entropy"] = _relative_entropy(agent)
-    return out
-
-
-def _relative_entropy(counts: torch.Tensor) -> float:
-    if counts.numel() < 2:
-        return 1.0
-    p = counts / counts.sum()
-    return float(-(p * p.clamp_min(1e-12).log()).sum() / math.log(counts.numel()))
-
-
-def value_norm_stats(norm: nn.Module, level: str) -> dict[str, float]:
-    """The value normaliser's running mean and standard deviation (return units)."""
-    mean, std = norm.mean_std()
-    return {f"{level}_value_norm_mean": float(mean), f"{level}_value_norm_std": float(std)}
+from rl_system.algos.surrogate import approx_kl
 
 
 @dataclass
@@ -127,35 +91,6 @@ class Prepared:
     high: dict[str, torch.Tensor]
     window_gid: torch.Tensor | None
     stats: dict[str, float]
-
-
-@dataclass
-class _Plan:
-    """The samples an update's epochs draw minibatches from: ``low`` chunked ``[L, C, ...]`` (the
-    hiddens ``[C, ...]``), ``high`` per window, ``C`` chunks and ``W`` windows over the group,
-    ``M`` minibatches per epoch, ``to_local`` the group's global-to-local row maps (None alone)."""
-
-    low: dict[str, torch.Tensor]
-    high: dict[str, torch.Tensor]
-    L: int
-    C: int
-    W: int
-    M: int
-    to_local: tuple[torch.Tensor, torch.Tensor] | None
-
-    def minibatches(self) -> Iterator[tuple[torch.Tensor, torch.Tensor, tuple[int, int]]]:
-        """One epoch: ``(chunk rows, window rows, (chunks, windows) in the global minibatch)``
-        for each of ``M`` minibatches; the permutations are drawn over the group's whole batch,
-        the same on every learner, which then keeps its own rows."""
-        device = self.low["reset"].device
-        C, W, M = self.C, self.W, self.M
-        chunks = torch.randperm(C, device=device).tensor_split(M) if M > 1 else [torch.arange(C, device=device)]
-        windows = torch.randperm(W, device=device).tensor_split(M) if M > 1 else [torch.arange(W, device=device)]
-        for ci, wi in zip(chunks, windows):
-            rows = (ci.numel(), wi.numel())
-            if self.to_local is not None:
-                ci, wi = collective.take_local(self.to_local[0], ci), collective.take_local(self.to_local[1], wi)
-            yield ci, wi, rows
 
 
 class HMASDTrainer:
@@ -321,7 +256,7 @@ class HMASDTrainer:
         self.lambda_l = cfg.lambda_l * (gate if cfg.lambda_l_gate == "success" else 1.0)
         stats["lambda_l"] = self.lambda_l
 
-    def _plan(self, batch: dict[str, torch.Tensor], prep: Prepared) -> _Plan:
+    def _plan(self, batch: dict[str, torch.Tensor], prep: Prepared) -> MinibatchPlan:
         """The low level's samples cut into chunks ``[L, C, ...]`` (each starting from the hidden
         entering its first step), and the minibatch geometry over the group's chunks and windows."""
         cfg, group = self.cfg, self.group
@@ -334,9 +269,9 @@ class HMASDTrainer:
         W = int(prep.stats.get("high_windows", 0))
         device = low["reset"].device
         to_local = (shard.inverse(device), collective.inverse(prep.window_gid, W)) if group.world > 1 else None
-        return _Plan(low, prep.high, L, C, W, min(cfg.num_minibatches, C), to_local)
+        return MinibatchPlan(low, prep.high, L, C, W, min(cfg.num_minibatches, C), to_local)
 
-    def _epochs(self, plan: _Plan) -> tuple[dict[str, float], dict[str, int], int, int]:
+    def _epochs(self, plan: MinibatchPlan) -> tuple[dict[str, float], dict[str, int], int, int]:
         """``num_epochs`` passes of minibatch steps: each a random share of the chunks and of the
         windows (permutations drawn over the group's whole batch). Returns the metric sums, the
         minibatches each was summed over, the steps taken and the steps skipped (not finite)."""
@@ -352,8 +287,8 @@ class HMASDTrainer:
                     wi, rows = wi[:0], (rows[0], 0)  # the coordinator sits out the rest of the round
                 if region is not None and rows[1]:
                     region.before_step()
-                out = self._minibatch_step(_take(plan.low, ci, env_major=("hid_actor", "hid_critic")),
-                                           _take(plan.high, wi), rows)
+                out = self._minibatch_step(take_rows(plan.low, ci, env_major=("hid_actor", "hid_critic")),
+                                           take_rows(plan.high, wi), rows)
                 if out is None:
                     skipped += 1
                     continue
@@ -377,26 +312,14 @@ class HMASDTrainer:
         total = self.group.all_reduce(total)
         return float(total[0] / total[1].clamp(min=1))
 
-    def _stat_keys(self, with_high: bool) -> list[str]:
-        """The minibatch statistics, in a fixed order (the group reduces them as one vector)."""
-        keys = ["low_pg_loss", "low_v_loss", "low_entropy", "low_approx_kl", "low_clip_frac"]
-        if self.policy.hierarchy:
-            if with_high:
-                keys += ["high_pg_loss", "high_v_loss", "high_entropy", "high_entropy_team", "high_entropy_agent",
-                         "high_approx_kl", "high_clip_frac"]
-            keys += ["disc_team_loss", "disc_agent_loss"]
-        if self.policy.novelty is not None:
-            keys.append("novelty_loss")
-        return keys
-
     def _minibatch_step(self, mb: dict[str, torch.Tensor], hb: dict[str, torch.Tensor],
                         rows: tuple[int, int]) -> dict[str, float] | None:
         """One gradient step on this learner's chunks ``mb`` and windows ``hb`` of a global
         minibatch of ``rows = (chunks, windows)``; None (weights untouched) if not finite."""
         cfg = self.cfg
         self.optimizer.zero_grad(set_to_none=True)
-        out = self._losses(mb, hb, rows)
-        keys = self._stat_keys(with_high=rows[1] > 0)
+        out = minibatch_losses(self.policy, cfg, (self.lambda_l, self.lambda_h), mb, hb, rows)
+        keys = stat_keys(self.policy, with_high=rows[1] > 0)
         zero = torch.zeros((), device=mb["reset"].device)
         values = torch.stack([out.get(k, zero).detach().float() for k in keys])
         if self.group.world > 1:
@@ -419,59 +342,3 @@ class HMASDTrainer:
             return None
         self.optimizer.step()
         return stats
-
-    def _losses(self, mb: dict[str, torch.Tensor], hb: dict[str, torch.Tensor],
-                rows: tuple[int, int]) -> dict[str, torch.Tensor]:
-        """Backpropagates this learner's share of the minibatch loss (low PPO + high PPO +
-        discriminator cross-entropies + novelty predictor error; every mean over the global
-        minibatch) and returns its terms (nothing where it holds no rows)."""
-        cfg, policy = self.cfg, self.policy
-        hier = policy.hierarchy
-        L, c = mb["reset"].shape[:2]
-        out: dict[str, torch.Tensor] = {}
-        loss = torch.zeros((), device=mb["reset"].device)
-        if c:
-            Z, z = (mb[SKILL_TEAM], mb[SKILL_AGENT]) if hier else (None, None)
-            logp, ent, value = policy.low.evaluate(mb[STATE], mb[AGENT_OBS], Z, z, mb[ACTION],
-                                                   mb["hid_actor"], mb["hid_critic"], mb["reset"])
-            count = L * rows[0] * logp.shape[2]  # [L, chunks, agents] over the global minibatch
-            pg_l, v_l, kl_l, cf_l = _ppo_terms(logp, mb[LOGP], mb["adv"], value, mb["old_v"],
-                                               mb["target"], cfg.clip_coef, cfg.value_clip, count)
-            ent_l = ent.sum() / count
-            loss = loss + pg_l - self.lambda_l * ent_l + cfg.vf_coef * v_l
-            out.update(low_pg_loss=pg_l, low_v_loss=v_l, low_entropy=ent_l, low_approx_kl=kl_l, low_clip_frac=cf_l)
-            if hier:
-                lq_team = policy.disc.log_q_team(mb["next_state"])
-                lq_agent = policy.disc.log_q_agent(mb["next_obs"], Z)
-                ce_team = -lq_team.gather(-1, Z.unsqueeze(-1)).sum() / (L * rows[0])
-                ce_agent = -lq_agent.gather(-1, z.unsqueeze(-1)).sum() / count
-                loss = loss + cfg.disc_coef * (ce_team + ce_agent)
-                out.update(disc_team_loss=ce_team, disc_agent_loss=ce_agent)
-            if policy.novelty is not None:
-                # The predictor learns the views the agents reach, which makes them familiar.
-                nov = policy.novelty.error(mb["next_obs"]).sum() / count
-                loss = loss + nov
-                out["novelty_loss"] = nov
-        if hier and hb["Z"].shape[0]:
-            hlogp, hent, hval = policy.coordinator.evaluate(hb["state"], hb["obs"], hb["Z"], hb["z"])
-            width = hlogp.shape[1]  # [windows, team + agents]
-            count = rows[1] * width
-            pg_h, v_h, kl_h, cf_h = _ppo_terms(hlogp, hb["logp"], hb["adv"], hval, hb["old_v"],
-                                               hb["target"], cfg.clip_coef, cfg.value_clip, count)
-            ent_h = hent.sum() / count
-            loss = loss + pg_h - self.lambda_h * ent_h + cfg.vf_coef * v_h
-            out.update(high_pg_loss=pg_h, high_v_loss=v_h, high_entropy=ent_h,
-                       high_entropy_team=hent[:, 0].sum() / rows[1],
-                       high_entropy_agent=hent[:, 1:].sum() / (rows[1] * (width - 1)),
-                       high_approx_kl=kl_h, high_clip_frac=cf_h)
-        if out:
-            loss.backward()
-        return out
-
-
-def _take(data: dict[str, torch.Tensor], idx: torch.Tensor | None, env_major: tuple[str, ...] = ()) -> dict:
-    """Rows ``idx`` of a minibatch source: dim 1 of chunked ``[L, C, ...]`` columns, dim 0 of the
-    others (window samples, chunk hiddens); everything when ``idx`` is None."""
-    if idx is None:
-        return data
-    return {k: v.index_select(0 if (k in env_major or not env_major) else 1, idx) for k, v in data.items()}
