@@ -11,8 +11,8 @@ from ray.exceptions import RayActorError, RayTaskError
 
 from rl_system.actors.learner_group import LearnerGroup
 from rl_system.actors.placement import StartupError, wait_for_actors
-from rl_system.run.context import RunContext
 from rl_system.errors import TrainingError, one_line
+from rl_system.run.context import RunContext
 
 
 def snapshot(ctx: RunContext, elapsed: float) -> dict[str, Any]:
