@@ -300,9 +300,14 @@ def evaluate(run_or_checkpoint: str | Path, episodes: int = 100, deterministic: 
 
 def export(run_or_checkpoint: str | Path, format: str, out: str | Path, pick: str = "best") -> Path:  # noqa: A002
     """As ``rl-system export``: the policy as a TorchScript or ONNX file (:mod:`rl_system.policy.export`)."""
-    from rl_system.policy.export import export_policy
+    from rl_system.policy.export import ExportError, check_format, export_policy
 
-    return export_policy(run_or_checkpoint, format, out, pick=pick)
+    check_format(format)  # before the checkpoint is read: a bad format fails at once
+    try:
+        policy = load_policy(run_or_checkpoint, pick=pick)
+    except ValueError as err:
+        raise ExportError(str(err)) from None
+    return export_policy(policy, format, out)
 
 
 def make_env(name: str, num_envs: int = 1, device: str = "cpu", seed: int = 0, **kwargs: Any) -> Any:

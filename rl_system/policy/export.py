@@ -57,11 +57,8 @@ def graph_io(policy) -> tuple[list[str], list[str]]:
     return list(policy.obs_keys), ["action", "logp", "value"]
 
 
-def export_policy(run_or_checkpoint: str | Path, fmt: str, out: str | Path, pick: str = "best") -> Path:
-    """Export the policy of a run (``pick``: ``best`` or ``final``) or a checkpoint file to ``out``;
-    returns the path. :class:`ExportError` for a format, policy or missing package it cannot do."""
-    from rl_system.api import load_policy
-
+def check_format(fmt: str) -> None:
+    """:class:`ExportError` (one line) for a format this cannot write, or whose package is missing."""
     if fmt not in FORMATS:
         raise ExportError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if fmt == "onnx":
@@ -70,10 +67,12 @@ def export_policy(run_or_checkpoint: str | Path, fmt: str, out: str | Path, pick
         except ImportError:
             raise ExportError("ONNX export needs the onnx package: pip install onnx (or pip install -e '.[export]' "
                               "in a checkout)") from None
-    try:
-        policy = load_policy(run_or_checkpoint, pick=pick)
-    except ValueError as err:
-        raise ExportError(str(err)) from None
+
+
+def export_policy(policy, fmt: str, out: str | Path) -> Path:
+    """Write ``policy`` (an :class:`rl_system.api.Policy`, as :func:`rl_system.api.load_policy`
+    returns it) to ``out`` as a ``fmt`` graph; returns the path."""
+    check_format(fmt)
     wrapper = _RecurrentDeterministic if policy.recurrent else _Deterministic
     module = wrapper(policy.network.eval(), policy.obs_keys).eval()
     example = tuple(torch.zeros(2, *spec.shape, dtype=spec.dtype) for spec in policy.obs_spec.values())
