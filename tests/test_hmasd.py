@@ -485,7 +485,7 @@ def test_low_and_high_level_gae_on_a_sampled_batch():
 # -- learner integration: gate, concat, checkpoint ---------------------------------------------------
 
 def _assert_diagnosis_signals(train: dict, cfg) -> None:
-    """The signals a collapse is diagnosed with (docs/hmasd.md, "Diagnosis signals") are logged
+    """The signals a collapse is diagnosed with (docs/hmasd.md, "Metrics") are logged
     and mean what they say."""
     h = cfg.hmasd
     terms = {k: train[f"reward_term_{k}"] for k in ("env", "team", "agent")}

@@ -2,8 +2,8 @@
 coordinator's KL bound acted (steps kept of the round's epochs, rounds cut short, rounds with a
 step halved), the mean update and sampling seconds per round, and the largest fall of the training
 return below the best of its attempt so far (a reseed on stall, read from ``summary.json``, starts
-a new attempt): what ``rollback.drop`` is compared with. The figures behind docs/hmasd.md, "The
-shipped preset" and "Rollback on collapse"::
+a new attempt): what ``rollback.drop`` is compared with. The figures behind docs/lab/hmasd.md's
+entries on the shipped preset and on rollback on collapse (2026-11-29)::
 
     python -m bench.experiments.hmasd_round_stats RUN_DIR [RUN_DIR ...] [--epochs 5]
 """

@@ -132,7 +132,7 @@ class ReseedConfig(Strict):
     run's budget, not the attempt's. A check that falls in the run's last round does nothing.
     Meant for sparse-reward tasks where a seed can settle early into a dead end that more training
     does not leave: HMASD on Alice_and_Bob, whose skills sometimes never cover a button
-    (docs/hmasd.md, "Reseed on stall"). Empty list (the default): never. ("Restart" is kept for a
+    (docs/hmasd.md, "Presets and hyperparameters"). Empty list (the default): never. ("Restart" is kept for a
     Ray actor restart, which is another thing.)"""
 
     at_env_steps: list[int] = Field(default_factory=list)
@@ -158,7 +158,7 @@ class RollbackConfig(Strict):
     collapsed window, is not gone back to (the warning says so, and the guard waits for the
     next checkpoint). A round that does not trigger it changes nothing, so a run in which it
     never fires trains exactly as without it. Off unless ``drop`` is set (in return units: the
-    Alice_and_Bob preset sets 0.3 on its 0-1 success return; docs/hmasd.md, "Rollback").
+    Alice_and_Bob preset sets 0.3 on its 0-1 success return; docs/hmasd.md, "Why solved runs hold").
 
     The episodes that end in the ``settle_rounds`` rounds after a rollback do not enter the
     return window: the envs are not reset, so the episodes in flight then began under the

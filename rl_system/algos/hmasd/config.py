@@ -50,7 +50,7 @@ class HMASDConfig(Strict):
     """``success``: the coordinator's entropy bonus is ``lambda_h * (1 - p)``, ``p`` the round's
     success share as for ``novelty_gate`` (not in the paper). The bonus helps the plan form while
     the task is unsolved; once every window succeeds, the high-level advantages are noise and the
-    bonus alone carries the team-skill choice to uniform (docs/hmasd.md, "Diagnosis")."""
+    bonus alone carries the team-skill choice to uniform (docs/hmasd.md, "Why solved runs hold")."""
     lambda_l: float = Field(0.01, ge=0)
     """Entropy bonus of the skill discoverer's actor (low level)."""
     lambda_l_gate: Literal["none", "success"] = "none"
@@ -60,7 +60,7 @@ class HMASDConfig(Strict):
     gate_floor: float = Field(0.0, ge=0, le=1)
     """The share of ``lambda_h`` / ``lambda_l`` a gate keeps once every episode succeeds: the
     gated bonus is ``lambda * max(1 - p, gate_floor)``. At 0 a solved run's entropies fall toward 0
-    and one update can flip the near-deterministic policies (docs/hmasd.md, "Diagnosis")."""
+    and one update can flip the near-deterministic policies (docs/hmasd.md, "Why solved runs hold")."""
 
     # -- PPO, shared by both levels ------------------------------------------------------------
     lr: float = Field(5e-4, gt=0)

@@ -158,7 +158,7 @@ class HMASDTrainer:
             stats.update(novelty_error_max=float(group.all_reduce(error.max().clone(), op="max")),
                          novelty_weight=float(intr["novelty_weight"]))
         means.add("low_reward_mean", low_r)
-        # The size of each term of the low-level reward (docs/hmasd.md, "Diagnosis"): which one
+        # The size of each term of the low-level reward (docs/hmasd.md, "Metrics"): which one
         # moves when a solved run collapses.
         for k, v in intr.get("terms", {}).items():
             means.add(f"reward_term_{k}", v)

@@ -3,7 +3,7 @@
 PPO's clipped loss only stops the gradient of samples whose ratio has left ``[1 - clip, 1 + clip]``;
 it does not bound how far one step moves a near-deterministic policy. On AliceBob a solved run's
 coordinator once took a round with approximate KL 0.133 against 6e-5 to 3e-4 in the rounds before,
-and the team's success fell from 1.00 to 0.02 (docs/hmasd.md, "Diagnosis of late collapses").
+and the team's success fell from 1.00 to 0.02 (docs/lab/hmasd.md, 2026-11-28/29).
 ``hmasd.high_target_kl`` puts a :class:`TrustRegion` on the coordinator.
 
 After each of the network's steps the caller measures the KL of the new weights to the policy that
@@ -17,7 +17,7 @@ the round's epochs.
 Why a line search and not "undo and sit out": with Adam a single step moves every weight by about
 ``lr`` whatever the gradient's size, and near a sharpened plan that one step can exceed the target.
 Undoing it then undid every round from there on: the coordinator froze, for 137 rounds to the end
-of the run on one seed, with its plan half-learned (docs/hmasd.md, "The coordinator's KL bound").
+of the run on one seed, with its plan half-learned (docs/lab/hmasd.md, 2026-11-28/29, "the coordinator's KL bound").
 Adam's moments keep each step's gradient either way: it was a gradient of this round's data.
 """
 
