@@ -6,14 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from rl_system.algos.hmasd.columns import (
-    ACTION,
-    AGENT_OBS,
-    LOGP,
-    SKILL_AGENT,
-    SKILL_TEAM,
-    STATE,
-)
+from rl_system.algos.hmasd import columns as col
 from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.networks import HMASDPolicy
 from rl_system.algos.surrogate import ppo_sums
@@ -52,11 +45,11 @@ def minibatch_losses(policy: HMASDPolicy, cfg: HMASDConfig, bonuses: tuple[float
     out: dict[str, torch.Tensor] = {}
     loss = torch.zeros((), device=mb["reset"].device)
     if c:
-        Z, z = (mb[SKILL_TEAM], mb[SKILL_AGENT]) if hier else (None, None)
-        logp, ent, value = policy.low.evaluate(mb[STATE], mb[AGENT_OBS], Z, z, mb[ACTION],
+        Z, z = (mb[col.SKILL_TEAM], mb[col.SKILL_AGENT]) if hier else (None, None)
+        logp, ent, value = policy.low.evaluate(mb[col.STATE], mb[col.AGENT_OBS], Z, z, mb[col.ACTION],
                                                mb["hid_actor"], mb["hid_critic"], mb["reset"])
         count = L * rows[0] * logp.shape[2]  # [L, chunks, agents] over the global minibatch
-        pg_l, v_l, kl_l, cf_l = _ppo_terms(logp, mb[LOGP], mb["adv"], value, mb["old_v"],
+        pg_l, v_l, kl_l, cf_l = _ppo_terms(logp, mb[col.LOGP], mb["adv"], value, mb["old_v"],
                                            mb["target"], cfg.clip_coef, cfg.value_clip, count)
         ent_l = ent.sum() / count
         loss = loss + pg_l - lambda_l * ent_l + cfg.vf_coef * v_l

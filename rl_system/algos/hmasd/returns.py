@@ -10,20 +10,7 @@ import math
 import torch
 
 from rl_system.actors import collective
-from rl_system.algos.hmasd.columns import (
-    AGENT_OBS,
-    FINAL_AGENT_OBS,
-    FINAL_STATE,
-    LAST_AGENT_OBS,
-    LAST_STATE,
-    REWARD,
-    SKILL_AGENT,
-    SKILL_TEAM,
-    STATE,
-    TERMINATED,
-    TRUNCATED,
-    VALUE,
-)
+from rl_system.algos.hmasd import columns as col
 from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.networks import HMASDPolicy
 from rl_system.algos.hmasd.novelty import novelty_bonus, success_share
@@ -89,13 +76,13 @@ def low_level_reward(policy: HMASDPolicy, cfg: HMASDConfig, batch: dict[str, tor
     ``novelty_gate: success``; with ``novelty_norm: initial`` the first call records the bonus's
     scale in the policy). Also the pieces (next inputs, log-probs,
     discriminator hits, novelty errors) for the metrics and the losses."""
-    done = batch[TERMINATED] | batch[TRUNCATED]
+    done = batch[col.TERMINATED] | batch[col.TRUNCATED]
     out: dict[str, torch.Tensor] = {}
     if policy.hierarchy or policy.novelty is not None:
-        out["next_obs"] = next_inputs(batch[AGENT_OBS], batch[LAST_AGENT_OBS], batch[FINAL_AGENT_OBS], done)
+        out["next_obs"] = next_inputs(batch[col.AGENT_OBS], batch[col.LAST_AGENT_OBS], batch[col.FINAL_AGENT_OBS], done)
     if policy.hierarchy:
-        Z, z = batch[SKILL_TEAM], batch[SKILL_AGENT]
-        ns = next_inputs(batch[STATE], batch[LAST_STATE], batch[FINAL_STATE], done)
+        Z, z = batch[col.SKILL_TEAM], batch[col.SKILL_AGENT]
+        ns = next_inputs(batch[col.STATE], batch[col.LAST_STATE], batch[col.FINAL_STATE], done)
         lq_team = policy.disc.log_q_team(ns)  # [T, N, n_Z]
         lq_agent = policy.disc.log_q_agent(out["next_obs"], Z)  # [T, N, n, n_z]
         r_team = lq_team.gather(-1, Z.unsqueeze(-1)).squeeze(-1)  # log q_D(Z | s_{t+1})  [T, N]
@@ -106,19 +93,19 @@ def low_level_reward(policy: HMASDPolicy, cfg: HMASDConfig, batch: dict[str, tor
             # only where a *sibling* owns the view, which would punish entering it (docs/hmasd.md).
             bonus_team = r_team.clamp(min=-math.log(lq_team.shape[-1]))
             bonus_agent = r_agent.clamp(min=-math.log(lq_agent.shape[-1]))
-        terms = {"env": cfg.lambda_e * batch[REWARD].unsqueeze(-1), "team": cfg.lambda_D * bonus_team.unsqueeze(-1),
+        terms = {"env": cfg.lambda_e * batch[col.REWARD].unsqueeze(-1), "team": cfg.lambda_D * bonus_team.unsqueeze(-1),
                  "agent": cfg.lambda_d * bonus_agent}
         reward = terms["env"] + terms["team"] + terms["agent"]
         out.update(terms=terms)
         out.update(log_q_team=r_team, log_q_agent=r_agent, next_state=ns,
                    team_correct=lq_team.argmax(-1) == Z, agent_correct=lq_agent.argmax(-1) == z)
     else:
-        reward = batch[REWARD].unsqueeze(-1).expand(batch[VALUE].shape)  # flat MAPPO: lambda_e = 1
+        reward = batch[col.REWARD].unsqueeze(-1).expand(batch[col.VALUE].shape)  # flat MAPPO: lambda_e = 1
     if policy.novelty is not None:
         out["novelty_error"] = policy.novelty.error(out["next_obs"])  # [T, N, n]
         weight = torch.tensor(cfg.novelty_coef)
         if cfg.novelty_gate == "success":
-            weight = weight * (1 - success_share(batch[REWARD], batch[TERMINATED], batch[TRUNCATED],
+            weight = weight * (1 - success_share(batch[col.REWARD], batch[col.TERMINATED], batch[col.TRUNCATED],
                                                  collective.active()))
         out["novelty_weight"] = weight
         bonus = weight * novelty_bonus(policy.novelty, out["novelty_error"], cfg.novelty_norm)

@@ -22,31 +22,7 @@ from typing import Any
 import torch
 
 from rl_system.algos.episodes import EpisodeTracker
-from rl_system.algos.hmasd.columns import (
-    ACTION,
-    AGENT_OBS,
-    FINAL_AGENT_OBS,
-    FINAL_STATE,
-    HIGH_LOGP,
-    HIGH_TRUNC_VALUE,
-    HIGH_VALUE,
-    INIT_H_ACTOR,
-    INIT_H_CRITIC,
-    LAST_AGENT_OBS,
-    LAST_HIGH_VALUE,
-    LAST_STATE,
-    LAST_VALUE,
-    LOGP,
-    REWARD,
-    SKILL_AGENT,
-    SKILL_TEAM,
-    STATE,
-    TERMINATED,
-    TRUNC_VALUE,
-    TRUNCATED,
-    VALUE,
-    WINDOW_START,
-)
+from rl_system.algos.hmasd import columns as col
 from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.networks import HMASDPolicy
 from rl_system.envs.base import VecEnv
@@ -77,22 +53,22 @@ class HMASDSampler:
             return torch.zeros(shape, dtype=dtype, device=device)
 
         self.buf = {
-            STATE: alloc(T, N, S), AGENT_OBS: alloc(T, N, n, O),
-            ACTION: alloc(T, N, n, dtype=torch.int64), LOGP: alloc(T, N, n), VALUE: alloc(T, N, n),
-            REWARD: alloc(T, N), TERMINATED: alloc(T, N, dtype=torch.bool),
-            TRUNCATED: alloc(T, N, dtype=torch.bool), TRUNC_VALUE: alloc(T, N, n),
-            LAST_VALUE: alloc(N, n), INIT_H_ACTOR: alloc(N, n, H), INIT_H_CRITIC: alloc(N, n, H),
+            col.STATE: alloc(T, N, S), col.AGENT_OBS: alloc(T, N, n, O),
+            col.ACTION: alloc(T, N, n, dtype=torch.int64), col.LOGP: alloc(T, N, n), col.VALUE: alloc(T, N, n),
+            col.REWARD: alloc(T, N), col.TERMINATED: alloc(T, N, dtype=torch.bool),
+            col.TRUNCATED: alloc(T, N, dtype=torch.bool), col.TRUNC_VALUE: alloc(T, N, n),
+            col.LAST_VALUE: alloc(N, n), col.INIT_H_ACTOR: alloc(N, n, H), col.INIT_H_CRITIC: alloc(N, n, H),
         }
         if self.hierarchy:
             self.buf.update({
-                SKILL_TEAM: alloc(T, N, dtype=torch.int64), SKILL_AGENT: alloc(T, N, n, dtype=torch.int64),
-                WINDOW_START: alloc(T, N, dtype=torch.bool), HIGH_LOGP: alloc(T, N, n + 1), HIGH_VALUE: alloc(T, N, n + 1),
-                HIGH_TRUNC_VALUE: alloc(T, N, n + 1), LAST_HIGH_VALUE: alloc(N, n + 1),
+                col.SKILL_TEAM: alloc(T, N, dtype=torch.int64), col.SKILL_AGENT: alloc(T, N, n, dtype=torch.int64),
+                col.WINDOW_START: alloc(T, N, dtype=torch.bool), col.HIGH_LOGP: alloc(T, N, n + 1), col.HIGH_VALUE: alloc(T, N, n + 1),
+                col.HIGH_TRUNC_VALUE: alloc(T, N, n + 1), col.LAST_HIGH_VALUE: alloc(N, n + 1),
             })
         # The observations after each step, for the discriminators and the novelty bonus.
         self.ships_next = self.hierarchy or cfg.novelty_coef > 0
         if self.ships_next:
-            self.buf.update({LAST_STATE: alloc(N, S), LAST_AGENT_OBS: alloc(N, n, O)})
+            self.buf.update({col.LAST_STATE: alloc(N, S), col.LAST_AGENT_OBS: alloc(N, n, O)})
             # Observation each step ended on (== next obs unless the episode ended); only the rows
             # of ended episodes are shipped, as the compact ``final_obs.*`` columns.
             self._final_state, self._final_obs = alloc(T, N, S), alloc(T, N, n, O)
@@ -112,17 +88,17 @@ class HMASDSampler:
     def _assign(self, t: int, start: torch.Tensor, deterministic: bool) -> None:
         """The coordinator picks ``(Z, z)`` for the envs that start a window at step t."""
         buf, obs = self.buf, self.obs
-        buf[WINDOW_START][t].copy_(start)
-        buf[HIGH_LOGP][t].zero_()
-        buf[HIGH_VALUE][t].zero_()
+        buf[col.WINDOW_START][t].copy_(start)
+        buf[col.HIGH_LOGP][t].zero_()
+        buf[col.HIGH_VALUE][t].zero_()
         idx = start.nonzero().squeeze(1)
         if idx.numel():
             Z, z, logp, value = self.policy.coordinator.act(obs["state"][idx], obs["obs"][idx], deterministic)
             self.team_skill[idx] = Z
             self.agent_skill[idx] = z
             self.timer[idx] = 0
-            buf[HIGH_LOGP][t][idx] = logp
-            buf[HIGH_VALUE][t][idx] = self._den_high(value)
+            buf[col.HIGH_LOGP][t][idx] = logp
+            buf[col.HIGH_VALUE][t][idx] = self._den_high(value)
 
     @torch.no_grad()
     def collect(self, deterministic: bool | str = False) -> tuple[Columns, Episodes]:
@@ -131,29 +107,29 @@ class HMASDSampler:
         greedy_high, greedy_low = greedy_levels(deterministic)
         buf, env, policy, cfg = self.buf, self.env, self.policy, self.cfg
         low, hier = policy.low, self.hierarchy
-        buf[INIT_H_ACTOR].copy_(self.h_actor)
-        buf[INIT_H_CRITIC].copy_(self.h_critic)
+        buf[col.INIT_H_ACTOR].copy_(self.h_actor)
+        buf[col.INIT_H_CRITIC].copy_(self.h_critic)
         h_actor, h_critic = self.h_actor, self.h_critic
         self._value_units()
         prev_done = torch.ones(self.N, dtype=torch.bool, device=self.device)  # every env starts a window at t=0
         for t in range(self.T):
             obs = self.obs
-            buf[STATE][t].copy_(obs["state"])
-            buf[AGENT_OBS][t].copy_(obs["obs"])
+            buf[col.STATE][t].copy_(obs["state"])
+            buf[col.AGENT_OBS][t].copy_(obs["obs"])
             if hier:
                 self._assign(t, prev_done | (self.timer >= cfg.skill_interval), greedy_high)
-                buf[SKILL_TEAM][t].copy_(self.team_skill)
-                buf[SKILL_AGENT][t].copy_(self.agent_skill)
+                buf[col.SKILL_TEAM][t].copy_(self.team_skill)
+                buf[col.SKILL_AGENT][t].copy_(self.agent_skill)
             action, logp, value, h_actor, h_critic = low.act(obs["state"], obs["obs"], self.team_skill,
                                                              self.agent_skill, h_actor, h_critic, greedy_low)
-            buf[ACTION][t].copy_(action)
-            buf[LOGP][t].copy_(logp)
-            buf[VALUE][t].copy_(self._den_low(value))
+            buf[col.ACTION][t].copy_(action)
+            buf[col.LOGP][t].copy_(logp)
+            buf[col.VALUE][t].copy_(self._den_low(value))
             step = env.step(action)
             done = step.terminated | step.truncated
-            buf[REWARD][t].copy_(step.reward)
-            buf[TERMINATED][t].copy_(step.terminated)
-            buf[TRUNCATED][t].copy_(step.truncated)
+            buf[col.REWARD][t].copy_(step.reward)
+            buf[col.TERMINATED][t].copy_(step.terminated)
+            buf[col.TRUNCATED][t].copy_(step.truncated)
             self.episodes.record(t, step.reward, done, step.info)
             fin = step.final_obs
             # Time-limit truncation: both levels bootstrap from the final observation, valued here
@@ -161,14 +137,14 @@ class HMASDSampler:
             trunc = step.truncated & ~step.terminated
             if bool(trunc.any()):
                 v = low.value(fin["state"], fin["obs"], self.team_skill, self.agent_skill, h_critic)
-                buf[TRUNC_VALUE][t] = torch.where(trunc.unsqueeze(1), self._den_low(v), 0.0)
+                buf[col.TRUNC_VALUE][t] = torch.where(trunc.unsqueeze(1), self._den_low(v), 0.0)
                 if hier:
                     hv = policy.coordinator.values(fin["state"], fin["obs"])
-                    buf[HIGH_TRUNC_VALUE][t] = torch.where(trunc.unsqueeze(1), self._den_high(hv), 0.0)
+                    buf[col.HIGH_TRUNC_VALUE][t] = torch.where(trunc.unsqueeze(1), self._den_high(hv), 0.0)
             else:
-                buf[TRUNC_VALUE][t].zero_()
+                buf[col.TRUNC_VALUE][t].zero_()
                 if hier:
-                    buf[HIGH_TRUNC_VALUE][t].zero_()
+                    buf[col.HIGH_TRUNC_VALUE][t].zero_()
             if self.ships_next:
                 self._final_state[t].copy_(fin["state"])
                 self._final_obs[t].copy_(fin["obs"])
@@ -181,18 +157,18 @@ class HMASDSampler:
             self.obs = step.obs
         self.h_actor, self.h_critic = h_actor, h_critic
         obs = self.obs
-        buf[LAST_VALUE].copy_(self._den_low(low.value(obs["state"], obs["obs"], self.team_skill,
+        buf[col.LAST_VALUE].copy_(self._den_low(low.value(obs["state"], obs["obs"], self.team_skill,
                                                         self.agent_skill, h_critic)))
         cols = dict(buf)
         if hier:
-            buf[LAST_HIGH_VALUE].copy_(self._den_high(policy.coordinator.values(obs["state"], obs["obs"])))
+            buf[col.LAST_HIGH_VALUE].copy_(self._den_high(policy.coordinator.values(obs["state"], obs["obs"])))
         if self.ships_next:
-            buf[LAST_STATE].copy_(obs["state"])
-            buf[LAST_AGENT_OBS].copy_(obs["obs"])
+            buf[col.LAST_STATE].copy_(obs["state"])
+            buf[col.LAST_AGENT_OBS].copy_(obs["obs"])
             # Rows of ended episodes, env-major (env, then time): the order of done.T[mask].
-            ended = (buf[TERMINATED] | buf[TRUNCATED]).T
-            cols[FINAL_STATE] = self._final_state.transpose(0, 1)[ended]
-            cols[FINAL_AGENT_OBS] = self._final_obs.transpose(0, 1)[ended]
+            ended = (buf[col.TERMINATED] | buf[col.TRUNCATED]).T
+            cols[col.FINAL_STATE] = self._final_state.transpose(0, 1)[ended]
+            cols[col.FINAL_AGENT_OBS] = self._final_obs.transpose(0, 1)[ended]
         return cols, self.episodes.completed()
 
     def _value_units(self) -> None:

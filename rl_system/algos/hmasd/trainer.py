@@ -38,27 +38,7 @@ from torch import nn
 
 from rl_system.actors import collective
 from rl_system.algos.advantages import compute_gae
-from rl_system.algos.hmasd.columns import (
-    ACTION,
-    AGENT_OBS,
-    HIGH_LOGP,
-    HIGH_TRUNC_VALUE,
-    HIGH_VALUE,
-    INIT_H_ACTOR,
-    INIT_H_CRITIC,
-    LAST_HIGH_VALUE,
-    LAST_VALUE,
-    LOGP,
-    REWARD,
-    SKILL_AGENT,
-    SKILL_TEAM,
-    STATE,
-    TERMINATED,
-    TRUNC_VALUE,
-    TRUNCATED,
-    VALUE,
-    WINDOW_START,
-)
+from rl_system.algos.hmasd import columns as col
 from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.losses import minibatch_losses, stat_keys
 from rl_system.algos.hmasd.metrics import skill_usage, value_norm_stats
@@ -125,19 +105,19 @@ class HMASDTrainer:
         """What the epochs train on, computed once per round without gradients (see the module
         docstring, step 1)."""
         cfg, policy, group = self.cfg, self.policy, self.group
-        term, trunc = batch[TERMINATED], batch[TRUNCATED]
+        term, trunc = batch[col.TERMINATED], batch[col.TRUNCATED]
         done = term | trunc
         trunc_only = trunc & ~term
-        reward = batch[REWARD]
+        reward = batch[col.REWARD]
         stats: dict[str, float] = {}
         means = collective.Means()  # metrics as the group's means, reduced once
-        data = {k: batch[k] for k in (STATE, AGENT_OBS, ACTION, LOGP)}
+        data = {k: batch[k] for k in (col.STATE, col.AGENT_OBS, col.ACTION, col.LOGP)}
         # Hidden zeroed before step t where an episode began at t (t=0: the shipped init hidden).
         data["reset"] = episode_starts(done)
-        Zs, zs = (batch[SKILL_TEAM], batch[SKILL_AGENT]) if policy.hierarchy else (None, None)
+        Zs, zs = (batch[col.SKILL_TEAM], batch[col.SKILL_AGENT]) if policy.hierarchy else (None, None)
         # Hidden entering every step, with the weights that sampled (the chunks' initial states).
-        data["hid_actor"], data["hid_critic"] = policy.low.hiddens(batch[STATE], batch[AGENT_OBS], Zs, zs,
-                                                               batch[INIT_H_ACTOR], batch[INIT_H_CRITIC],
+        data["hid_actor"], data["hid_critic"] = policy.low.hiddens(batch[col.STATE], batch[col.AGENT_OBS], Zs, zs,
+                                                               batch[col.INIT_H_ACTOR], batch[col.INIT_H_CRITIC],
                                                                data["reset"])
 
         intr = low_level_reward(policy, cfg, batch)
@@ -145,7 +125,7 @@ class HMASDTrainer:
         if "next_obs" in intr:
             data["next_obs"] = intr["next_obs"]
         if policy.hierarchy:
-            Z, z, r_team, r_agent = batch[SKILL_TEAM], batch[SKILL_AGENT], intr["log_q_team"], intr["log_q_agent"]
+            Z, z, r_team, r_agent = batch[col.SKILL_TEAM], batch[col.SKILL_AGENT], intr["log_q_team"], intr["log_q_agent"]
             data.update(skill_team=Z, skill_agent=z, next_state=intr["next_state"])
             means.add("intr_team_logq_mean", r_team)
             means.add("intr_agent_logq_mean", r_agent)
@@ -166,7 +146,7 @@ class HMASDTrainer:
         # Low level: per-agent GAE; truncation adds gamma * V(final obs). Values arrive in return
         # units (the sampler denormalised them with its own version's ValueNorm statistics).
         norm = policy.low_norm
-        value, tv, lv = batch[VALUE], batch[TRUNC_VALUE], batch[LAST_VALUE]
+        value, tv, lv = batch[col.VALUE], batch[col.TRUNC_VALUE], batch[col.LAST_VALUE]
         low_r = low_r + cfg.gamma * torch.where(trunc_only.unsqueeze(-1), tv, 0.0)
         adv, ret = compute_gae(low_r, value, done.unsqueeze(-1).expand_as(value), lv, cfg.gamma, cfg.gae_lambda)
         stats["low_explained_variance"] = group.explained_variance(value, ret)
@@ -185,13 +165,13 @@ class HMASDTrainer:
         """The coordinator's samples, one per skill window, flattened in (t, env) order, and each
         window's index among the group's windows in that order."""
         cfg, policy, group = self.cfg, self.policy, self.group
-        start, hv, Z, z = batch[WINDOW_START], batch[HIGH_VALUE], batch[SKILL_TEAM], batch[SKILL_AGENT]
-        hadv, hret = window_gae(reward, hv, start, batch[TERMINATED], batch[TRUNCATED], batch[HIGH_TRUNC_VALUE],
-                                batch[LAST_HIGH_VALUE], cfg.high_gamma, cfg.high_gae_lambda)
+        start, hv, Z, z = batch[col.WINDOW_START], batch[col.HIGH_VALUE], batch[col.SKILL_TEAM], batch[col.SKILL_AGENT]
+        hadv, hret = window_gae(reward, hv, start, batch[col.TERMINATED], batch[col.TRUNCATED], batch[col.HIGH_TRUNC_VALUE],
+                                batch[col.LAST_HIGH_VALUE], cfg.high_gamma, cfg.high_gae_lambda)
         pos = start.nonzero()
         t_idx, e_idx = pos[:, 0], pos[:, 1]
-        h = {"state": batch[STATE][t_idx, e_idx], "obs": batch[AGENT_OBS][t_idx, e_idx],
-             "Z": Z[t_idx, e_idx], "z": z[t_idx, e_idx], "logp": batch[HIGH_LOGP][t_idx, e_idx]}
+        h = {"state": batch[col.STATE][t_idx, e_idx], "obs": batch[col.AGENT_OBS][t_idx, e_idx],
+             "Z": Z[t_idx, e_idx], "z": z[t_idx, e_idx], "logp": batch[col.HIGH_LOGP][t_idx, e_idx]}
         h.update(self._targets(policy.high_norm, hadv[t_idx, e_idx], hret[t_idx, e_idx], hv[t_idx, e_idx],
                                level="high"))
         gid, windows = collective.window_ids(start, group)
@@ -248,7 +228,7 @@ class HMASDTrainer:
         cfg = self.cfg
         gate = 1.0
         if "success" in (cfg.lambda_h_gate, cfg.lambda_l_gate):
-            failing = 1.0 - float(success_share(batch[REWARD], batch[TERMINATED], batch[TRUNCATED], self.group))
+            failing = 1.0 - float(success_share(batch[col.REWARD], batch[col.TERMINATED], batch[col.TRUNCATED], self.group))
             gate = max(failing, cfg.gate_floor)
         if self.policy.hierarchy:
             self.lambda_h = cfg.lambda_h * (gate if cfg.lambda_h_gate == "success" else 1.0)
@@ -260,7 +240,7 @@ class HMASDTrainer:
         """The low level's samples cut into chunks ``[L, C, ...]`` (each starting from the hidden
         entering its first step), and the minibatch geometry over the group's chunks and windows."""
         cfg, group = self.cfg, self.group
-        T, envs = batch[REWARD].shape[:2]
+        T, envs = batch[col.REWARD].shape[:2]
         L = chunk_len(T, cfg.chunk_len)
         low = {k: to_chunks(v, L) for k, v in prep.low.items()}
         low["hid_actor"], low["hid_critic"] = low["hid_actor"][0], low["hid_critic"][0]
