@@ -83,8 +83,16 @@ def import_entry_point(target: str, what: str) -> Any:
     return obj
 
 
+# Modules that moved, by their old names: configs, checkpoints and scripts from before a move name
+# them in entry points (``rl_system.envs.air_combat_render:AirCombatRenderer``), and those still load.
+MOVED_MODULES = {f"rl_system.envs.air_combat_{part}": f"rl_system.envs.air_combat.{part}"
+                 for part in ("spec", "rewards", "envelope", "envelope_plot", "render", "launches")}
+
+
 def own_module_name(module_name: str) -> str:
-    """``module_name``, or ``rl_system.envs.<module>`` for an ``envs.<module>`` of ours.
+    """``module_name``, or the name it has now for a module of ours that was known by another one:
+    ``rl_system.envs.<module>`` for an ``envs.<module>``, and the new name of a moved module
+    (:data:`MOVED_MODULES`).
 
     The built-in envs once installed as a top-level ``envs`` package, and configs, checkpoints and
     scripts from then name them ``envs.<module>``. That name is also the usual one for a project's
@@ -92,8 +100,9 @@ def own_module_name(module_name: str) -> str:
     package has that module; otherwise (no such package, it lacks the module, or it is this
     repository's own ``envs/`` folder, as when running from a checkout) it means ours."""
     if module_name != "envs" and not module_name.startswith("envs."):
-        return module_name
+        return MOVED_MODULES.get(module_name, module_name)
     ours = f"rl_system.{module_name}"
+    ours = MOVED_MODULES.get(ours, ours)
     if importlib.util.find_spec(ours) is None:
         return module_name
     theirs = importlib.util.find_spec("envs")  # top level: found, not imported

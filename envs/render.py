@@ -1,16 +1,12 @@
-"""One episode of a checkpoint's policy as a picture: ``rl-system eval CHECKPOINT --render OUT.png``.
-
-:func:`render_episode` builds the env named in the checkpoint's config with one copy (env index 0),
-builds the policy with ``rl_system.algos.load_policy`` (the weights loaded) and runs one
-episode, recording the env's state after every step; then it draws the episode with
-matplotlib (Agg backend: no display needed) and writes a PNG.
+"""Pictures of one episode of an env (index 0 of its batch): the renderers and their registry.
 
 What is drawn comes from a small registry, env name -> :class:`Renderer` subclass
 (:func:`register_renderer`); an env without one raises :class:`RenderError` (the CLI prints one line
 and exits with 2). Each renderer sits beside its env and imports matplotlib only when it draws:
 
-* ``AirCombat`` (:mod:`rl_system.envs.air_combat_render`): aircraft and missile tracks, launches, hits.
+* ``AirCombat`` (:mod:`rl_system.envs.air_combat.render`): aircraft and missile tracks, launches, hits.
 * ``Navigation`` (:mod:`rl_system.envs.navigation_render`): the robot's path, obstacles and lidar beams.
+* ``CartPole`` (:mod:`rl_system.envs.cartpole_render`): the cart and pole, their traces over time.
 
 A renderer reads only public views: the env's ``render_state(env_index)`` (a dict of fresh CPU
 tensors), its public attributes and the observations and step results. The envs reset finished
@@ -18,16 +14,15 @@ episodes inside ``step`` (``SAME_STEP``), so to see the state an episode ended i
 the env's :attr:`~rl_system.envs.base.VecEnv.before_autoreset` observer, which those envs call just before
 the reset.
 
-The checkpoint entry points (:func:`record_episode`, :func:`render_episode`) read the run config
-and build the policy through ``rl_system``; it is imported when they are called, so importing
-``envs`` never imports the training library. :func:`play_episode` is the part that needs only an
-env and an action function.
+:func:`play_episode` steps an env with any action function and feeds a renderer;
+:func:`save_picture` draws what it recorded to a PNG. Running a checkpoint's policy is
+:mod:`rl_system.policy.render`'s part (``rl-system eval CHECKPOINT --render OUT.png``): the envs
+draw given states and actions and never import the training library.
 """
 
 from __future__ import annotations
 
 import copy
-import importlib
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -35,7 +30,7 @@ from typing import Any, Callable
 
 import numpy as np
 import torch
-from rl_system.envs import make_env
+from rl_system.envs import import_entry_point
 from rl_system.envs.base import Obs, StepResult, VecEnv
 
 
@@ -140,7 +135,7 @@ class GymFramesRenderer(Renderer):
 # env name -> "module:Class" (imported on first use, so that this module does not import the
 # renderer modules, which import it) or a factory.
 _RENDERERS: dict[str, str | Callable[[], Renderer]] = {
-    "AirCombat": "rl_system.envs.air_combat_render:AirCombatRenderer",
+    "AirCombat": "rl_system.envs.air_combat.render:AirCombatRenderer",
     "Navigation": "rl_system.envs.navigation_render:NavigationRenderer",
     "CartPole": "rl_system.envs.cartpole_render:CartPoleRenderer",
 }
@@ -174,18 +169,12 @@ def make_renderer(env_name: str) -> Renderer:
     if factory is None:
         raise RenderError(f"no renderer for env {env_name!r} (renderers: {', '.join(renderer_names())}, "
                           f"and gym:<id> envs that render rgb_array)")
-    if isinstance(factory, str):
-        module, _, attr = factory.partition(":")
-        factory = getattr(importlib.import_module(module), attr)
+    if isinstance(factory, str):  # resolved as env entry points are, old module names included
+        factory = import_entry_point(factory, f"renderer of env {env_name!r}")
     return factory()
 
 
-# --------------------------------------------------------------------------- driving an episode
-
-
-def _scalar(v: torch.Tensor) -> Any:
-    v = v.detach().cpu()
-    return v.item() if v.numel() == 1 else v.tolist()
+# --------------------------------------------------------------------------- recording and drawing an episode
 
 
 def play_episode(env: VecEnv, obs: Obs, act: Callable[[Obs], torch.Tensor], renderer: Renderer,
@@ -221,55 +210,12 @@ def play_episode(env: VecEnv, obs: Obs, act: Callable[[Obs], torch.Tensor], rend
     return rewards, out
 
 
-@torch.no_grad()
-def record_episode(state: dict[str, Any], renderer: Renderer, deterministic: bool = True, seed: int = 12345,
-                   max_steps: int = 1_000_000, device: str = "cpu") -> dict[str, Any]:
-    """Run one episode of env index 0 with the checkpoint's policy, feeding ``renderer``.
-    Returns the ``meta`` dict :meth:`Renderer.draw` gets."""
-    from rl_system.algos import load_policy
-    from rl_system.algos.protocols import is_recurrent
-    from rl_system.config import RunConfig
-
-    cfg = RunConfig.model_validate(state["config"])
-    torch.manual_seed(seed)
-    env = make_env(cfg.env.name, 1, device, seed=seed, **{**cfg.env.test_kwargs(), **renderer.env_kwargs})
-    try:
-        policy = load_policy(state, env, device)
-        # A recurrent policy carries its state through the one episode recorded.
-        memory = [policy.initial_state(1)] if is_recurrent(policy) else None
-
-        def act(obs: Obs) -> torch.Tensor:
-            if memory is not None:
-                action, *_, memory[0] = policy.act(obs, memory[0], deterministic=deterministic)
-                return action
-            acted = policy.act(obs, deterministic=deterministic)
-            return acted[0] if isinstance(acted, tuple) else acted
-
-        obs = env.reset(seed=seed)
-        renderer.start(env, obs)
-        rewards, out = play_episode(env, obs, act, renderer, max_steps)
-    finally:
-        env.close()
-    info = {k: _scalar(v[0]) for k, v in out.info.items()} if out is not None else {}
-    return {"env": cfg.env.name, "algo": cfg.algo, "policy_version": int(state["learner"].get("version", 0)),
-            "steps": len(rewards), "return": sum(rewards), "rewards": rewards, "deterministic": deterministic,
-            "info": info,
-            "terminated": bool(out.terminated[0]) if out is not None else False,
-            "truncated": bool(out.truncated[0]) if out is not None else False}
-
-
-def render_episode(state: dict[str, Any], out_path: str | Path, deterministic: bool = True, seed: int = 12345,
-                   max_steps: int = 1_000_000, dpi: int = 110) -> dict[str, Any]:
-    """Run one episode of the checkpoint's policy and write its picture to ``out_path`` (PNG).
-    Returns the episode's summary (``meta`` plus ``"path"``); raises :class:`RenderError`."""
-    from rl_system.config import RunConfig
-
-    renderer = make_renderer(RunConfig.model_validate(state["config"]).env.name)
-    require_matplotlib()
+def save_picture(renderer: Renderer, meta: dict[str, Any], out_path: str | Path, dpi: int = 110) -> Path:
+    """Draw the episode ``renderer`` recorded (``meta``: see :class:`Renderer`) and write it to
+    ``out_path`` as a PNG; needs matplotlib (:func:`require_matplotlib`)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    meta = record_episode(state, renderer, deterministic=deterministic, seed=seed, max_steps=max_steps)
     # A Figure on an Agg canvas, without pyplot: no display, no global backend switch.
     fig = Figure(figsize=renderer.figsize, layout="constrained")
     FigureCanvasAgg(fig)
@@ -277,5 +223,4 @@ def render_episode(state: dict[str, Any], out_path: str | Path, deterministic: b
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out_path, format="png", dpi=dpi)
-    meta["path"] = str(out_path)
-    return meta
+    return out_path

@@ -22,7 +22,7 @@ from rl_system.envs.air_combat import (
     AirCombatVecEnv,
     turn_rate_limit,
 )
-from rl_system.envs.air_combat_rewards import PursuitShaping, RewardModule
+from rl_system.envs.air_combat.rewards import PursuitShaping, RewardModule
 from rl_system.envs.base import Box, Discrete
 
 FIRE_STRAIGHT_FULL = 6 + ACTION_STRAIGHT_FULL
@@ -388,7 +388,7 @@ def test_scripted_opponent_evades_close_missiles():
 
 
 def test_reward_modules_from_config_specs():
-    from rl_system.envs.air_combat_rewards import (
+    from rl_system.envs.air_combat.rewards import (
         FireDisciplineShaping,
         MissileEvasionShaping,
         build_reward_modules,
@@ -427,7 +427,7 @@ def test_fire_discipline_window_rewards_only_launches_inside_it():
         OBS_RANGE,
         RANGE_SCALE_M,
     )
-    from rl_system.envs.air_combat_rewards import FireDisciplineShaping
+    from rl_system.envs.air_combat.rewards import FireDisciplineShaping
 
     mod = FireDisciplineShaping(cost=0.1, in_range_bonus=0.3, min_range_m=17_000.0, max_range_m=21_000.0,
                                 max_off_boresight_rad=0.26)
@@ -473,3 +473,27 @@ def test_scripted_opponent_is_beaten_only_by_the_right_manoeuvre():
     assert right["win"] > 0.9
     assert late["timeout"] > 0.9      # evades blue's 20 km shot before it ever gets its own off
     assert rand["win"] < 0.05 and rand["loss"] > 0.5
+
+
+def test_entry_points_naming_the_modules_from_before_the_package_still_resolve(monkeypatch):
+    """Configs, checkpoints and scripts from before AirCombat became a package name its modules
+    ``rl_system.envs.air_combat_<part>`` (and, from before the envs installed under rl_system,
+    ``envs.air_combat_<part>``): those entry points load the same objects."""
+    import importlib
+
+    from rl_system.envs import MOVED_MODULES, import_entry_point, own_module_name
+    from rl_system.envs import render as renderers
+    from rl_system.envs.air_combat.render import AirCombatRenderer
+
+    assert len(MOVED_MODULES) == 6  # spec, rewards, envelope, envelope_plot, render, launches
+    for old, new in MOVED_MODULES.items():
+        assert own_module_name(old) == own_module_name(old.removeprefix("rl_system.")) == new
+        importlib.import_module(new)
+    assert import_entry_point("rl_system.envs.air_combat_render:AirCombatRenderer", "renderer") is AirCombatRenderer
+    assert import_entry_point("envs.air_combat_rewards:PursuitShaping", "reward module") is PursuitShaping
+    for name in ("AirCombat", "rl_system.envs.air_combat:AirCombatVecEnv", "envs.air_combat:AirCombatVecEnv"):
+        env = make_env(name, num_envs=2, seed=0)
+        assert isinstance(env, AirCombatVecEnv)
+        env.close()
+    monkeypatch.setitem(renderers._RENDERERS, "OldAirCombat", "rl_system.envs.air_combat_render:AirCombatRenderer")
+    assert isinstance(renderers.make_renderer("OldAirCombat"), AirCombatRenderer)

@@ -1,5 +1,5 @@
-"""The AirCombat missile envelope (``rl_system.envs.air_combat_envelope``), the launch log
-(``rl_system.envs.air_combat_launches``) and their commands: ``rl-system air-combat range-map`` and
+"""The AirCombat missile envelope (``rl_system.envs.air_combat.envelope``), the launch log
+(``rl_system.envs.air_combat.launches``) and their commands: ``rl-system air-combat range-map`` and
 ``rl-system eval RUN --launch-map``. Real env batches, real checkpoints, real PNGs."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ import re
 import pytest
 import torch
 from rl_system.envs.air_combat import ACTION_STRAIGHT_FULL, AirCombatVecEnv
-from rl_system.envs.air_combat_envelope import (
+from rl_system.envs.air_combat.envelope import (
     MANOEUVRES,
     EnvelopeError,
     SweepSpec,
     sweep,
 )
-from rl_system.envs.air_combat_launches import LaunchLog
-from rl_system.envs.air_combat_spec import BLUE, RED
+from rl_system.envs.air_combat.launches import LaunchLog
+from rl_system.envs.air_combat.spec import BLUE, RED
 
 from rl_system.cli.main import main
 

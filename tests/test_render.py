@@ -1,4 +1,5 @@
-"""`rl-system eval CHECKPOINT --render OUT.png` (envs/render.py): real checkpoints (a freshly
+"""`rl-system eval CHECKPOINT --render OUT.png` (rl_system/policy/render.py driving the renderers of
+envs/render.py): real checkpoints (a freshly
 initialised policy saved through the checkpoint store, the same file format training writes),
 real envs, a real PNG; and the one-line error for an env without a renderer."""
 
@@ -13,14 +14,15 @@ import torch
 pytest.importorskip("matplotlib")
 
 from rl_system.envs import make_env
-from rl_system.envs.air_combat_render import AirCombatRenderer
+from rl_system.envs.air_combat.render import AirCombatRenderer
 from rl_system.envs.navigation_render import NavigationRenderer
-from rl_system.envs.render import record_episode, renderer_names
+from rl_system.envs.render import renderer_names
 
 from rl_system.algos import get_algorithm
 from rl_system.checkpoint.store import CheckpointStore
 from rl_system.cli.main import main
 from rl_system.config import load_config
+from rl_system.policy.render import record_episode
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

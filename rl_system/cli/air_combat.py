@@ -1,6 +1,6 @@
 """``rl-system air-combat range-map`` and ``rl-system eval RUN --launch-map``: the AirCombat
-missile envelope (:mod:`rl_system.envs.air_combat_envelope`) and a policy's launches on it
-(:mod:`rl_system.envs.air_combat_launches`). Bad arguments end in one line and exit 2, as everywhere in
+missile envelope (:mod:`rl_system.envs.air_combat.envelope`) and a policy's launches on it
+(:mod:`rl_system.policy.launch_map`). Bad arguments end in one line and exit 2, as everywhere in
 the CLI."""
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def env_kwargs(assignments: list[str]) -> dict[str, Any]:
     a name the env does not take."""
     from rl_system.cli.main import env_kwarg
     from rl_system.envs.air_combat import AirCombatVecEnv
-    from rl_system.envs.air_combat_envelope import DEFAULT_ENV_KWARGS
+    from rl_system.envs.air_combat.envelope import DEFAULT_ENV_KWARGS
 
     tree: dict[str, Any] = {}
     for assignment in assignments:
@@ -95,13 +95,13 @@ def env_kwargs(assignments: list[str]) -> dict[str, Any]:
 
 
 def cmd_range_map(args: argparse.Namespace) -> int:
-    from rl_system.envs.air_combat_envelope import (
+    from rl_system.envs.air_combat.envelope import (
         MANOEUVRES,
         EnvelopeError,
         SweepSpec,
         sweep,
     )
-    from rl_system.envs.air_combat_envelope_plot import (
+    from rl_system.envs.air_combat.envelope_plot import (
         PlotError,
         draw_envelope,
         draw_space_time,
@@ -156,9 +156,9 @@ def _edge_table(envelope: Any) -> str:
 
 
 def cmd_launch_map(args: argparse.Namespace, state: dict[str, Any], run_dir: Path | None) -> int:
-    from rl_system.envs.air_combat_envelope_plot import PlotError
-    from rl_system.envs.air_combat_launches import launch_map
+    from rl_system.envs.air_combat.envelope_plot import PlotError
     from rl_system.filesystems import write_json
+    from rl_system.policy.launch_map import launch_map
 
     try:
         result = launch_map(state, args.launch_map, episodes=args.episodes, deterministic=args.deterministic,

@@ -288,7 +288,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def _draw_episode(args: argparse.Namespace, state: dict) -> int:
     """``eval --render OUT.png`` or ``eval --video OUT.mp4``: one episode of env index 0."""
-    from rl_system.envs.render import RenderError, render_episode
+    from rl_system.envs.render import RenderError
+    from rl_system.policy.render import render_episode
 
     greedy = " (deterministic)" if args.deterministic else ""
     try:
@@ -309,10 +310,11 @@ def _draw_episode(args: argparse.Namespace, state: dict) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from rl_system.policy.export import ExportError, export_policy
+    from rl_system.api import export
+    from rl_system.policy.export import ExportError
 
     try:
-        out = export_policy(args.checkpoint, args.fmt, args.out, pick=args.pick)
+        out = export(args.checkpoint, args.fmt, args.out, pick=args.pick)
     except ExportError as err:
         return _fail(f"cannot export: {err}", 2)
     print(f"wrote {out} ({args.fmt}: one input per observation key, then state for a recurrent policy; "

@@ -1,10 +1,11 @@
 """One episode of a checkpoint's policy as a video: ``rl-system eval CHECKPOINT --video OUT.mp4``.
 
-The episode is recorded by the env's renderer (:mod:`rl_system.envs.render`: AirCombat,
-Navigation and CartPole draw the episode so far with matplotlib; a ``gym:<id>`` env gives its own
-``rgb_array`` pictures), then encoded as H.264 with PyAV (FFmpeg's libraries, in the wheel). A long
-episode is shown through ``max_frames`` frames evenly spread over it. The file is written to a
-temporary name and renamed: a failed encode leaves nothing behind.
+The episode is played by :func:`rl_system.policy.render.record_episode` and recorded by the env's
+renderer (:mod:`rl_system.envs.render`: AirCombat, Navigation and CartPole draw the episode so far
+with matplotlib; a ``gym:<id>`` env gives its own ``rgb_array`` pictures), then encoded as H.264
+with PyAV (FFmpeg's libraries, in the wheel). A long episode is shown through ``max_frames`` frames
+evenly spread over it. The file is written to a temporary name and renamed: a failed encode leaves
+nothing behind.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from rl_system.envs.render import (
     GymFramesRenderer,
     RenderError,
     make_renderer,
-    record_episode,
     require_matplotlib,
 )
 from rl_system.filesystems import atomic_path
+from rl_system.policy.render import record_episode
 
 CONTAINERS = (".mp4", ".mkv", ".mov")
 

@@ -3,8 +3,8 @@
 Top view in km: the red and blue aircraft tracks, missile tracks in the launching side's colour,
 launch points, hits and destroyed aircraft; the outcome, hits and missiles fired in the title.
 Reads only :meth:`rl_system.envs.air_combat.AirCombatVecEnv.render_state`, ``env.dt`` and
-``info["outcome"]``; matplotlib is needed only by the figure :func:`rl_system.envs.render.render_episode`
-hands to :meth:`AirCombatRenderer.draw`.
+``info["outcome"]``; matplotlib is needed only by the figure :func:`rl_system.envs.render.save_picture`
+(or a video frame) hands to :meth:`AirCombatRenderer.draw`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from rl_system.envs.air_combat_spec import (
+from rl_system.envs.air_combat.spec import (
     BLUE,
     OUTCOME_DRAW,
     OUTCOME_LOSS,

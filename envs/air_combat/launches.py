@@ -8,21 +8,20 @@ self-destructed: too slow after burn-out or too old) or ``cut`` (still in flight
 episode ended, e.g. because another missile decided the duel). Launches are rare, so the log
 keeps plain Python lists; an env without a log pays one ``None`` check per hook.
 
-:func:`launch_map` evaluates a checkpoint with a log attached, sweeps the missile envelope under
-the checkpoint's own env settings (:mod:`rl_system.envs.air_combat_envelope`) and draws the policy's
-launches on it.
+:func:`classify` places the logged launches against a missile envelope
+(:mod:`rl_system.envs.air_combat.envelope`). Running a checkpoint's policy with a log attached is
+:func:`rl_system.policy.launch_map.launch_map`'s part: this module only records and sorts what an env
+did.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from rl_system.envs.air_combat import _wrap
-from rl_system.envs.air_combat_envelope import Envelope, SweepSpec, aspect_deg, sweep
-from rl_system.envs.air_combat_spec import RED
+from rl_system.envs.air_combat.envelope import Envelope, aspect_deg
+from rl_system.envs.air_combat.physics import wrap_angle
 
 OUTCOMES = ("hit", "miss", "cut", "pending")
 COLUMNS = ("side", "env", "shot", "range_km", "aspect_deg", "off_boresight_deg", "shooter_speed", "target_speed",
@@ -54,7 +53,7 @@ class LaunchLog:
         foe_xy = torch.stack((pick("x", foe), pick("y", foe)))
         d = foe_xy - own_xy
         bearing = torch.atan2(d[1], d[0]) - pick("heading", side)
-        off = torch.rad2deg(_wrap(bearing).abs())
+        off = torch.rad2deg(wrap_angle(bearing).abs())
         shot = slot.div(n, rounding_mode="floor").remainder(6) + 1       # 1: the side's first launch this episode
         values = {"side": side, "env": e, "shot": shot, "range_km": torch.hypot(d[0], d[1]) / 1000.0,
                   "aspect_deg": aspect_deg(foe_xy, pick("heading", foe), own_xy), "off_boresight_deg": off,
@@ -138,39 +137,3 @@ def _edge_at(edge: torch.Tensor | None, aspects: np.ndarray, at: list[float]) ->
 
 def _rate(hits: np.ndarray, decided: np.ndarray) -> float | None:
     return float(hits.sum() / decided.sum()) if decided.sum() else None
-
-
-def launch_map(state: dict[str, Any], out: Path, episodes: int = 200, deterministic: bool = False,
-               seed: int = 12345, num_envs: int | None = None, samples: int = 6) -> dict[str, Any]:
-    """Evaluate the checkpoint ``state`` over ``episodes`` episodes with a :class:`LaunchLog`,
-    sweep the envelope under its env kwargs, draw red's launches on it at ``out``; returns the
-    evaluation result with ``launches`` (:func:`classify`) and ``envelope_s`` (the sweep's wall
-    time). Raises ``ValueError`` (one line) for a checkpoint of another env."""
-    from rl_system.envs.air_combat import AirCombatVecEnv
-    from rl_system.envs.air_combat_envelope_plot import draw_launch_map
-
-    from rl_system.config import RunConfig
-    from rl_system.policy.evaluation import evaluate
-
-    logs: list[LaunchLog] = []
-
-    def attach(env: Any) -> None:
-        if not isinstance(env, AirCombatVecEnv):
-            raise ValueError(f"--launch-map needs an AirCombat checkpoint, not one of {type(env).__name__}")
-        env.launch_log = LaunchLog(env)
-        logs.append(env.launch_log)
-
-    result = evaluate(state, episodes=episodes, deterministic=deterministic, num_envs=num_envs, seed=seed,
-                      instrument=attach)
-    launches = logs[0].records(side=RED)
-    cfg = RunConfig.model_validate(state["config"])
-    envelope = sweep(SweepSpec(env_kwargs=cfg.env.test_kwargs(), samples=samples, seed=seed))
-    result["launches"] = classify(envelope, launches)
-    result["launches"]["episodes_ended"] = logs[0].episodes_ended
-    result["envelope_s"] = envelope.wall_s
-    rates = result["launches"]
-    title = (f"{cfg.env.name} v{result['policy_version']}: {rates['launches']} launches in {logs[0].episodes_ended} "
-             f"episodes (win rate {result.get('win_rate', float('nan')):.3f}){', argmax' if deterministic else ''}, "
-             f"on the envelope against the scripted opponent")
-    draw_launch_map(envelope, launches, out, title)
-    return result

@@ -25,7 +25,7 @@ non-manoeuvring target) and the **no-escape range** ``R_ne`` (the far edge again
 turns cold at launch), both where the hit probability crosses 0.5 (linear between grid ranges).
 The 2D model has no altitude (the air density is fixed), so there is no altitude axis.
 
-:func:`sweep` returns a :class:`Envelope`; :mod:`rl_system.envs.air_combat_envelope_plot` draws it.
+:func:`sweep` returns a :class:`Envelope`; :mod:`rl_system.envs.air_combat.envelope_plot` draws it.
 """
 
 from __future__ import annotations
@@ -37,16 +37,16 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import torch
-from rl_system.envs.air_combat import (
+from rl_system.envs.air_combat.env import AirCombatVecEnv
+from rl_system.envs.air_combat.physics import (
     MISSILE_MAX_TOF_S,
     SCRIPTED_TURN_GAIN,
     START_SPEED_MS,
     V_STALL,
     V_TERMINAL,
-    AirCombatVecEnv,
-    _wrap,
+    wrap_angle,
 )
-from rl_system.envs.air_combat_spec import BLUE, RED
+from rl_system.envs.air_combat.spec import BLUE, RED
 
 MANOEUVRES = ("straight", "beam", "cold", "scripted")
 _STRAIGHT, _BEAM, _COLD, _SCRIPTED = range(4)
@@ -168,7 +168,7 @@ def aspect_deg(target_xy: torch.Tensor, target_heading: torch.Tensor, shooter_xy
     """Target aspect in degrees ``[0, 180]``: the angle between the target's heading and the line
     from the target to the shooter (0 hot, 180 cold). ``*_xy`` ``[2, K]``, heading ``[K]`` rad."""
     to_shooter = torch.atan2(shooter_xy[1] - target_xy[1], shooter_xy[0] - target_xy[0])
-    return torch.rad2deg(_wrap(target_heading - to_shooter).abs())
+    return torch.rad2deg(wrap_angle(target_heading - to_shooter).abs())
 
 
 def _edges(p: torch.Tensor, ranges: Sequence[float]) -> torch.Tensor:
@@ -237,8 +237,8 @@ def _blue_rudder(env: AirCombatVecEnv, kind: torch.Tensor, out: torch.Tensor) ->
     ref_y = torch.where(flying, v["m_y"][RED, 0], v["y"][RED])
     away = torch.atan2(v["y"][BLUE] - ref_y, v["x"][BLUE] - ref_x)
     heading = v["heading"][BLUE]
-    cold_err = _wrap(away - heading)
-    left, right = _wrap(away + math.pi / 2 - heading), _wrap(away - math.pi / 2 - heading)
+    cold_err = wrap_angle(away - heading)
+    left, right = wrap_angle(away + math.pi / 2 - heading), wrap_angle(away - math.pi / 2 - heading)
     beam_err = torch.where(left.abs() <= right.abs(), left, right)
     err = torch.where(kind == _COLD, cold_err, torch.where(kind == _BEAM, beam_err, torch.zeros_like(heading)))
     return torch.mul(err, SCRIPTED_TURN_GAIN, out=out).clamp_(-1.0, 1.0)
@@ -278,7 +278,7 @@ def sweep(spec: SweepSpec) -> Envelope:
     lo_b, hi_b = spec.target_speed
     speed_red = lo_r + (hi_r - lo_r) * torch.rand(n, generator=gen)
     speed_blue = lo_b + (hi_b - lo_b) * torch.rand(n, generator=gen)
-    heading_blue = _wrap(math.pi + side * torch.deg2rad(aspect))
+    heading_blue = wrap_angle(math.pi + side * torch.deg2rad(aspect))
     # The reach shot: a straight, cold target far beyond any missile's reach.
     kind = torch.cat((kind, torch.tensor([_STRAIGHT])))
     range_m = torch.cat((range_m, torch.tensor([REACH_TARGET_RANGE_M])))

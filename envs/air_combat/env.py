@@ -6,7 +6,7 @@ tensor with a leading batch dimension (state dict layout: aircraft ``[N, 2]`` (s
 ``[N, 2, 6]`` (launching side, slot)); both sides and all missiles of all envs advance in one
 batched step (no Python loops over envs, sides or missiles).
 
-Aircraft model (SI units, constants below)
+Aircraft model (SI units; the constants are in :mod:`rl_system.envs.air_combat.physics`)
     Position ``(x, y)`` m, speed m/s, heading rad, throttle ``[0, 1]``, rudder ``[-1, 1]``.
     Thrust ``throttle * THRUST_N``; drag ``q S (CD0 + K_INDUCED Cl^2)`` with ``q = RHO v^2 / 2``
     and ``CD0`` derived so that the terminal (maximum level) speed at full throttle without lift is
@@ -100,7 +100,7 @@ Opponent (pluggable at construction and at runtime)
 Reward (float32 ``[N]``)
     Terminal: ``+1`` win (blue destroyed, red alive), ``-1`` loss, ``0`` draw (both destroyed in
     the same step) or timeout. Plus the sum of ``reward_modules`` (shaping plug-ins, named in a
-    config; see :mod:`rl_system.envs.air_combat_rewards`).
+    config; see :mod:`rl_system.envs.air_combat.rewards`).
 Termination / truncation
     ``terminated`` when either aircraft is destroyed; ``truncated`` when ``max_time_s`` of sim
     time has passed (``terminated`` wins where both). ``info`` (valid where done):
@@ -131,32 +131,77 @@ import math
 from typing import Any, Callable, Sequence
 
 import torch
-from rl_system.envs.air_combat_rewards import build_reward_modules
-
-# The interface (observation and action layout, sides, outcome codes) is defined in
-# rl_system.envs.air_combat_spec and re-exported here, so callers may import it from either module.
-from rl_system.envs.air_combat_spec import (  # noqa: F401
-    ACTION_STRAIGHT_FULL,
+from rl_system.envs.air_combat.observation import ObsPlan
+from rl_system.envs.air_combat.physics import (
+    _A_FIELDS,
+    _AALIVE,
+    _ACOOL,
+    _ACOS,
+    _AHEAD,
+    _ALEFT,
+    _ARUD,
+    _ASIN,
+    _ASPEED,
+    _ATHR,
+    _AVX,
+    _AVY,
+    _AX,
+    _AY,
+    _BURN_OFFSET,
+    _M_FIELDS,
+    _MACT,
+    _MC,
+    _MS,
+    _MTOF,
+    _MV,
+    _MX,
+    _MY,
+    _OBS_HEAD_SCALE,
+    CD0,
+    CL_MAX,
+    DT_BASE,
+    FIRE_COOLDOWN_S,
+    K_INDUCED,
+    MASS_KG,
+    MAX_SUBSTEP_S,
+    MAX_TURN_RATE,
+    MISSILE_BURN_S,
+    MISSILE_DRAG_K,
+    MISSILE_HIT_RADIUS_M,
+    MISSILE_MAX_G,
+    MISSILE_MAX_TOF_S,
+    MISSILE_MIN_SPEED,
+    MISSILE_THRUST_ACCEL,
+    MISSILES_PER_SIDE,
+    N_MAX_LATERAL,
+    PN_GAIN,
+    RHO,
+    SCRIPTED_EVADE_RANGE_M,
+    SCRIPTED_FIRE_CONE_RAD,
+    SCRIPTED_FIRE_INTERVAL_S,
+    SCRIPTED_FIRE_RANGE_M,
+    SCRIPTED_TURN_GAIN,
+    START_HEADING_OFF_RAD,
+    START_RANGE_M,
+    START_SPEED_MS,
+    START_THROTTLE,
+    THRUST_N,
+    V_STALL,
+    V_TERMINAL,
+    WING_AREA_M2,
+    G,
+    wrap_angle,
+)
+from rl_system.envs.air_combat.rewards import build_reward_modules
+from rl_system.envs.air_combat.spec import (
     BLUE,
     N_DISCRETE_ACTIONS,
-    OBS_BEARING_COS,
-    OBS_BEARING_SIN,
-    OBS_CLOSURE,
     OBS_DIM,
-    OBS_IN_FLIGHT,
-    OBS_MISSILE_BEARING_COS,
-    OBS_MISSILE_BEARING_SIN,
-    OBS_MISSILE_RANGE,
-    OBS_MISSILES_LEFT,
-    OBS_RANGE,
-    OBS_SPEED,
-    OBS_WARNING,
     OUTCOME_DRAW,
     OUTCOME_LOSS,
     OUTCOME_RUNNING,
     OUTCOME_TIMEOUT,
     OUTCOME_WIN,
-    RANGE_SCALE_M,
     RED,
     RUDDER_LEVELS,
     THROTTLE_LEVELS,
@@ -171,76 +216,6 @@ from rl_system.envs.base import (
     check_action,
     make_generator,
 )
-
-# --------------------------------------------------------------------------- parameters
-G = 9.81                      # m/s^2
-RHO = 0.736                   # kg/m^3, air density at ~5 km
-MASS_KG = 12_000.0            # aircraft mass
-WING_AREA_M2 = 28.0
-THRUST_N = 120_000.0          # full-throttle thrust
-V_TERMINAL = 600.0            # m/s, level speed at full throttle ignoring induced drag
-CD0 = 2.0 * THRUST_N / (RHO * WING_AREA_M2 * V_TERMINAL ** 2)  # zero-lift drag coefficient (~0.032)
-K_INDUCED = 0.12              # induced drag factor: Cd = CD0 + K_INDUCED * Cl^2
-CL_MAX = 1.4                  # maximum lift coefficient
-N_MAX_LATERAL = 9.0           # g, structural limit on lateral load
-MAX_TURN_RATE = 0.35          # rad/s (~20 deg/s), turn rate commanded by full rudder
-V_STALL = math.sqrt(2.0 * MASS_KG * G / (RHO * WING_AREA_M2 * CL_MAX))  # m/s (~90), speed floor
-
-MISSILES_PER_SIDE = 6
-FIRE_COOLDOWN_S = 2.0         # s between two launches of one side
-MISSILE_THRUST_ACCEL = 200.0  # m/s^2 during the motor burn
-MISSILE_BURN_S = 10.0         # s
-MISSILE_DRAG_K = 1.0e-4       # 1/m: drag deceleration = K * v^2 (boost terminal ~1400 m/s)
-MISSILE_MAX_G = 30.0          # g, lateral acceleration limit
-PN_GAIN = 4.0                 # proportional navigation constant
-MISSILE_HIT_RADIUS_M = 100.0
-MISSILE_MIN_SPEED = 200.0     # m/s, self-destruct below this after burn-out
-MISSILE_MAX_TOF_S = 60.0      # s, self-destruct after this time of flight
-
-DT_BASE = 1.0 / 60.0          # s of sim time per step at time_scale 1
-MAX_SUBSTEP_S = 1.0 / 30.0    # s, largest physics sub-step
-
-START_RANGE_M = (20_000.0, 40_000.0)
-START_HEADING_OFF_RAD = math.pi / 4
-START_SPEED_MS = (200.0, 300.0)
-START_THROTTLE = 0.7
-
-SCRIPTED_TURN_GAIN = 3.0      # rudder per rad of bearing
-SCRIPTED_FIRE_RANGE_M = 20_000.0
-SCRIPTED_FIRE_CONE_RAD = math.radians(15.0)
-SCRIPTED_FIRE_INTERVAL_S = 10.0
-SCRIPTED_EVADE_RANGE_M = 12_000.0  # default: turn tail on red while a red missile is this close
-
-# Internal layout (see AirCombatVecEnv): aircraft fields are rows of ``_A`` [A_FIELDS, 2, N], missile
-# fields rows of ``_M`` [M_FIELDS, 2, 6, N], so that every elementwise op runs over contiguous
-# memory and a side's row of N envs is one contiguous vector. The first five aircraft rows are what
-# a missile needs of its target (copied side-swapped once per sub-step); the next five are the
-# first five observation entries, up to a scale (one op for them).
-_AX, _AY, _AVX, _AVY, _AALIVE, _ASPEED, _ASIN, _ACOS, _ATHR, _ALEFT, _AHEAD, _ARUD, _ACOOL = range(13)
-_A_FIELDS = 13
-_OBS_HEAD_SCALE = (1.0 / V_TERMINAL, 1.0, 1.0, 1.0, 1.0 / MISSILES_PER_SIDE)  # obs 0..4 = rows _ASPEED.._ALEFT
-_MX, _MY, _MACT, _MV, _MC, _MS, _MTOF = range(7)  # position, in flight, speed, heading cos/sin, time of flight
-_M_FIELDS = 7
-_NO_MISSILE_R2 = 1.0e12       # m^2, stands in for the range^2 of an empty slot (sqrt: 1000 km)
-_BURN_OFFSET = 1.0e4          # m/s added to a burning missile's speed in the slow self-destruct test
-
-
-def turn_rate_limit(speed: torch.Tensor) -> torch.Tensor:
-    """Largest turn rate (rad/s) an aircraft at ``speed`` can fly: full rudder, lift (``Cl_max``,
-    with 1 g of it holding the aircraft up) and the structural lateral load limit."""
-    q_s = (0.5 * RHO * WING_AREA_M2) * speed * speed
-    a_lift = ((q_s * (CL_MAX / MASS_KG)).square() - G * G).clamp_min(0.0).sqrt()
-    a_lat = a_lift.clamp_max(N_MAX_LATERAL * G)
-    return (a_lat / speed).clamp_max(MAX_TURN_RATE)
-
-
-# --------------------------------------------------------------------------- the env
-
-
-def _wrap(angle: torch.Tensor) -> torch.Tensor:
-    """Wrap to ``[-pi, pi)`` in place."""
-    return angle.add_(math.pi).remainder_(2 * math.pi).sub_(math.pi)
-
 
 Opponent = Callable[[Obs], torch.Tensor]
 
@@ -258,107 +233,6 @@ def _as_opponent(opponent: Any) -> Opponent | None:
         return opponent
     raise TypeError("opponent must be 'scripted'/None, a callable fn(blue_obs) -> action, "
                     "or an object with an act(blue_obs) method")
-
-
-class _ObsPlan:
-    """Views and scratch tensors for building observations from one aircraft state ``A``
-    [fields, 2, K] and missile state ``M`` [fields, 2, 6, K]: the whole batch (kept between
-    steps), or a gather buffer for some envs. ``both``: observers red and blue in one pass
-    (``S = 2``; observer ``s`` against enemy ``1 - s``), else red only (``S = 1``). ``fresh``:
-    the envs were just reset, so no missile is in flight and every fire action is legal; ``M`` is
-    not read and the missile entries are constants. Building the views once keeps the per-step
-    op count (and the Python overhead) down."""
-
-    def __init__(self, A: torch.Tensor, M: torch.Tensor | None, both: bool, fresh: bool = False) -> None:
-        s, k = (2 if both else 1), A.shape[2]
-        f32 = dict(dtype=torch.float32, device=A.device)
-        self.both, self.fresh, self.A, self.M, self.s, self.k = both, fresh, A, M, s, k
-        if both:
-            self.swap = torch.tensor([1, 0], device=A.device)
-            self.foe = torch.empty(_A_FIELDS, 2, k, **f32)               # A with the sides swapped
-            own, foe = A, self.foe
-        else:
-            own, foe = A[:, :1], A[:, 1:]
-        self.head5, self.oxy, self.ovxy, self.oc, self.os = (own[_ASPEED:_ALEFT + 1], own[_AX:_AY + 1],
-                                                             own[_AVX:_AVY + 1], own[_ACOS], own[_ASIN])
-        self.own_alive, self.own_left, self.own_cool = own[_AALIVE], own[_ALEFT], own[_ACOOL]
-        self.fxy, self.fvxy, self.fc, self.fs = foe[_AX:_AY + 1], foe[_AVX:_AVY + 1], foe[_ACOS], foe[_ASIN]
-        # Observation rows [S, 16, K] (transposed to [S, K, 16] at the end) and scratch.
-        self.rows = torch.empty(s, OBS_DIM, k, **f32)
-        self.row = self.rows.unbind(1)
-        self.head_rows = self.rows[:, 0:5].transpose(0, 1)
-        self.dxy, self.dvxy = torch.empty(2, s, k, **f32), torch.empty(2, s, k, **f32)
-        self.ux, self.uy = self.dxy.unbind(0)
-        self.rng = torch.empty(s, k, **f32)
-        if fresh:  # warning 0, nearest missile range 1 (none), its bearing 0, none in flight
-            self.rows[:, 11:16] = torch.tensor([0.0, 1.0, 0.0, 0.0, 0.0], **f32).view(1, 5, 1)
-            return
-        if both:
-            self.inc = torch.empty(3, 2, MISSILES_PER_SIDE, k, **f32)    # enemy missiles x, y, active
-            inc, own_active = self.inc, M[_MACT]
-        else:
-            inc, own_active = M[_MX:_MACT + 1, 1:], M[_MACT, :1]
-        self.oxy6 = self.oxy.unsqueeze(2)
-        self.inc_xy, self.inc_active, self.own_active = inc[:2], inc[2], own_active
-        self.sel = torch.empty(2, s, k, **f32)
-        self.sx, self.sy = self.sel.unbind(0)
-        self.mr, self.can, self.tmp = (torch.empty(s, k, **f32) for _ in range(3))
-        self.mdxy = torch.empty(2, s, MISSILES_PER_SIDE, k, **f32)
-        self.mdx, self.mdy = self.mdxy.unbind(0)
-        self.mr2, self.empty = (torch.empty(s, MISSILES_PER_SIDE, k, **f32) for _ in range(2))
-        self.nearest = torch.empty(s, 1, k, **f32)
-        self.nearest_sq = self.nearest.squeeze(1)
-
-    def build(self, scale: torch.Tensor, eye: torch.Tensor, discrete: bool) -> tuple[Obs, Obs | None]:
-        p, row = self, self.row
-        if p.both:
-            torch.index_select(p.A, 1, p.swap, out=p.foe)
-        oc, os_ = p.oc, p.os
-        # 0..4: speed, sin/cos heading, throttle, missiles left: scaled rows of the state.
-        torch.mul(p.head5, scale, out=p.head_rows)
-        # Enemy: range, bearing (its direction rotated into the own frame), closure, heading.
-        torch.sub(p.fxy, p.oxy, out=p.dxy)
-        torch.hypot(p.ux, p.uy, out=p.rng)
-        torch.mul(p.rng, 1.0 / RANGE_SCALE_M, out=row[5])
-        p.dxy.mul_(p.rng.clamp_min_(1.0).reciprocal_())                  # unit vector to the enemy
-        torch.mul(p.uy, oc, out=row[6]).addcmul_(p.ux, os_, value=-1.0)  # sin(bearing)
-        torch.mul(p.ux, oc, out=row[7]).addcmul_(p.uy, os_)              # cos(bearing)
-        torch.sub(p.fvxy, p.ovxy, out=p.dvxy)
-        torch.sum(p.dvxy.mul_(p.dxy), dim=0, out=row[8]).mul_(-0.5 / V_TERMINAL)  # closure (+ = closing)
-        torch.mul(p.fs, oc, out=row[9]).addcmul_(p.fc, os_, value=-1.0)  # sin(enemy - own heading)
-        torch.mul(p.fc, oc, out=row[10]).addcmul_(p.fs, os_)             # cos
-        if not p.fresh:
-            # Nearest incoming (enemy) missile; empty slots count as _NO_MISSILE_R2 away.
-            if p.both:
-                torch.index_select(p.M[_MX:_MACT + 1], 1, p.swap, out=p.inc)
-            torch.sub(p.inc_xy, p.oxy6, out=p.mdxy)                      # [2, S, 6, K]
-            mr2 = torch.mul(p.mdx, p.mdx, out=p.mr2).addcmul_(p.mdy, p.mdy).mul_(p.inc_active)
-            mr2.add_(torch.sub(1.0, p.inc_active, out=p.empty), alpha=_NO_MISSILE_R2)
-            torch.amin(mr2, dim=1, keepdim=True, out=p.nearest)
-            pick = torch.eq(mr2, p.nearest, out=mr2)                     # one-hot (or tied slots)
-            torch.sum(p.mdxy.mul_(pick), dim=2, out=p.sel)               # [2, S, K] offset to it
-            present = torch.amax(p.inc_active, dim=1, out=row[11])
-            torch.mul(torch.sqrt(p.nearest_sq, out=p.mr), 1.0 / RANGE_SCALE_M, out=row[12]).clamp_max_(1.0)
-            norm = torch.hypot(p.sx, p.sy, out=p.mr).clamp_min_(1.0).reciprocal_().mul_(present)
-            p.sel.mul_(norm)                                             # unit vector, 0 if none
-            torch.mul(p.sy, oc, out=row[13]).addcmul_(p.sx, os_, value=-1.0)
-            torch.mul(p.sx, oc, out=row[14]).addcmul_(p.sy, os_)
-            torch.sum(p.own_active, dim=1, out=row[15]).mul_(1.0 / MISSILES_PER_SIDE)
-        # [S, 16, K] -> [S, K, 16]: a product with the identity is an exact transpose (the obs are
-        # finite) and about twice as fast on CPU as a strided copy.
-        obs_all = torch.empty(p.s, p.k, OBS_DIM, dtype=torch.float32, device=p.rows.device)
-        for i in range(p.s):
-            torch.mm(p.rows[i].t(), eye, out=obs_all[i])
-        out = [{"obs": obs_all[i]} for i in range(p.s)]
-        if discrete:
-            mask_all = torch.ones(p.s, p.k, N_DISCRETE_ACTIONS, dtype=torch.bool, device=p.rows.device)
-            if not p.fresh:  # fire rule: alive, missiles left, cooldown over
-                can = torch.gt(p.own_left, 0.5, out=p.can).mul_(p.own_alive)
-                can.mul_(torch.le(p.own_cool, 0.0, out=p.tmp))
-                mask_all[:, :, 6:] = (can > 0.5).unsqueeze(2)
-            for i, o in enumerate(out):
-                o["action_mask"] = mask_all[i]
-        return out[0], (out[1] if p.both else None)
 
 
 class AirCombatVecEnv(VecEnv):
@@ -440,7 +314,7 @@ class AirCombatVecEnv(VecEnv):
         self._one, self._zero, self._g2, self._neg_g2 = (torch.tensor(v, **f32) for v in (1.0, 0.0, G * G, -G * G))
         self._eye = torch.eye(OBS_DIM, **f32)
         self._obs_head_scale = torch.tensor(_OBS_HEAD_SCALE, **f32).view(5, 1, 1)
-        self._plans: dict[tuple[bool, int], _ObsPlan] = {}
+        self._plans: dict[tuple[bool, int], ObsPlan] = {}
         # Launch: the missile fields x, y, active, speed, cos, sin come from these aircraft rows;
         # flat missile index of slot (6 - left) of (side, env) = _slot_base[side * N + env] - left * N.
         self._launch_rows = torch.tensor([_AX, _AY, _AALIVE, _ASPEED, _ACOS, _ASIN], device=dev)
@@ -470,7 +344,7 @@ class AirCombatVecEnv(VecEnv):
         self._last_obs: Obs | None = None
         self._blue_obs: Obs | None = None
         self._needs_reset = True
-        self.launch_log: Any = None  # an rl_system.envs.air_combat_launches.LaunchLog while one records
+        self.launch_log: Any = None  # an rl_system.envs.air_combat.launches.LaunchLog while one records
 
     # ------------------------------------------------------------------ public API
 
@@ -539,7 +413,7 @@ class AirCombatVecEnv(VecEnv):
         if rows is None:
             red, blue = self._observe_all(side != RED)
         else:
-            red, blue = _ObsPlan(self._A[:, :, rows], self._M[..., rows], side != RED).build(
+            red, blue = ObsPlan(self._A[:, :, rows], self._M[..., rows], side != RED).build(
                 self._obs_head_scale, self._eye, self.discrete)
         return red if side == RED else blue
 
@@ -682,7 +556,7 @@ class AirCombatVecEnv(VecEnv):
     def _observe_all(self, both: bool) -> tuple[Obs, Obs | None]:
         plan = self._plans.get((both, 0))
         if plan is None:
-            plan = self._plans[(both, 0)] = _ObsPlan(self._A, self._M, both)
+            plan = self._plans[(both, 0)] = ObsPlan(self._A, self._M, both)
         return plan.build(self._obs_head_scale, self._eye, self.discrete)
 
     def _observe_fresh(self, idx: torch.Tensor, both: bool) -> tuple[Obs, Obs | None]:
@@ -693,7 +567,7 @@ class AirCombatVecEnv(VecEnv):
         plan = self._plans.get((both, size))
         if plan is None:
             buf = torch.empty(_A_FIELDS, 2, size, dtype=torch.float32, device=self.device)
-            plan = self._plans[(both, size)] = _ObsPlan(buf, None, both, fresh=True)
+            plan = self._plans[(both, size)] = ObsPlan(buf, None, both, fresh=True)
         if size > k:
             idx = torch.cat((idx, idx[:1].expand(size - k)))
         torch.index_select(self._A, 2, idx, out=plan.A)
@@ -792,7 +666,7 @@ class AirCombatVecEnv(VecEnv):
         a_lat = torch.mul(v, omega, out=v2)
         induced = torch.addcmul(self._g2, a_lat, a_lat, out=v2)
         torch.addcdiv(torch.mul(q_s, CD0 / MASS_KG, out=drag), induced, q_s, value=K_INDUCED * MASS_KG, out=drag)
-        _wrap(heading.add_(omega, alpha=dt))
+        wrap_angle(heading.add_(omega, alpha=dt))
         v.add_(a[_ATHR], alpha=THRUST_N / MASS_KG * dt).sub_(drag, alpha=dt).clamp_(V_STALL, V_TERMINAL)
         self._derive_aircraft()
         self._xy.add_(self._vxy, alpha=dt)
@@ -852,7 +726,7 @@ class AirCombatVecEnv(VecEnv):
         fresh[_ASPEED] = speed
         heading = torch.add(off, theta, out=fresh[_AHEAD])                # each toward the other
         heading[BLUE].add_(math.pi)
-        _wrap(heading)
+        wrap_angle(heading)
         self._A.index_copy_(2, idx, fresh)
         self._derive_aircraft()
         self._M.index_fill_(3, idx, 0.0)

@@ -1,4 +1,4 @@
-"""Pictures of an :class:`rl_system.envs.air_combat_envelope.Envelope` (matplotlib, Agg: no display needed).
+"""Pictures of an :class:`rl_system.envs.air_combat.envelope.Envelope` (matplotlib, Agg: no display needed).
 
 * :func:`draw_envelope`: one half-disc per manoeuvre, launch range outwards and target aspect
   round the rim (0° hot at the top, 180° cold at the bottom), coloured by hit probability, with
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from rl_system.envs.air_combat_envelope import Envelope
+from rl_system.envs.air_combat.envelope import Envelope
 
 TITLES = {"straight": "non-manoeuvring target", "beam": "target turns to beam at launch",
           "cold": "target turns cold at launch", "scripted": "scripted opponent (training)"}

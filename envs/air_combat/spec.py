@@ -3,10 +3,10 @@
 What a policy, an opponent or a reward module reads of a duel: the observation layout (the index
 of every entry of ``obs["obs"]`` ``[N, OBS_DIM]``), the discrete action layout, the side numbers
 and the ``info["outcome"]`` codes. It lives apart from the simulator so that
-:mod:`rl_system.envs.air_combat_rewards` can read it while :mod:`rl_system.envs.air_combat` imports the rewards: both
-import this module and neither imports the other's importer. :mod:`rl_system.envs.air_combat` re-exports
-every name, so ``from rl_system.envs.air_combat import OBS_RANGE`` works as well. The meaning of each entry
-is in the module docstring of :mod:`rl_system.envs.air_combat`.
+:mod:`rl_system.envs.air_combat.rewards` can read it while :mod:`rl_system.envs.air_combat.env` imports the
+rewards: both import this module and neither imports the other's importer. The package
+re-exports every name, so ``from rl_system.envs.air_combat import OBS_RANGE`` works as well. The
+meaning of each entry is in the module docstring of :mod:`rl_system.envs.air_combat.env`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Reward-shaping plug-ins for :class:`rl_system.envs.air_combat.AirCombatVecEnv`.
 
-The env's reward is the terminal ``+1`` / ``-1`` / ``0`` (see :mod:`rl_system.envs.air_combat`) plus the sum
+The env's reward is the terminal ``+1`` / ``-1`` / ``0`` (see :mod:`rl_system.envs.air_combat.env`) plus the sum
 of its ``reward_modules``: objects following :class:`RewardModule`
 (``compute(obs_before, obs_after, action, done, info) -> [N]``); ``obs_after`` is the pre-reset
 observation (``final_obs``). In a config a module is named (:data:`REWARD_MODULES`), optionally
@@ -13,9 +13,9 @@ per missile fired in range), ``timeout_penalty`` (:class:`TimeoutPenalty`: a cos
 out the clock).
 
 Kept apart from the simulator because shaping is a training choice, not part of the physics:
-modules are added and tuned per experiment, while :mod:`rl_system.envs.air_combat` stays the duel itself.
+modules are added and tuned per experiment, while :mod:`rl_system.envs.air_combat.env` stays the duel itself.
 It reads the env's interface -- the observation indices, the range scale and the
-``info["outcome"]`` codes -- from :mod:`rl_system.envs.air_combat_spec`, which the env imports too, so
+``info["outcome"]`` codes -- from :mod:`rl_system.envs.air_combat.spec`, which the env imports too, so
 the simulator and its shaping do not import each other.
 """
 
@@ -25,7 +25,7 @@ import math
 from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 import torch
-from rl_system.envs.air_combat_spec import (
+from rl_system.envs.air_combat.spec import (
     OBS_BEARING_COS,
     OBS_MISSILE_BEARING_COS,
     OBS_MISSILE_RANGE,
