@@ -39,7 +39,8 @@ def _alice_bob_checkpoint(run_dir):
 def test_eval_env_override_changes_only_the_env_kwargs_of_a_copy(tmp_path):
     import json
 
-    from rl_system.cli.main import main, with_env_kwargs
+    from rl_system.cli.common import with_env_kwargs
+    from rl_system.cli.main import main
 
     state = _alice_bob_checkpoint(tmp_path / "run")
     changed = with_env_kwargs(state, ["random_start=true", "max_episode_steps=12"])
@@ -58,7 +59,7 @@ def test_eval_env_override_changes_only_the_env_kwargs_of_a_copy(tmp_path):
 def test_eval_kwargs_of_the_run_config_apply_to_tests_not_to_training(tmp_path):
     """A run trained with ``env.eval_kwargs`` is tested under them by default (here a shorter
     time limit), and ``--env`` still overrides them."""
-    from rl_system.cli.main import with_env_kwargs
+    from rl_system.cli.common import with_env_kwargs
     from rl_system.policy.evaluation import evaluate
 
     state = _alice_bob_checkpoint(tmp_path / "run")
@@ -102,3 +103,21 @@ def test_eval_pick_best_loads_the_checkpoint_with_the_best_training_return(tmp_p
     assert main(["eval", one_file, "--pick", "best"]) == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "picking the best needs a run or checkpoints directory" in err, err
+
+
+@pytest.mark.parametrize("flags, says", [
+    (["--render", "a.png", "--video", "a.mp4"], "--render and --video: one at a time"),
+    (["--render", "a.png", "--opponent", "run"],
+     "--opponent does not apply to --render (the episode is against the scripted opponent)"),
+    (["--video", "a.mp4", "--greedy-level", "high"], "--greedy-level does not apply to --video"),
+    (["--launch-map", "m.png", "--opponent", "run"],
+     "--launch-map does not combine with --render, --video, --opponent or --greedy-level"),
+    (["--launch-map", "m.png", "--video", "a.mp4", "--render", "a.png"], "--render and --video: one at a time"),
+    (["--launch-map", "m.png", "--deterministic"], None),
+    (["--opponent", "run", "--greedy-level", "low"], None),
+])
+def test_eval_flags_that_do_not_combine_are_refused_by_the_first_rule_that_applies(flags, says):
+    from rl_system.cli.evaluate import conflict
+    from rl_system.cli.main import _parser
+
+    assert conflict(_parser().parse_args(["eval", "run", *flags])) == says

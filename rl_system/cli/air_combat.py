@@ -1,17 +1,19 @@
 """``rl-system air-combat range-map`` and ``rl-system eval RUN --launch-map``: the AirCombat
 missile envelope (:mod:`rl_system.envs.air_combat.envelope`) and a policy's launches on it
-(:mod:`rl_system.policy.launch_map`). Bad arguments end in one line and exit 2, as everywhere in
-the CLI."""
+(:mod:`rl_system.policy.launch_map`). ``--launch-map`` is an extra of ``eval`` registered here
+(:func:`rl_system.cli.evaluate.register_extra`), so ``eval`` knows nothing of AirCombat. Bad
+arguments end in one line and exit 2, as everywhere in the CLI."""
 
 from __future__ import annotations
 
 import argparse
 import inspect
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
+from rl_system.cli.common import env_kwarg, fail
+from rl_system.cli.evaluate import Extra, register_extra
 from rl_system.config import ConfigError, apply_override
 
 PHYSICS_KWARGS = ("time_scale", "scripted_evade_range_m")
@@ -40,6 +42,7 @@ def add_parser(sub: Any) -> None:
     r.add_argument("--trace-aspects", nargs="+", type=float, default=[0.0, 90.0, 180.0], metavar="DEG",
                    help="aspects drawn in the space-time diagram (on the aspect grid; default 0 90 180)")
     r.add_argument("--seed", type=int, default=0)
+    r.set_defaults(handler=cmd_range_map)
 
 
 def add_eval_flags(e: argparse.ArgumentParser) -> None:
@@ -47,11 +50,6 @@ def add_eval_flags(e: argparse.ArgumentParser) -> None:
                    help="AirCombat: draw where the policy's launches fall on the missile envelope over --episodes "
                         "episodes (range and aspect at launch; hit, miss or cut short) and report the fractions "
                         "fired inside the no-escape and maximum ranges")
-
-
-def _fail(msg: str, code: int = 2) -> int:
-    print(f"rl-system: {msg}", file=sys.stderr)
-    return code
 
 
 def grid(text: str, flag: str) -> tuple[float, ...]:
@@ -80,7 +78,6 @@ def speed_range(text: str, flag: str) -> tuple[float, float]:
 def env_kwargs(assignments: list[str]) -> dict[str, Any]:
     """``--env`` assignments as AirCombat kwargs, ``time_scale`` 16 unless given; ConfigError for
     a name the env does not take."""
-    from rl_system.cli.main import env_kwarg
     from rl_system.envs.air_combat import AirCombatVecEnv
     from rl_system.envs.air_combat.envelope import DEFAULT_ENV_KWARGS
 
@@ -116,7 +113,7 @@ def cmd_range_map(args: argparse.Namespace) -> int:
     try:
         envelope = sweep(spec)
     except (EnvelopeError, ValueError, TypeError) as err:  # the grid, or an env kwarg the env refuses
-        return _fail(f"range-map: {err}")
+        return fail(f"range-map: {err}")
     print(f"swept {spec.shots:,} shots ({len(spec.manoeuvres)} manoeuvres x {len(spec.aspects_deg)} aspects x "
           f"{len(spec.ranges_km)} ranges x {spec.samples}) in one batch: {envelope.sim_steps} steps of "
           f"{envelope.dt:.3f} s in {envelope.wall_s:.2f} s")
@@ -134,9 +131,9 @@ def cmd_range_map(args: argparse.Namespace) -> int:
             write_json(args.json_out, envelope.to_json())
             wrote.append(args.json_out)
     except PlotError as err:
-        return _fail(str(err))
+        return fail(str(err))
     except OSError as err:
-        return _fail(f"cannot write the output: {err}", 1)
+        return fail(f"cannot write the output: {err}", 1)
     print("wrote " + ", ".join(str(p) for p in wrote))
     return 0
 
@@ -164,11 +161,11 @@ def cmd_launch_map(args: argparse.Namespace, state: dict[str, Any], run_dir: Pat
         result = launch_map(state, args.launch_map, episodes=args.episodes, deterministic=args.deterministic,
                             seed=args.seed, num_envs=args.num_envs)
     except PlotError as err:
-        return _fail(str(err))
+        return fail(str(err))
     except ValueError as err:
-        return _fail(f"cannot draw the launch map: {err}")
+        return fail(f"cannot draw the launch map: {err}")
     except OSError as err:
-        return _fail(f"cannot write the launch map: {err}", 1)
+        return fail(f"cannot write the launch map: {err}", 1)
     lc = result["launches"]
 
     def pct(x: float | None) -> str:
@@ -191,6 +188,10 @@ def cmd_launch_map(args: argparse.Namespace, state: dict[str, Any], run_dir: Pat
         out.parent.mkdir(parents=True, exist_ok=True)
         write_json(out, result)
     except OSError as err:
-        return _fail(f"cannot write {out}: {err}", 1)
+        return fail(f"cannot write {out}: {err}", 1)
     print(f"wrote {args.launch_map}, {out}")
     return 0
+
+
+register_extra(Extra("launch_map", add_eval_flags, cmd_launch_map,
+                     excludes=("render", "video", "opponent", "greedy_level")))

@@ -42,6 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--resume", type=Path, default=None, metavar="EXPERIMENT_DIR",
                    help="continue a sweep stopped by Ctrl-C or a crash (its own settings; other flags ignored)")
     t.add_argument("--top-k", type=int, default=5, help="trials to print at the end")
+    t.set_defaults(handler=cmd_tune)
 
 
 def _sweep_of(args: argparse.Namespace):  # -> tuple[Sweep, Path]

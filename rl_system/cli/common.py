@@ -1,0 +1,36 @@
+"""What the command modules share: the one line every expected failure ends in, and the
+``--env KWARG=VALUE`` assignments (``eval``, ``check-env``, ``air-combat range-map``).
+
+Kept apart from :mod:`rl_system.cli.main` so that the command modules import it and ``main``
+imports them, never the other way round."""
+
+from __future__ import annotations
+
+import copy
+import sys
+
+from rl_system.config import ConfigError, apply_override, build_config
+
+
+def fail(msg: str, code: int = 2) -> int:
+    """Print ``rl-system: msg`` on stderr; returns ``code`` (2: bad input, 1: a failed run)."""
+    print(f"rl-system: {msg}", file=sys.stderr)
+    return code
+
+
+def env_kwarg(assignment: str) -> str:
+    """``assignment`` if it reads ``KWARG=VALUE`` (an ``--env`` flag), else ConfigError."""
+    if "=" not in assignment or assignment.startswith("="):
+        raise ConfigError(f"--env {assignment!r}: expected KWARG=VALUE, e.g. random_start=false")
+    return assignment
+
+
+def with_env_kwargs(state: dict, assignments: list[str]) -> dict:
+    """``state`` with ``KWARG=VALUE`` assignments applied to the env kwargs its policy is tested
+    under (``env.eval_kwargs``, which win over ``env.kwargs``; a copy: the checkpoint's own dict is
+    left alone). ConfigError on a malformed assignment."""
+    tree = copy.deepcopy(state["config"])
+    for assignment in assignments:
+        apply_override(tree, f"env.eval_kwargs.{env_kwarg(assignment)}")
+    build_config(tree)
+    return {**state, "config": tree}

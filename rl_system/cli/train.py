@@ -1,0 +1,107 @@
+"""``rl-system train``: :func:`rl_system.api.run_training` with the console's lines, exit codes
+and the process's start-up phases."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+
+from rl_system.cli.common import fail
+from rl_system.config import load_config
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    t = sub.add_parser("train", help="train with a YAML config")
+    t.add_argument("config", help="YAML config file, e.g. launch/configs/cartpole_ppo.yaml")
+    t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config key, e.g. --set workers.num_envs=256 (repeatable)")
+    t.add_argument("--address", default=None,
+                   help="Ray cluster to join ('auto' or HOST:PORT); default: start Ray on this machine")
+    t.add_argument("--run-dir", default=None, type=Path, help="directory for this run's outputs")
+    t.add_argument("--quiet", action="store_true", help="no per-round console lines (--log-level warning)")
+    t.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info",
+                   help="what the console shows: debug adds the full text behind one-line errors; every level "
+                        "goes to <run dir>/console.log")
+    t.add_argument("--resume", default=None, metavar="RUN_DIR|CHECKPOINT|latest",
+                   help="continue from a checkpoint (newest valid one of a run dir, or 'latest' run)")
+    t.set_defaults(handler=cmd_train)
+
+
+def _on_sigterm(signum, frame):  # noqa: ARG001
+    # SIGTERM (e.g. `ray job stop`, a scheduler) takes the Ctrl-C path: flush checkpoints, exit.
+    raise KeyboardInterrupt
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from rl_system.run.phases import PhaseClock, process_age_s
+
+    debug = (lambda text: print(f"debug: {text}", file=sys.stderr, flush=True)) if args.log_level == "debug" else None
+    clock = PhaseClock(say=debug)
+    age = process_age_s()
+    if age is not None:
+        clock.record("interpreter", age)
+    with clock.phase("config"):
+        cfg = load_config(args.config, args.overrides)
+    with clock.phase("imports"):  # Ray, torch and the run's modules (kept out of `--help`)
+        import rl_system.run.loop  # noqa: F401 - timed here; run_training uses it
+        from rl_system.api import run_training
+        from rl_system.errors import RayStartError, ResumeError, TrainingError
+
+    def say(text: str, warning: bool = False) -> None:
+        print(f"rl-system: {text}" if warning else text, file=sys.stderr if warning else sys.stdout)
+
+    def on_ray_started() -> None:
+        # After ray.init, which installs its own SIGTERM handler (that one aborts the process).
+        signal.signal(signal.SIGTERM, _on_sigterm)
+
+    try:
+        summary = run_training(cfg, run_dir=args.run_dir, address=args.address, resume=args.resume,
+                               log_level=args.log_level, quiet=args.quiet, clock=clock, say=say,
+                               on_ray_started=on_ray_started)
+    except (ResumeError, RayStartError) as err:
+        return fail(str(err), 1)
+    except TrainingError as err:
+        return fail(f"error: {err}", 1)
+    _print_done(cfg, summary)
+    _record_phases(summary, clock)
+    return 0
+
+
+def _print_done(cfg, summary: dict) -> None:
+    ttt = summary["time_to_target_s"]
+    if cfg.target_return is None:
+        reached = ""  # no target configured: nothing was to be reached
+    elif ttt is not None:
+        reached = f", target reached in {ttt:.2f}s / {summary['steps_to_target']:,} steps"
+    else:
+        reached = ", target not reached"
+    reseeds = summary["reseeds"]
+    at = ", ".join(f"{r['env_steps']:,}" for r in reseeds)
+    reseeded = f", reseeded on stall at {at} steps" if reseeds else ""
+    rollbacks = summary.get("rollbacks") or []
+    back = ", ".join(f"{r['env_steps']:,} (to {r['to_env_steps']:,})" for r in rollbacks)
+    rolled = f", rolled back on collapse at {back} steps" if rollbacks else ""
+    print(f"done: {summary['env_steps']:,} env steps in {summary['wall_time_s']:.2f}s "
+          f"({summary['steps_per_s']:,.0f} steps/s), final mean return {_fmt(summary['final_mean_return'])}{reached}"
+          f"{reseeded}{rolled}")
+
+
+def _record_phases(summary: dict, clock) -> None:
+    """The whole process's phases into ``summary.json`` (the run wrote it before Ray stopped)."""
+    from rl_system.filesystems import write_json
+
+    summary["phases_s"] = dict(clock.seconds)
+    path = summary.get("run_dir")
+    if path:
+        try:
+            write_json(Path(path) / "summary.json", summary)
+        except OSError:
+            pass  # the run's own summary stays; these figures are for people
+
+
+def _fmt(value: float | None) -> str:
+    """A return for a person, without float noise: two decimals (1.5000000453 -> 1.50), whole
+    numbers from 10,000 up."""
+    return "none" if value is None else f"{value:.2f}" if abs(value) < 1e4 else f"{value:,.0f}"
