@@ -131,13 +131,13 @@ def _connect_shipping(root: Path, address: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = build_argv(sys.argv[1:] if argv is None else argv)
     added = ensure_importable()
-    from rl_system.cli.main import main as cli
+    from rl_system.cli.main import main as cli_main
 
     address = _address(argv)
     try:
         if added is not None and not any(a in ("-h", "--help") for a in argv):
             _connect_shipping(added, address)
-        return cli.main(argv)
+        return cli_main(argv)
     except ConnectionError as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         print(f"train.py: cannot join the Ray cluster at {address!r}: {first} "
