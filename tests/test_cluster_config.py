@@ -147,9 +147,9 @@ def test_train_py_resolves_config_against_the_checkout(train_py, tmp_path, monke
 
 
 def test_train_py_value_options_match_the_cli(train_py):
-    from rl_system.cli.main import _parser
+    from rl_system.cli.main import parser
 
-    sub = next(a for a in _parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    sub = next(a for a in parser()._actions if a.__class__.__name__ == "_SubParsersAction")
     train = sub.choices["train"]
     takes_value = {opt for a in train._actions if a.option_strings and a.nargs != 0
                    for opt in a.option_strings}

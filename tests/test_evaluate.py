@@ -118,6 +118,6 @@ def test_eval_pick_best_loads_the_checkpoint_with_the_best_training_return(tmp_p
 ])
 def test_eval_flags_that_do_not_combine_are_refused_by_the_first_rule_that_applies(flags, says):
     from rl_system.cli.evaluate import conflict
-    from rl_system.cli.main import _parser
+    from rl_system.cli.main import parser
 
-    assert conflict(_parser().parse_args(["eval", "run", *flags])) == says
+    assert conflict(parser().parse_args(["eval", "run", *flags])) == says

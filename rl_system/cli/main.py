@@ -33,7 +33,8 @@ COMMANDS = (train.add_parser, evaluate.add_parser, export.add_parser, check_env.
             rollouts.add_parser)
 
 
-def _parser() -> argparse.ArgumentParser:
+def parser() -> argparse.ArgumentParser:
+    """The whole command line (the docs' commands are checked against it: tests/test_doc_commands.py)."""
     p = argparse.ArgumentParser(prog="rl-system", description="Distributed actor-learner RL on Ray.")
     p.add_argument("--version", action="version", version=f"rl-system {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -43,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     # Entry points (env.name, model.network) resolve from the current directory too, as under
     # `python -m`; Ray's local workers start in it as well.
     if "" not in sys.path and os.getcwd() not in sys.path:
