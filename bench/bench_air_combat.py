@@ -30,6 +30,7 @@ import statistics
 import time
 
 import torch
+
 from rl_system.envs.air_combat import N_DISCRETE_ACTIONS, AirCombatVecEnv
 
 

@@ -22,9 +22,9 @@ import argparse
 import os
 
 import torch
-from rl_system.envs.alice_bob import N_ACTIONS, AliceBobVecEnv
 
 from bench.harness.timing import best_rates
+from rl_system.envs.alice_bob import N_ACTIONS, AliceBobVecEnv
 
 N_ACTION_BATCHES = 32
 

@@ -22,10 +22,10 @@ from typing import Callable
 import gymnasium
 import numpy as np
 import torch
-from rl_system.envs.cartpole import CartPoleVecEnv
-from rl_system.envs.gym_adapter import GymnasiumVecEnv
 
 from bench.harness.timing import best_rates
+from rl_system.envs.cartpole import CartPoleVecEnv
+from rl_system.envs.gym_adapter import GymnasiumVecEnv
 
 N_ACTION_BATCHES = 64
 

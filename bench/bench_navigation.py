@@ -22,9 +22,9 @@ import argparse
 import os
 
 import torch
-from rl_system.envs.navigation import NavigationVecEnv
 
 from bench.harness.timing import best_rates
+from rl_system.envs.navigation import NavigationVecEnv
 
 N_ACTION_BATCHES = 32
 

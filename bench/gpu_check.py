@@ -31,13 +31,13 @@ from pathlib import Path
 
 import ray
 import torch
-from rl_system.envs import make_env
-from rl_system.envs.base import Box, Discrete, MultiDiscrete
 
 from bench.bench_scaling import fixed_round, learner_rate
 from bench.harness.results import write_suite
 from bench.harness.stamp import stamp
 from rl_system.config import load_config
+from rl_system.envs import make_env
+from rl_system.envs.base import Box, Discrete, MultiDiscrete
 from rl_system.run.loop import train
 
 ENVS = {"CartPole": "launch/configs/cartpole_ppo_throughput.yaml", "Navigation": "launch/configs/navigation_ppo.yaml",

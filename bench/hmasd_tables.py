@@ -20,10 +20,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from rl_system.envs import make_env
 
 from rl_system.algos.hmasd.returns import next_inputs
 from rl_system.config import RunConfig
+from rl_system.envs import make_env
 from rl_system.policy.evaluation import evaluate, policy_sampler
 
 OBJECTS = {"r": "red button", "b": "blue button", "R": "red diamond", "B": "blue diamond"}

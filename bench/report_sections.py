@@ -164,9 +164,8 @@ def run_envs(b: Budget, run_root: Path, sec: dict) -> None:
 
 
 def run_codec(b: Budget, run_root: Path, sec: dict) -> None:
-    from rl_system.envs import registered_names
-
     from bench import bench_codec
+    from rl_system.envs import registered_names
     from rl_system.rollout.codec import decode, encode
 
     rows = sec["rows"]

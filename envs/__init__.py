@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import torch
+
 from rl_system.envs.base import (
     ACTION_MASK,
     AgentDiscrete,

@@ -101,6 +101,7 @@ from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
+
 from rl_system.envs.base import (
     AgentDiscrete,
     Obs,

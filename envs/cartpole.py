@@ -44,6 +44,7 @@ from __future__ import annotations
 import math
 
 import torch
+
 from rl_system.envs.base import (
     Discrete,
     Obs,

@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 import torch
+
 from rl_system.envs.base import Obs, VecEnv
 from rl_system.envs.cartpole import LENGTH, TAU, THETA_THRESHOLD_RADIANS, X_THRESHOLD
 from rl_system.envs.render import Renderer

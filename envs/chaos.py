@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 import torch
+
 from rl_system.envs.base import Obs, StepResult, VecEnv
 
 

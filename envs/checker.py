@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
+
 from rl_system.envs import make_env
 from rl_system.envs.base import (
     ACTION_MASK,

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 import torch
+
 from rl_system.envs.base import Obs, StepResult
 from rl_system.envs.gym_adapter import NumpyBatchEnv
 

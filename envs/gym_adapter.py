@@ -46,6 +46,7 @@ import gymnasium
 import numpy as np
 import torch
 from gymnasium import spaces
+
 from rl_system.envs.base import (
     ACTION_MASK,
     Box,

@@ -68,6 +68,7 @@ import torch
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
+
 from rl_system.envs import make_env
 from rl_system.envs.base import AgentDiscrete, Box, Discrete, TensorSpec, VecEnv
 

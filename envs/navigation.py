@@ -84,6 +84,7 @@ from __future__ import annotations
 import math
 
 import torch
+
 from rl_system.envs.base import Box, Obs, StepResult, TensorSpec, VecEnv, make_generator
 
 ROBOT_RADIUS = 0.2

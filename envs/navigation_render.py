@@ -15,6 +15,7 @@ import math
 from typing import Any
 
 import torch
+
 from rl_system.envs.base import Obs, StepResult, VecEnv
 from rl_system.envs.navigation import ELEVATIONS_DEG, GOAL_TOLERANCE, LIDAR_RANGE
 from rl_system.envs.render import Renderer

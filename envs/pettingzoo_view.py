@@ -29,6 +29,7 @@ import gymnasium
 import numpy as np
 import torch
 from pettingzoo import ParallelEnv
+
 from rl_system.envs.base import AgentDiscrete, TensorSpec, VecEnv
 
 

@@ -30,6 +30,7 @@ from typing import Any, Callable
 
 import numpy as np
 import torch
+
 from rl_system.envs import import_entry_point
 from rl_system.envs.base import Obs, StepResult, VecEnv
 

@@ -54,9 +54,8 @@ def ensure_importable() -> Path | None:
     """Make ``rl_system`` importable. Returns the checkout put on ``sys.path``, or None if the
     package was importable already (installed, or on PYTHONPATH as under ``--working-dir``)."""
     try:
-        import rl_system.envs  # noqa: F401
-
         import rl_system  # noqa: F401
+        import rl_system.envs  # noqa: F401
         return None
     except ImportError:
         pass

@@ -4,10 +4,10 @@ import gymnasium
 import numpy as np
 import torch
 from gymnasium import spaces
-from rl_system.envs.base import Discrete, MultiDiscrete, StepResult, TensorSpec, VecEnv
 from torch import nn
 
 from examples.grid_reach.env import GridReach
+from rl_system.envs.base import Discrete, MultiDiscrete, StepResult, TensorSpec, VecEnv
 
 
 class WideMask(GridReach):

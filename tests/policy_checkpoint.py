@@ -16,11 +16,10 @@ def write_policy_checkpoint(run_dir: Path, config: str, overrides: list[str] = (
     """``run_dir`` holding one checkpoint (version 0) of the learner that ``launch/configs/<config>``
     builds, its initial weights; ``observed``: its observation normaliser has seen data first;
     ``perturb``: that much Gaussian noise added to every weight (seeded)."""
-    from rl_system.envs import make_env
-
     from rl_system.actors.learner import Learner
     from rl_system.checkpoint import CheckpointStore
     from rl_system.config import load_config
+    from rl_system.envs import make_env
 
     cfg = load_config(str(REPO / "launch/configs" / config), list(overrides))
     env = make_env(cfg.env.name, 1, "cpu", seed=0, **cfg.env.kwargs)

@@ -10,6 +10,8 @@ import re
 
 import pytest
 import torch
+
+from rl_system.cli.main import main
 from rl_system.envs.air_combat import ACTION_STRAIGHT_FULL, AirCombatVecEnv
 from rl_system.envs.air_combat.envelope import (
     MANOEUVRES,
@@ -19,8 +21,6 @@ from rl_system.envs.air_combat.envelope import (
 )
 from rl_system.envs.air_combat.launches import LaunchLog
 from rl_system.envs.air_combat.spec import BLUE, RED
-
-from rl_system.cli.main import main
 
 FIRE_STRAIGHT_FULL = 6 + ACTION_STRAIGHT_FULL
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+
 from rl_system.envs import make_env
 from rl_system.envs.alice_bob import (
     DOWN,
@@ -459,6 +460,7 @@ def test_cuda_matches_cpu_with_fixed_starts():
 def test_pettingzoo_parallel_api():
     pytest.importorskip("pettingzoo")
     from pettingzoo.test import parallel_api_test, parallel_seed_test
+
     from rl_system.envs.pettingzoo_view import PettingZooParallelView, parallel_env
 
     env = parallel_env("AliceBob", seed=0, size="small")

@@ -9,11 +9,10 @@ import pytest
 pytest.importorskip("minatar")
 pytest.importorskip("stable_baselines3")
 
-from rl_system.envs import make_env
-
 from bench.peers import sb3_minatar
 from rl_system.algos.ppo import make_policy
 from rl_system.config import load_config
+from rl_system.envs import make_env
 
 CONFIG = "launch/configs/minatar_breakout_ppo.yaml"
 

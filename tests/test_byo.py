@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from rl_system.envs import EntryPointError, make_env
-from rl_system.envs.base import MultiDiscrete, TensorSpec
-from rl_system.envs.checker import check_env
 
 from rl_system.algos import get_algorithm
 from rl_system.cli.main import main
 from rl_system.config import load_config
+from rl_system.envs import EntryPointError, make_env
+from rl_system.envs.base import MultiDiscrete, TensorSpec
+from rl_system.envs.checker import check_env
 
 EXAMPLE = "examples/grid_reach/config.yaml"
 GRID = "examples.grid_reach.env:GridReach"

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from rl_system.envs import make_env
-from rl_system.envs.base import Discrete, TensorSpec
 
 from rl_system.algos.ppo import make_policy
 from rl_system.algos.ppo.encoders import (
@@ -17,6 +15,8 @@ from rl_system.algos.ppo.encoders import (
     plan,
 )
 from rl_system.config import ConfigError, EncoderConfig, load_config
+from rl_system.envs import make_env
+from rl_system.envs.base import Discrete, TensorSpec
 from rl_system.rollout.codec import decode, encode
 
 IMAGE = TensorSpec((3, 40, 40), torch.uint8, 0.0, 255.0)

@@ -9,10 +9,10 @@ import json
 import numpy as np
 import pytest
 import torch
-from rl_system.envs import make_env
-from rl_system.envs.checker import check_env
 
 from rl_system.cli.main import main
+from rl_system.envs import make_env
+from rl_system.envs.checker import check_env
 
 envpool = pytest.importorskip("envpool")
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
+
 from rl_system.envs import EntryPointError, make_env
 from rl_system.envs.base import Box, Discrete, VecEnv
 from rl_system.envs.cartpole import THETA_THRESHOLD_RADIANS, X_THRESHOLD, CartPoleVecEnv

@@ -20,11 +20,10 @@ def test_quota_keeps_each_envs_first_episodes_in_finishing_order():
 
 def _alice_bob_checkpoint(run_dir):
     """A freshly initialised HMASD policy on the small Alice_and_Bob map, saved as training does."""
-    from rl_system.envs import make_env
-
     from rl_system.algos import get_algorithm
     from rl_system.checkpoint.store import CheckpointStore
     from rl_system.config import load_config
+    from rl_system.envs import make_env
 
     cfg = load_config(None, ["algo=hmasd", "env.name=AliceBob", "env.kwargs={size: small}",
                              "workers.num_envs=4", "workers.rollout_len=30", "hmasd.skill_interval=10"])

@@ -9,9 +9,10 @@ import warnings
 import gymnasium
 import numpy as np
 import pytest
-import rl_system.envs.gym_vector as gv
 from gymnasium.utils.env_checker import check_env
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+import rl_system.envs.gym_vector as gv
 from rl_system.envs.air_combat import N_DISCRETE_ACTIONS
 from rl_system.envs.cartpole import THETA_THRESHOLD_RADIANS, X_THRESHOLD
 

@@ -10,7 +10,6 @@ import math
 
 import pytest
 import torch
-from rl_system.envs.alice_bob import AliceBobVecEnv
 from torch import nn
 
 from rl_system.actors.learner import Learner, StaleRolloutError
@@ -20,6 +19,7 @@ from rl_system.algos.hmasd.networks import HMASDPolicy, SkillCoordinator
 from rl_system.algos.hmasd.returns import low_level_reward, window_gae
 from rl_system.algos.hmasd.trust import TrustRegion
 from rl_system.config import RunConfig, load_config
+from rl_system.envs.alice_bob import AliceBobVecEnv
 from rl_system.observe.metrics import read_scalars
 from rl_system.rollout.contract import concat
 
@@ -690,10 +690,9 @@ def test_stored_bench_outputs_read_back_into_one_table_and_summary(tmp_path):
 def test_plan_table_window_counts_agree_with_the_env_episode_info():
     """``hmasd_tables.window_stats`` (per skill window of each env's first episode: who reached it,
     which diamond was collected in it) against the env's own per-episode ``red/blue_collected``."""
-    from rl_system.envs import make_env
-
     from bench.bench_hmasd import SMALL_MAP_SKILLS
     from bench.hmasd_tables import plan_table, window_stats
+    from rl_system.envs import make_env
     from rl_system.policy.evaluation import policy_sampler
 
     cfg = load_config("launch/configs/alice_bob_hmasd.yaml", [
@@ -722,10 +721,9 @@ def test_checkpoint_tables_of_the_actors_and_of_q_d_cover_the_map():
     """``hmasd_tables.actor_table`` (action shares, entropy, cells reached), ``discriminator_map``
     (log q_d with Alice on every free cell) and ``discriminator_cells`` (the skill q_d credits on
     each cell, per agent) on an untrained policy."""
-    from rl_system.envs import make_env
-
     from bench.bench_hmasd import SMALL_MAP_SKILLS
     from bench.hmasd_tables import actor_table, discriminator_cells, discriminator_map
+    from rl_system.envs import make_env
 
     cfg = load_config("launch/configs/alice_bob_hmasd.yaml", ["env.kwargs.size=small", *SMALL_MAP_SKILLS])
     env = make_env("AliceBob", 1, "cpu", **cfg.env.kwargs)

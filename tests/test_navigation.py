@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+
 from rl_system.envs import make_env
 from rl_system.envs.base import Box
 from rl_system.envs.navigation import (

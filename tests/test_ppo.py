@@ -1,13 +1,13 @@
 import math
 
 import torch
-from rl_system.envs.base import Box, Discrete, TensorSpec
 
 from rl_system.algos.advantages import compute_gae
 from rl_system.algos.ppo import PPO
 from rl_system.algos.ppo.policy import ActorCritic, RunningNorm
 from rl_system.algos.surrogate import approx_kl, ppo_sums
 from rl_system.config import ModelConfig, PPOConfig
+from rl_system.envs.base import Box, Discrete, TensorSpec
 
 
 def reference_gae(reward, value, done, last_value, gamma, lam):

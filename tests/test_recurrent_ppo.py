@@ -10,7 +10,6 @@ import re
 
 import pytest
 import torch
-from rl_system.envs import make_env
 
 from rl_system.algos.ppo import make_policy, make_sampler, make_trainer
 from rl_system.algos.recurrent import RecurrentCore, episode_starts, unroll
@@ -18,6 +17,7 @@ from rl_system.checkpoint.resume import find_resume
 from rl_system.checkpoint.store import CheckpointStore
 from rl_system.cli.main import main
 from rl_system.config import load_config
+from rl_system.envs import make_env
 from rl_system.run.loop import RunLoop, train
 
 MEMORY = "launch/configs/cartpole_memory_ppo.yaml"

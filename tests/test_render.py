@@ -13,15 +13,14 @@ import torch
 
 pytest.importorskip("matplotlib")
 
-from rl_system.envs import make_env
-from rl_system.envs.air_combat.render import AirCombatRenderer
-from rl_system.envs.navigation_render import NavigationRenderer
-from rl_system.envs.render import renderer_names
-
 from rl_system.algos import get_algorithm
 from rl_system.checkpoint.store import CheckpointStore
 from rl_system.cli.main import main
 from rl_system.config import load_config
+from rl_system.envs import make_env
+from rl_system.envs.air_combat.render import AirCombatRenderer
+from rl_system.envs.navigation_render import NavigationRenderer
+from rl_system.envs.render import renderer_names
 from rl_system.policy.render import record_episode
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -77,11 +77,10 @@ def test_selfplay_on_an_env_without_opponent_is_one_clear_error(ray_session, tmp
 def _air_checkpoint(run_dir, passive: bool = False, overrides=()):
     """A checkpoint of a fresh AirCombat policy; ``passive``: its action head always picks
     "straight, full throttle, no fire" (so as blue it never shoots)."""
-    from rl_system.envs import make_env
-    from rl_system.envs.air_combat import ACTION_STRAIGHT_FULL
-
     from rl_system.algos import get_algorithm
     from rl_system.checkpoint.store import CheckpointStore
+    from rl_system.envs import make_env
+    from rl_system.envs.air_combat import ACTION_STRAIGHT_FULL
 
     cfg = load_config(None, [*AIR, "env.kwargs={time_scale: 16.0, max_time_s: 60.0}", *overrides])
     env = make_env(cfg.env.name, 1, "cpu", seed=0, **cfg.env.kwargs)
@@ -122,10 +121,9 @@ def test_eval_against_an_unfit_opponent_is_one_line_and_exit_2(tmp_path, capsys)
     _air_checkpoint(tmp_path / "red")
     _air_checkpoint(tmp_path / "wide", overrides=["model.hidden_sizes=[16, 16]"])
     cart = load_config(None, ["env.name=CartPole", "tensorboard=false"])
-    from rl_system.envs import make_env
-
     from rl_system.algos import get_algorithm
     from rl_system.checkpoint.store import CheckpointStore
+    from rl_system.envs import make_env
 
     env = make_env("CartPole", 1, "cpu", seed=0)
     policy = get_algorithm("ppo").make_policy(env.observation_spec, env.action_spec, cart)

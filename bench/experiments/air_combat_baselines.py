@@ -23,6 +23,7 @@ import math
 from typing import Any
 
 import torch
+
 from rl_system.envs.air_combat import (
     N_DISCRETE_ACTIONS,
     OBS_BEARING_COS,

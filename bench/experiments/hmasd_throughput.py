@@ -16,10 +16,10 @@ import os
 import time
 
 import torch
-from rl_system.envs.alice_bob import AliceBobVecEnv
 
 from rl_system.algos.hmasd import make_policy, make_sampler, make_trainer
 from rl_system.config import RunConfig
+from rl_system.envs.alice_bob import AliceBobVecEnv
 from rl_system.rollout.contract import concat
 
 

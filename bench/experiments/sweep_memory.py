@@ -13,10 +13,10 @@ import argparse
 import time
 
 import torch
-from rl_system.envs import make_env
 
 from rl_system.algos.ppo import make_policy, make_sampler, make_trainer
 from rl_system.config import load_config
+from rl_system.envs import make_env
 
 CONFIG = "launch/configs/cartpole_memory_ppo.yaml"
 

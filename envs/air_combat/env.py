@@ -131,6 +131,7 @@ import math
 from typing import Any, Callable, Sequence
 
 import torch
+
 from rl_system.envs.air_combat.observation import ObsPlan
 from rl_system.envs.air_combat.physics import (
     _A_FIELDS,

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import torch
+
 from rl_system.envs.air_combat.env import AirCombatVecEnv
 from rl_system.envs.air_combat.physics import (
     MISSILE_MAX_TOF_S,

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
 from rl_system.envs.air_combat.envelope import Envelope
 
 TITLES = {"straight": "non-manoeuvring target", "beam": "target turns to beam at launch",

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import torch
+
 from rl_system.envs.air_combat.envelope import Envelope, aspect_deg
 from rl_system.envs.air_combat.physics import wrap_angle
 

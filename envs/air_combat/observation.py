@@ -6,6 +6,7 @@ tensors in one batched pass for red and (mirrored) blue. The layout of ``obs["ob
 from __future__ import annotations
 
 import torch
+
 from rl_system.envs.air_combat.physics import (
     _A_FIELDS,
     _AALIVE,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+
 from rl_system.envs.air_combat.spec import (
     BLUE,
     OUTCOME_DRAW,

@@ -25,6 +25,7 @@ import math
 from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 import torch
+
 from rl_system.envs.air_combat.spec import (
     OBS_BEARING_COS,
     OBS_MISSILE_BEARING_COS,

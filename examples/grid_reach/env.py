@@ -1,13 +1,8 @@
 """GridReach: N agents on a size x size grid, each walking to its own goal. Batched in torch."""
 
 import torch
-from rl_system.envs.base import (
-    MultiDiscrete,
-    StepResult,
-    TensorSpec,
-    VecEnv,
-    make_generator,
-)
+
+from rl_system.envs.base import MultiDiscrete, StepResult, TensorSpec, VecEnv, make_generator
 
 
 class GridReach(VecEnv):

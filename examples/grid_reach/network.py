@@ -3,8 +3,9 @@ head, for Discrete or MultiDiscrete actions with action masks. Implements
 rl_system.algos.protocols.ActorCriticNetwork."""
 
 import torch
-from rl_system.envs.base import ACTION_MASK, Discrete
 from torch import nn
+
+from rl_system.envs.base import ACTION_MASK, Discrete
 
 
 class SharedTrunk(nn.Module):
