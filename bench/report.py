@@ -61,16 +61,7 @@ from bench.report_md import (
     render_markdown,
     replace_readme_block,
 )
-from bench.report_sections import (
-    FULL,
-    QUICK,
-    RUN_ORDER,
-    RUNNERS,
-    SECTIONS,
-    Budget,
-    log,
-    run_peers,
-)
+from bench.report_sections import FULL, QUICK, RUN_ORDER, RUNNERS, SECTIONS, Budget, log, run_peers
 
 OUT_DIR = RESULTS / "report"
 README = ROOT / "README.md"

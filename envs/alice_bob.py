@@ -102,14 +102,7 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
-from rl_system.envs.base import (
-    AgentDiscrete,
-    Obs,
-    StepResult,
-    TensorSpec,
-    VecEnv,
-    make_generator,
-)
+from rl_system.envs.base import AgentDiscrete, Obs, StepResult, TensorSpec, VecEnv, make_generator
 
 AGENT_NAMES = ("alice", "bob")
 N_ACTIONS = 5

@@ -45,14 +45,7 @@ import math
 
 import torch
 
-from rl_system.envs.base import (
-    Discrete,
-    Obs,
-    StepResult,
-    TensorSpec,
-    VecEnv,
-    make_generator,
-)
+from rl_system.envs.base import Discrete, Obs, StepResult, TensorSpec, VecEnv, make_generator
 
 # Gymnasium CartPoleEnv constants.
 GRAVITY = 9.8

@@ -31,14 +31,7 @@ from typing import Any, Callable
 import torch
 
 from rl_system.envs import make_env
-from rl_system.envs.base import (
-    ACTION_MASK,
-    AgentDiscrete,
-    Box,
-    MultiDiscrete,
-    StepResult,
-    VecEnv,
-)
+from rl_system.envs.base import ACTION_MASK, AgentDiscrete, Box, MultiDiscrete, StepResult, VecEnv
 
 Obs = dict[str, torch.Tensor]
 

@@ -16,13 +16,7 @@ from typing import Any
 
 import torch
 
-from rl_system.config import (
-    ConfigError,
-    RunConfig,
-    apply_override,
-    build_config,
-    load_config,
-)
+from rl_system.config import ConfigError, RunConfig, apply_override, build_config, load_config
 
 ConfigLike = str | Path | dict | RunConfig
 
@@ -143,12 +137,7 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, address: str
     from rl_system.errors import RayStartError, ResumeError, one_line
     from rl_system.run.loop import RunLoop
     from rl_system.run.phases import PhaseClock
-    from rl_system.run.startup import (
-        check_embedded_placement,
-        init_ray,
-        probe_specs,
-        shutdown_ray,
-    )
+    from rl_system.run.startup import check_embedded_placement, init_ray, probe_specs, shutdown_ray
 
     clock = clock or PhaseClock()
     state, out_dir = None, Path(run_dir) if run_dir is not None else None

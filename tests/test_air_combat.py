@@ -389,11 +389,7 @@ def test_scripted_opponent_evades_close_missiles():
 
 
 def test_reward_modules_from_config_specs():
-    from rl_system.envs.air_combat.rewards import (
-        FireDisciplineShaping,
-        MissileEvasionShaping,
-        build_reward_modules,
-    )
+    from rl_system.envs.air_combat.rewards import FireDisciplineShaping, MissileEvasionShaping, build_reward_modules
 
     mods = build_reward_modules(["pursuit", {"name": "fire_discipline", "cost": 0.1}, {"name": "missile_evasion"},
                                  PursuitShaping(closing_coef=2.0)])
@@ -421,13 +417,7 @@ def test_load_state_dict_accepts_missile_heading():
 
 
 def test_fire_discipline_window_rewards_only_launches_inside_it():
-    from rl_system.envs.air_combat import (
-        OBS_BEARING_COS,
-        OBS_DIM,
-        OBS_MISSILES_LEFT,
-        OBS_RANGE,
-        RANGE_SCALE_M,
-    )
+    from rl_system.envs.air_combat import OBS_BEARING_COS, OBS_DIM, OBS_MISSILES_LEFT, OBS_RANGE, RANGE_SCALE_M
     from rl_system.envs.air_combat.rewards import FireDisciplineShaping
 
     mod = FireDisciplineShaping(cost=0.1, in_range_bonus=0.3, min_range_m=17_000.0, max_range_m=21_000.0,
@@ -447,12 +437,7 @@ def test_fire_discipline_window_rewards_only_launches_inside_it():
 
 
 def test_pursuit_floor_stops_rewarding_closing_inside_the_firing_envelope():
-    from rl_system.envs.air_combat import (
-        OBS_BEARING_COS,
-        OBS_DIM,
-        OBS_RANGE,
-        RANGE_SCALE_M,
-    )
+    from rl_system.envs.air_combat import OBS_BEARING_COS, OBS_DIM, OBS_RANGE, RANGE_SCALE_M
 
     mod = PursuitShaping(closing_coef=1.0, pointing_coef=0.5, min_range_m=21_000.0)
     before, after = torch.zeros(3, OBS_DIM), torch.zeros(3, OBS_DIM)

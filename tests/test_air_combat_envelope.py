@@ -13,12 +13,7 @@ import torch
 
 from rl_system.cli.main import main
 from rl_system.envs.air_combat import ACTION_STRAIGHT_FULL, AirCombatVecEnv
-from rl_system.envs.air_combat.envelope import (
-    MANOEUVRES,
-    EnvelopeError,
-    SweepSpec,
-    sweep,
-)
+from rl_system.envs.air_combat.envelope import MANOEUVRES, EnvelopeError, SweepSpec, sweep
 from rl_system.envs.air_combat.launches import LaunchLog
 from rl_system.envs.air_combat.spec import BLUE, RED
 

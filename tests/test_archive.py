@@ -23,11 +23,7 @@ from rl_system.rollout.archive import (
     rollouts_to_table,
     write_archive,
 )
-from rl_system.rollout.archive_inspect import (
-    cmd_rollouts_inspect,
-    column_stats,
-    inspect_archive,
-)
+from rl_system.rollout.archive_inspect import cmd_rollouts_inspect, column_stats, inspect_archive
 
 T, N = 5, 8
 NON_STEP = ("last_value",)  # env-major: [N], not one row per (env, step)

@@ -7,13 +7,7 @@ import pytest
 import torch
 
 from rl_system.algos.ppo import make_policy
-from rl_system.algos.ppo.encoders import (
-    ConvEncoder,
-    _CircularConv1d,
-    chw,
-    layout_of,
-    plan,
-)
+from rl_system.algos.ppo.encoders import ConvEncoder, _CircularConv1d, chw, layout_of, plan
 from rl_system.config import ConfigError, EncoderConfig, load_config
 from rl_system.envs import make_env
 from rl_system.envs.base import Discrete, TensorSpec

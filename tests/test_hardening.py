@@ -153,6 +153,7 @@ def test_a_killed_checkpointer_is_restarted_and_no_written_checkpoint_is_lost(ra
     assert found.state["learner"]["version"] == summary["policy_version"]  # the final save landed
 
 
+@pytest.mark.slow
 def test_a_killed_archiver_is_restarted_and_archives_go_on(ray_session, tmp_path):
     cfg = load_config("launch/configs/cartpole_ppo.yaml", FAST + [
         "target_return=null", "max_env_steps=163840", "workers.num_envs=64", "archive_every=1",

@@ -9,12 +9,7 @@ import torch
 
 from rl_system.envs import make_env
 from rl_system.envs.base import Box
-from rl_system.envs.navigation import (
-    ELEVATIONS_DEG,
-    LIDAR_RANGE,
-    N_BEAMS,
-    NavigationVecEnv,
-)
+from rl_system.envs.navigation import ELEVATIONS_DEG, LIDAR_RANGE, N_BEAMS, NavigationVecEnv
 
 FAR = -1.0e4
 E0 = ELEVATIONS_DEG.index(0.0)

@@ -63,6 +63,7 @@ def test_bad_restart_settings_are_one_line_errors(override, needle):
     assert needle in str(info.value) and "\n" not in str(info.value)
 
 
+@pytest.mark.slow
 def test_a_stalled_run_restarts_once_per_check_and_keeps_its_budget(ray_session, tmp_path, capsys):
     """End to end on Ray, with rollouts in flight (lag 1) at the reseed: an unreachable threshold
     reseeds at each check but the one in the last round (no run ends on fresh weights); the

@@ -1,6 +1,7 @@
 """Self-play: the snapshot pool's choices, a worker driving the opponent with a frozen snapshot,
 and a real training run whose workers play earlier versions of the policy."""
 
+import pytest
 import ray
 import torch
 
@@ -55,6 +56,7 @@ def test_worker_flies_the_opponent_with_a_snapshot():
     assert meta.opponent_version == -1
 
 
+@pytest.mark.slow
 def test_training_with_selfplay_pool(ray_session, tmp_path):
     cfg = load_config(None, AIR + ["max_env_steps=12288", "selfplay.enabled=true", "selfplay.refresh_every=3",
                                    "selfplay.pool_size=2", "selfplay.scripted_prob=0.0"])

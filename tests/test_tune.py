@@ -163,6 +163,7 @@ def _step_until(ctrl, done, timeout_s: float = 60.0) -> None:
     assert done(), [(t.trial_id, t.status) for t in ctrl.get_trials()]
 
 
+@pytest.mark.slow
 def test_synch_pbt_keeps_a_member_exploited_while_its_pause_save_is_in_flight(ray_session, tmp_path, monkeypatch):
     # The sequence that hung a resumed sweep: member `lo` reaches the synch point and Tune pauses
     # it, saving it first; `hi`'s report at the same point arrives before that save resolves, so

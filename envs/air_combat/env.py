@@ -207,16 +207,7 @@ from rl_system.envs.air_combat.spec import (
     RUDDER_LEVELS,
     THROTTLE_LEVELS,
 )
-from rl_system.envs.base import (
-    Box,
-    Discrete,
-    Obs,
-    StepResult,
-    TensorSpec,
-    VecEnv,
-    check_action,
-    make_generator,
-)
+from rl_system.envs.base import Box, Discrete, Obs, StepResult, TensorSpec, VecEnv, check_action, make_generator
 
 Opponent = Callable[[Obs], torch.Tensor]
 

@@ -13,14 +13,7 @@ from typing import Any
 
 import torch
 
-from rl_system.envs.air_combat.spec import (
-    BLUE,
-    OUTCOME_DRAW,
-    OUTCOME_LOSS,
-    OUTCOME_TIMEOUT,
-    OUTCOME_WIN,
-    RED,
-)
+from rl_system.envs.air_combat.spec import BLUE, OUTCOME_DRAW, OUTCOME_LOSS, OUTCOME_TIMEOUT, OUTCOME_WIN, RED
 from rl_system.envs.base import Obs, VecEnv
 from rl_system.envs.render import Renderer
 

@@ -24,11 +24,7 @@ from typing import Any
 
 import ray
 from ray.exceptions import RayActorError, RayTaskError
-from ray.util.placement_group import (
-    PlacementGroup,
-    placement_group,
-    remove_placement_group,
-)
+from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from rl_system.actors.learner import Learner

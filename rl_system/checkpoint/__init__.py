@@ -10,15 +10,17 @@
 from __future__ import annotations
 
 from rl_system.checkpoint.format import (
-                                         CheckpointError,
-                                         capture_rng_state,
-                                         checkpoint_name,
-                                         load_checkpoint,
-                                         read_manifest,
-                                         restore_rng_state,
+    CheckpointError,
+    capture_rng_state,
+    checkpoint_name,
+    load_checkpoint,
+    read_manifest,
+    restore_rng_state,
 )
 from rl_system.checkpoint.resume import Resume, find_resume
 from rl_system.checkpoint.store import BEST, LATEST, CheckpointInfo, CheckpointStore
 
-__all__ = ["BEST", "LATEST", "CheckpointError", "CheckpointInfo", "CheckpointStore", "Resume", "capture_rng_state",
-           "checkpoint_name", "find_resume", "load_checkpoint", "read_manifest", "restore_rng_state"]
+__all__ = [
+    "BEST", "LATEST", "CheckpointError", "CheckpointInfo", "CheckpointStore", "Resume", "capture_rng_state",
+    "checkpoint_name", "find_resume", "load_checkpoint", "read_manifest", "restore_rng_state",
+]

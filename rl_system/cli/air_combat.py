@@ -92,17 +92,8 @@ def env_kwargs(assignments: list[str]) -> dict[str, Any]:
 
 
 def cmd_range_map(args: argparse.Namespace) -> int:
-    from rl_system.envs.air_combat.envelope import (
-        MANOEUVRES,
-        EnvelopeError,
-        SweepSpec,
-        sweep,
-    )
-    from rl_system.envs.air_combat.envelope_plot import (
-        PlotError,
-        draw_envelope,
-        draw_space_time,
-    )
+    from rl_system.envs.air_combat.envelope import MANOEUVRES, EnvelopeError, SweepSpec, sweep
+    from rl_system.envs.air_combat.envelope_plot import PlotError, draw_envelope, draw_space_time
     from rl_system.filesystems import write_json
 
     spec = SweepSpec(ranges_km=grid(args.ranges, "--ranges"), aspects_deg=grid(args.aspects, "--aspects"),

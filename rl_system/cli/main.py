@@ -13,16 +13,7 @@ import os
 import sys
 
 from rl_system import __version__
-from rl_system.cli import (
-    air_combat,
-    check_env,
-    evaluate,
-    export,
-    monitor,
-    rollouts,
-    train,
-    tune,
-)
+from rl_system.cli import air_combat, check_env, evaluate, export, monitor, rollouts, train, tune
 from rl_system.cli.common import fail
 from rl_system.config import ConfigError
 

@@ -19,13 +19,7 @@ from rl_system.algos.protocols import is_recurrent
 from rl_system.config import RunConfig
 from rl_system.envs import make_env
 from rl_system.envs.base import Obs
-from rl_system.envs.render import (
-    Renderer,
-    make_renderer,
-    play_episode,
-    require_matplotlib,
-    save_picture,
-)
+from rl_system.envs.render import Renderer, make_renderer, play_episode, require_matplotlib, save_picture
 
 
 def _scalar(v: torch.Tensor) -> Any:

@@ -15,12 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from rl_system.envs.render import (
-    GymFramesRenderer,
-    RenderError,
-    make_renderer,
-    require_matplotlib,
-)
+from rl_system.envs.render import GymFramesRenderer, RenderError, make_renderer, require_matplotlib
 from rl_system.filesystems import atomic_path
 from rl_system.policy.render import record_episode
 

@@ -19,12 +19,7 @@ import yaml
 from ray.exceptions import RayActorError, RayTaskError
 
 from rl_system.actors.learner_group import LearnerGroup, merged_metrics
-from rl_system.actors.placement import (
-    ActorScope,
-    StartupError,
-    check_placement,
-    wait_for_actors,
-)
+from rl_system.actors.placement import ActorScope, StartupError, check_placement, wait_for_actors
 from rl_system.actors.worker import RolloutWorker
 from rl_system.config import ConfigError, RunConfig
 from rl_system.errors import TrainingError, one_line

@@ -123,9 +123,7 @@ def run_trial(params: dict[str, Any], base: dict[str, Any], metric: str,
               checkpoint_every_steps: int | None) -> None:
     """The trainable: ``params`` are the searched keys (dotted) of this trial, ``base`` the
     sweep's config tree."""
-    from rl_system.run.loop import (
-        RunLoop,  # imports the run's actors: only inside a trial
-    )
+    from rl_system.run.loop import RunLoop  # imports the run's actors: only inside a trial
 
     ctx = tune.get_context()
     cfg = trial_config(base, params)

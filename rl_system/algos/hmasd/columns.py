@@ -24,12 +24,7 @@ With the hierarchy or the novelty bonus (the observation after each step, for th
 * :data:`FINAL_STATE` ``[E, S]``, :data:`FINAL_AGENT_OBS` ``[E, n, O]`` -- where an episode ended.
 """
 
-from rl_system.rollout.contract import (
-    final_column,
-    init_column,
-    last_column,
-    obs_column,
-)
+from rl_system.rollout.contract import final_column, init_column, last_column, obs_column
 
 STATE, AGENT_OBS = obs_column("state"), obs_column("obs")
 ACTION, LOGP, VALUE, REWARD = "action", "logp", "value", "reward"

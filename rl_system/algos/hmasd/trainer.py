@@ -42,12 +42,7 @@ from rl_system.algos.hmasd import columns as col
 from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.losses import minibatch_losses, stat_keys
 from rl_system.algos.hmasd.metrics import skill_usage, value_norm_stats
-from rl_system.algos.hmasd.minibatch import (
-    MinibatchPlan,
-    chunk_len,
-    take_rows,
-    to_chunks,
-)
+from rl_system.algos.hmasd.minibatch import MinibatchPlan, chunk_len, take_rows, to_chunks
 from rl_system.algos.hmasd.networks import HMASDPolicy
 from rl_system.algos.hmasd.novelty import success_share
 from rl_system.algos.hmasd.returns import low_level_reward, window_gae
