@@ -125,3 +125,20 @@ def test_the_pages_show_commands():
     readme = [c for _, c, _ in shown_commands(REPO / "README.md")]
     assert any(c.startswith("rl-system train launch/configs/cartpole_ppo.yaml") for c in readme)
     assert len(CASES) > 60
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+@pytest.mark.parametrize("page", [*PAGES, *sorted((REPO / "docs" / "lab").glob("*.md"))],
+                         ids=lambda p: str(p.relative_to(REPO)))
+def test_links_between_pages_and_files_resolve(page):
+    """Every relative link of README, the manual and the lab log names a file or folder that exists."""
+    broken = []
+    for target in LINK.findall(page.read_text()):
+        path = target.split("#", 1)[0]
+        if not path or re.match(r"^[a-z][a-z0-9+.-]*:", path):  # an anchor on the page, or a URL
+            continue
+        if not (page.parent / path).exists():
+            broken.append(target)
+    assert not broken, f"{page.relative_to(REPO)}: links to nothing: {broken}"
