@@ -1,0 +1,94 @@
+"""Does a change leave training as it was? Runs the same seeded trainings from two commits and
+compares their checkpoints version by version (:mod:`bench.compare_runs`): a refactoring that
+means to change nothing must give identical weights and optimiser states, and the same env steps
+to the target.
+
+    python -m bench.compare_checkouts 7ffcb2a HEAD                    # the default set of runs
+    python -m bench.compare_checkouts HEAD~1 HEAD --runs cartpole_s0 hmasd
+
+Each commit is checked out into a temporary git worktree and trained from there (its own
+``rl_system`` and ``envs``, ahead of whatever is installed), so neither the working tree nor the
+installation changes. The runs are lag 0 (``workers.wait_for: all``), which repeats bit for bit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from bench.compare_runs import compare
+
+REPO = Path(__file__).resolve().parents[1]
+RUNS = {  # name -> config and overrides
+    "cartpole_s0": ("launch/configs/cartpole_ppo.yaml", ["seed=0", "checkpoint.every_rounds=10"]),
+    "cartpole_s1": ("launch/configs/cartpole_ppo.yaml", ["seed=1", "checkpoint.every_rounds=10"]),
+    "hmasd": ("launch/configs/alice_bob_hmasd.yaml", ["max_env_steps=200000", "checkpoint.every_rounds=5"]),
+    "minatar": ("launch/configs/minatar_breakout_ppo.yaml", ["max_env_steps=100000", "checkpoint.every_rounds=5"]),
+}
+
+
+def checkout(rev: str, where: Path) -> Path:
+    """A worktree of ``rev`` at ``where`` whose ``rl_system.envs`` is its own ``envs/`` (the
+    package maps that folder there when installed; from a bare tree a link does the same)."""
+    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(where), rev], check=True,
+                   capture_output=True)
+    (where / "rl_system" / "envs").symlink_to("../envs")
+    return where
+
+
+def train(tree: Path, run: str, out: Path) -> dict:
+    """One run of :data:`RUNS` from ``tree`` into ``out/<run>``; its ``summary.json``."""
+    config, overrides = RUNS[run]
+    sets = [a for o in [*overrides, "checkpoint.keep_last=1000"] for a in ("--set", o)]
+    # `python -m` from the tree puts the tree first on the path; Ray's workers get the driver's path.
+    subprocess.run([sys.executable, "-m", "rl_system", "train", config, *sets, "--run-dir", str(out / run),
+                    "--quiet"], cwd=tree, check=True)
+    return json.loads((out / run / "summary.json").read_text())
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("before")
+    ap.add_argument("after")
+    ap.add_argument("--runs", nargs="+", choices=sorted(RUNS), default=list(RUNS))
+    args = ap.parse_args()
+    try:
+        return _compare(args)
+    except subprocess.CalledProcessError as err:
+        detail = (err.stderr or b"").decode(errors="replace").strip().splitlines()
+        print(f"compare_checkouts: {' '.join(map(str, err.cmd[:4]))} ... failed (exit {err.returncode})"
+              f"{': ' + detail[-1] if detail else ''}", file=sys.stderr)
+        return 2
+
+
+def _compare(args: argparse.Namespace) -> int:
+    same = True
+    with tempfile.TemporaryDirectory(prefix="rl_ab_") as tmp:
+        tmp = Path(tmp)
+        trees = {side: checkout(rev, tmp / f"tree_{side}") for side, rev in (("a", args.before), ("b", args.after))}
+        try:
+            print(f"| run | {args.before}: steps to target | {args.after}: steps to target | versions compared | "
+                  f"weights max abs diff | optimiser max abs diff |\n|---|---|---|---|---|---|")
+            for run in args.runs:
+                summaries = {side: train(tree, run, tmp / f"runs_{side}") for side, tree in trees.items()}
+                rows = compare(tmp / "runs_a" / run, tmp / "runs_b" / run)
+                weights = max((r[2] for r in rows), default=float("nan"))
+                optim = max((r[3] for r in rows), default=float("nan"))
+                same &= bool(rows) and weights == 0 and optim == 0
+                same &= summaries["a"]["steps_to_target"] == summaries["b"]["steps_to_target"]
+                print(f"| {run} | {summaries['a']['steps_to_target']} | {summaries['b']['steps_to_target']} | "
+                      f"{len(rows)} | {weights:g} | {optim:g} |", flush=True)
+        finally:
+            for tree in trees.values():
+                subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], check=False,
+                               capture_output=True)
+    print("identical" if same else "DIFFERENT")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
