@@ -7,6 +7,7 @@ dated record of past commands and is not checked."""
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import re
 import shlex
@@ -67,16 +68,18 @@ def _words(command: str) -> list[str]:
     return words
 
 
-def _subparsers(p) -> dict:
-    action = next(a for a in p._actions if a.__class__.__name__ == "_SubParsersAction")
-    return action.choices
+def _subparsers(p: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    return next(a.choices for a in p._actions if isinstance(a, argparse._SubParsersAction))
 
 
-def _flags(p) -> set[str]:
-    flags = {s for a in p._actions for s in a.option_strings}
-    for sub in (_subparsers(p).values() if any(a.__class__.__name__ == "_SubParsersAction" for a in p._actions)
-                else ()):
-        flags |= _flags(sub)
+def _flags(p: argparse.ArgumentParser) -> set[str]:
+    """Every option string of ``p`` and of its subcommands."""
+    flags: set[str] = set()
+    for action in p._actions:
+        flags.update(action.option_strings)
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                flags |= _flags(sub)
     return flags
 
 

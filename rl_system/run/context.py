@@ -36,7 +36,8 @@ class RunContext:
     Set at construction: ``cfg``, ``specs`` (the probed observation/action specs), ``run_dir``,
     ``log``, ``clock``, and the books: ``stats`` (:class:`RunStats`), ``window`` (the return window),
     ``gate`` (policy-version gating and its dropped count), ``pool`` (self-play snapshots).
-    Set when the actors start: ``scope``, ``workers``, ``learner``, ``storage``, ``telemetry``;
+    Set when the actors start: ``scope``, ``workers``, ``learner`` (again when a dead one is
+    rebuilt), ``storage``, ``telemetry``;
     ``placement`` and ``learner_nodes`` by :meth:`place_learner`.
     """
 
@@ -74,10 +75,6 @@ class RunContext:
         self._version, self._weights_ref = int(version), weights_ref
 
     # -- the learner --------------------------------------------------------------------------
-    def replace_learner(self, learner: LearnerGroup) -> None:
-        """A rebuilt learner group takes the dead one's place (its nodes: :meth:`place_learner`)."""
-        self.learner = learner
-
     @property
     def learner_node(self) -> str | None:
         """Rank 0's node (the single learner's)."""

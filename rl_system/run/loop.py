@@ -81,10 +81,6 @@ class RunLoop:
         if self._says_phases:
             clock.say = lambda text: log.line(text, "debug")
 
-    @property
-    def run_dir(self) -> Path:
-        return self.ctx.run_dir
-
     # -- actors ------------------------------------------------------------------------------
     def _start_actors(self) -> None:
         ctx, cfg, wc = self.ctx, self.cfg, self.cfg.workers

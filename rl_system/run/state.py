@@ -82,7 +82,7 @@ def rebuild_learner(ctx: RunContext, err: Exception) -> None:
     ctx.learner.kill()  # a learner group goes as a whole: its peers' collectives are broken
     ctx.storage.flush(None)  # what the checkpointer still holds of the dead learner's saves
     state = ctx.storage.newest_checkpoint()
-    ctx.replace_learner(LearnerGroup(ctx.cfg, ctx.specs, f"learner-r{st.learner_restarts}", ctx.scope))
+    ctx.learner = LearnerGroup(ctx.cfg, ctx.specs, f"learner-r{st.learner_restarts}", ctx.scope)
     try:
         wait_for_actors(ctx.learner.start_refs(), ctx.cfg.startup_timeout_s, ctx.log.line)
         ctx.learner.form()
