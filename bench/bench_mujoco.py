@@ -11,6 +11,7 @@ lower of the peers' mean final returns -- which is the "same return" all reach.
     python -m bench.bench_mujoco                                  # both envs, seeds 0 1 2, 1M steps
     python -m bench.bench_mujoco --envs Hopper-v5 --seeds 0 --steps 300000
     python -m bench.bench_mujoco --only stepping                  # the env stepping table alone
+    python -m bench.bench_mujoco --envs Hopper-v5 --peers rl_system --set max_policy_lag=1 --tag lag1
     python -m bench.bench_mujoco --from-runs RUNS... [--timing-runs RERUNS...] --only training
 
 Writes one ``.json.xz`` per run (``<peer>_<env>_s<seed>``: its curve and figures) and
@@ -39,15 +40,21 @@ REFERENCE = "sb3_zoo"
 # -- runs ----------------------------------------------------------------------------------------
 
 
-def run_ours(env_id: str, steps: int, seed: int, run_root: Path, peer: str = "rl_system") -> dict[str, Any]:
+def run_ours(env_id: str, steps: int, seed: int, run_root: Path, peer: str = "rl_system",
+             overrides: list[str] = (), tag: str | None = None) -> dict[str, Any]:
+    """One run of the shipped config (with ``overrides``); a ``tag`` names the variant: its peer
+    label is ``<peer>_<tag>``, so its rows and files stand apart from the shipped config's."""
     from rl_system.config import load_config
     from rl_system.run.loop import train
 
     cfg = load_config(CONFIGS[env_id], [f"seed={seed}", f"max_env_steps={steps}", "log_every_s=30",
-                                        "checkpoint.every_rounds=0", f"env.name={BACKENDS[peer]}{env_id}"])
-    run_dir = run_root / f"{env_id}-s{seed}" if peer == "rl_system" else run_root / f"{env_id}-{peer}-s{seed}"
+                                        "checkpoint.every_rounds=0", f"env.name={BACKENDS[peer]}{env_id}",
+                                        *overrides])
+    label = f"{peer}_{tag}" if tag else peer
+    run_dir = run_root / f"{env_id}-s{seed}" if label == "rl_system" else run_root / f"{env_id}-{label}-s{seed}"
     train(cfg, run_dir=run_dir, quiet=True)
-    return read_ours(run_dir)
+    row = read_ours(run_dir)
+    return {**row, "peer": label, "overrides": list(overrides)} if tag else row
 
 
 def run_sb3(env_id: str, steps: int, seed: int) -> dict[str, Any]:
@@ -260,8 +267,14 @@ def main() -> None:
     ap.add_argument("--levels", nargs="+", type=float, default=[], metavar="RETURN",
                     help="also print the time to each of these training returns, per env (with --from-runs "
                          "or after training)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="an override of rl_system's configs (repeatable; recorded in the run's file)")
+    ap.add_argument("--tag", default=None,
+                    help="names runs trained with --set: peer rl_system_<tag>, files rl_system_<tag>_<env>_s<seed>")
     ap.add_argument("--out", type=Path, default=RESULTS / "mujoco")
     args = ap.parse_args()
+    if args.set and not args.tag:
+        ap.error("--set needs --tag: runs with overrides must not replace the shipped configs' files")
     args.out.mkdir(parents=True, exist_ok=True)
     meta = machine()
     runs: list[dict[str, Any]] = []
@@ -273,7 +286,7 @@ def main() -> None:
             for seed in args.seeds:
                 for peer in args.peers:
                     print(f"{env_id} seed {seed}: {peer} ...", flush=True)
-                    r = run_ours(env_id, args.steps, seed, run_root, peer) if peer in BACKENDS else \
+                    r = run_ours(env_id, args.steps, seed, run_root, peer, args.set, args.tag) if peer in BACKENDS else \
                         run_sb3(env_id, args.steps, seed)
                     r["source"] = str(write_run(run_file(args.out, r), r))
                     runs.append(r)

@@ -91,7 +91,8 @@ def compiled_times(name: str, repeats: int) -> dict[str, float]:
 
 
 def measure(name: str, threads: int, repeats: int, compile_too: bool = False) -> dict[str, Any]:
-    cfg = load_config(str(REPO / "launch" / "configs" / f"{name}.yaml"))
+    # The eager update, whether or not the config ships learner.compile (compiled_times has that).
+    cfg = load_config(str(REPO / "launch" / "configs" / f"{name}.yaml"), ["learner.compile=false"])
     torch.set_num_threads(threads)
     trainer, batch = build(cfg)
     samples = int(batch["reward"].numel())

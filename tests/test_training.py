@@ -33,15 +33,19 @@ def scalar_tags(tb_dir: Path) -> set[str]:
     return set(read_scalars(tb_dir))
 
 
-def test_policy_lag_one_overlaps_and_vtrace_weighs_what_the_lag_changed(ray_session, tmp_path):
+def test_policy_lag_one_overlaps_and_vtrace_and_the_proximal_anchor_weigh_what_the_lag_changed(ray_session, tmp_path):
     cfg = load_config("launch/configs/cartpole_ppo.yaml",
-                      ["max_policy_lag=1", "max_env_steps=16384", "target_return=null", "ppo.value_target=vtrace"])
+                      ["max_policy_lag=1", "max_env_steps=16384", "target_return=null", "ppo.value_target=vtrace",
+                       "ppo.ratio_anchor=proximal"])
     summary = train(cfg, run_dir=tmp_path, quiet=True)
     assert summary["max_policy_lag_used"] == 1  # in-flight rollouts from the previous version were used
     assert summary["env_steps"] >= 16384
     # One version behind: the learner's policy has moved since it sampled, so not every weight is 1.
-    rho = read_scalars(tmp_path / "tb")["train/vtrace_rho_mean"]
-    assert len(rho) == summary["rounds"] and any(abs(r - 1.0) > 1e-4 for _, r in rho), rho
+    scalars = read_scalars(tmp_path / "tb")
+    for tag in ("train/vtrace_rho_mean", "train/proximal_rho_mean"):
+        rho = scalars[tag]
+        assert len(rho) == summary["rounds"] and any(abs(r - 1.0) > 1e-4 for _, r in rho), (tag, rho)
+    assert "train/proximal_rho_clipped" in scalars
 
 
 @pytest.mark.slow  # two whole runs

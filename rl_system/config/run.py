@@ -97,6 +97,12 @@ class RunConfig(Strict):
         if self.ppo.value_target == "vtrace" and self.max_policy_lag == 0:
             raise ValueError("ppo.value_target: vtrace corrects for policy lag, and max_policy_lag is 0 (every "
                              "rollout is on-policy: its targets are gae's); set max_policy_lag >= 1 or use gae")
+        if self.ppo.ratio_anchor == "proximal" and self.algo != "ppo":
+            raise ValueError(f"ppo.ratio_anchor: proximal is PPO's objective; algo {self.algo!r} has its own")
+        if self.ppo.ratio_anchor == "proximal" and self.max_policy_lag == 0:
+            raise ValueError("ppo.ratio_anchor: proximal corrects for policy lag, and max_policy_lag is 0 (every "
+                             "rollout is on-policy: the proximal policy is the behaviour one); set max_policy_lag "
+                             ">= 1 or use behaviour")
         return self
 
     @model_validator(mode="after")

@@ -39,9 +39,20 @@ class PPOConfig(Strict):
     policy version (``max_policy_lag >= 1``): the TD errors are weighted by
     ``min(vtrace_rho_bar, pi/mu)`` and traced back with ``gae_lambda * min(vtrace_c_bar, pi/mu)``,
     ``pi`` the learner's policy at the start of the update and ``mu`` the one that sampled. The
-    policy's advantages stay GAE's; its ratio is always taken against ``mu``'s log-probabilities."""
+    policy's advantages stay GAE's; its ratio is taken against ``ratio_anchor``'s log-probabilities."""
     vtrace_rho_bar: float = Field(1.0, gt=0)
     vtrace_c_bar: float = Field(1.0, gt=0)
+    ratio_anchor: Literal["behaviour", "proximal"] = "behaviour"
+    """What the clipped ratio is taken against. ``behaviour``: the policy that sampled the rollout
+    (``mu``; CleanRL's PPO). ``proximal``: the learner's policy at the start of the update (``pi``),
+    the decoupled objective of Hilton et al. 2022 ("Batch size-invariance for policy
+    optimization"): each row's clipped surrogate of ``pi_theta / pi`` is weighted by the importance
+    weight ``pi / mu``, truncated at ``proximal_rho_bar``. With ``max_policy_lag >= 1`` the
+    rollouts are one version old; this keeps every update's trust region around the policy it
+    starts from, so a lagged round moves the policy as far as an on-policy one."""
+    proximal_rho_bar: float | None = Field(2.0, gt=0)
+    """With ``ratio_anchor: proximal``: the importance weights ``pi / mu`` are truncated at this
+    (None: not truncated)."""
 
 
 class EncoderConfig(Strict):

@@ -88,15 +88,24 @@ class PPO:
         # trunc_value is V(final_obs), already in the (scaled) units the critic learns.
         reward = self.scaled_reward(batch) + cfg.gamma * batch["trunc_value"]
         adv, ret = compute_gae(reward, batch["value"], done, batch["last_value"], cfg.gamma, cfg.gae_lambda)
-        if cfg.value_target == "vtrace":
-            log_rho = self._log_rho(batch, done)
-            ret = compute_vtrace(reward, batch["value"], done, batch["last_value"], log_rho, cfg.gamma,
-                                 cfg.gae_lambda, cfg.vtrace_rho_bar, cfg.vtrace_c_bar)
-            rho = log_rho.exp()
-            self.rho_stats = {"vtrace_rho_mean": float(rho.mean()),
-                              "vtrace_rho_clipped": float((rho > cfg.vtrace_rho_bar).float().mean())}
         data = {k: v for k, v in batch.items() if k.startswith(OBS)}
         data.update(action=batch["action"], logp=batch["logp"], value=batch["value"], advantage=adv, ret=ret)
+        proximal = cfg.ratio_anchor == "proximal"
+        if cfg.value_target == "vtrace" or proximal:
+            log_rho = self._log_rho(batch, done)
+            rho = log_rho.exp()
+            self.rho_stats = {}
+        if cfg.value_target == "vtrace":
+            data["ret"] = compute_vtrace(reward, batch["value"], done, batch["last_value"], log_rho, cfg.gamma,
+                                         cfg.gae_lambda, cfg.vtrace_rho_bar, cfg.vtrace_c_bar)
+            self.rho_stats.update(_rho_stats("vtrace", rho, cfg.vtrace_rho_bar))
+        if proximal:
+            # The decoupled objective: clip around the policy the update starts from (its
+            # log-probabilities are mu's plus log_rho) and weight each row by pi / mu.
+            data["logp"] = batch["logp"] + log_rho
+            bar = cfg.proximal_rho_bar
+            data["is_weight"] = rho if bar is None else rho.clamp(max=bar)
+            self.rho_stats.update(_rho_stats("proximal", rho, bar))
         if self.recurrent:
             data.update(reset=episode_starts(done), init_state=batch["init_state"])
             return data
@@ -207,7 +216,8 @@ class PPO:
             mean, std = adv_stats if adv_stats is not None else (adv.mean(), adv.std())
             adv = (adv - mean) / (std + 1e-8)
         vclip = cfg.clip_coef if cfg.clip_vloss else None
-        pg, v, kl, clip = ppo_sums(new_logp - mb["logp"], adv, new_value, mb["value"], mb["ret"], cfg.clip_coef, vclip)
+        pg, v, kl, clip = ppo_sums(new_logp - mb["logp"], adv, new_value, mb["value"], mb["ret"], cfg.clip_coef, vclip,
+                                   mb.get("is_weight"))
         ent = entropy.sum()
         loss = (pg - cfg.ent_coef * ent + cfg.vf_coef * v) / rows
         with torch.no_grad():
@@ -243,6 +253,14 @@ class PPO:
 
 _STATS = ("pg_loss", "v_loss", "entropy", "approx_kl", "clip_frac")
 """The per-minibatch statistics the trainer reports (global minibatch means)."""
+
+
+def _rho_stats(prefix: str, rho: torch.Tensor, bar: float | None) -> dict[str, float]:
+    """The mean importance weight ``pi / mu`` of a batch and the share truncated at ``bar``."""
+    stats = {f"{prefix}_rho_mean": float(rho.mean())}
+    if bar is not None:
+        stats[f"{prefix}_rho_clipped"] = float((rho > bar).float().mean())
+    return stats
 
 
 def _rows(name: str, x: torch.Tensor, idx: torch.Tensor | slice, recurrent: bool) -> torch.Tensor:

@@ -1,0 +1,98 @@
+"""The decoupled PPO objective (``ppo.ratio_anchor: proximal``, Hilton et al. 2022) for rollouts
+one policy version behind: the weighted surrogate, the anchor and weights the trainer derives, the
+gradient it gives on a stale batch, and the settings it refuses."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from rl_system.algos.surrogate import ppo_sums
+from rl_system.config import ConfigError, load_config
+
+CARTPOLE = "launch/configs/cartpole_ppo.yaml"
+LAGGED = ["max_policy_lag=1", "ppo.ratio_anchor=proximal", "workers.num_envs=8", "workers.rollout_len=24"]
+
+
+def _rows(n: int = 64, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    log_ratio, adv, new_v, old_v, target = (torch.randn(n, generator=g, dtype=torch.float64) for _ in range(5))
+    return 0.5 * log_ratio, adv, new_v, old_v, target
+
+
+def test_the_weighted_surrogate_weighs_each_rows_clipped_term():
+    log_ratio, adv, new_v, old_v, target = _rows()
+    weight = torch.rand(64, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * 2
+    ratio = log_ratio.exp()
+    per_row = torch.max(-adv * ratio, -adv * ratio.clamp(0.8, 1.2))
+    pg, v, kl, clipped = ppo_sums(log_ratio, adv, new_v, old_v, target, 0.2, 0.2, weight)
+    torch.testing.assert_close(pg, (weight * per_row).sum())
+    unweighted = ppo_sums(log_ratio, adv, new_v, old_v, target, 0.2, 0.2)
+    torch.testing.assert_close(ppo_sums(log_ratio, adv, new_v, old_v, target, 0.2, 0.2, torch.ones(64, dtype=torch.float64)),
+                               unweighted)
+    # Only the policy term is weighted: the value loss, KL and clip count are the unweighted ones.
+    for a, b in zip((v, kl, clipped), unweighted[1:]):
+        torch.testing.assert_close(a, b)
+
+
+def _sampled(overrides: list[str]):
+    """A PPO trainer and one batch its own policy sampled (8 envs x 24 steps)."""
+    from rl_system.algos.ppo import make_policy, make_sampler, make_trainer
+    from rl_system.envs import make_env
+
+    cfg = load_config(CARTPOLE, [*LAGGED, *overrides])
+    env = make_env(cfg.env.name, 8, "cpu", seed=0, **cfg.env.kwargs)
+    torch.manual_seed(0)
+    policy = make_policy(env.observation_spec, env.action_spec, cfg)
+    sampler = make_sampler(env, policy, cfg, torch.device("cpu"))
+    sampler.reset(seed=0)
+    cols, _ = sampler.collect()
+    return make_trainer(policy, cfg), {k: v.clone() for k, v in cols.items()}
+
+
+def test_the_anchor_is_the_learners_policy_and_the_weights_pi_over_mu_truncated():
+    trainer, batch = _sampled(["ppo.proximal_rho_bar=1.5"])
+    own = trainer.prepare(batch)  # sampled by the very weights the learner holds: pi == mu
+    torch.testing.assert_close(own["logp"], batch["logp"].flatten(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(own["is_weight"], torch.ones_like(own["is_weight"]), rtol=1e-5, atol=1e-5)
+    assert trainer.rho_stats["proximal_rho_mean"] == pytest.approx(1.0, abs=1e-5)
+    # An older behaviour policy: mu's log-probabilities shifted per row.
+    shift = torch.linspace(-1.0, 1.0, batch["logp"].numel()).reshape(batch["logp"].shape)
+    stale = {**batch, "logp": batch["logp"] - shift}
+    prepared = trainer.prepare(stale)
+    torch.testing.assert_close(prepared["logp"], own["logp"], rtol=1e-5, atol=1e-5)  # the anchor: pi, not mu
+    expected = shift.flatten().exp().clamp(max=1.5)
+    torch.testing.assert_close(prepared["is_weight"], expected, rtol=1e-4, atol=1e-5)
+    assert trainer.rho_stats["proximal_rho_clipped"] == pytest.approx(float((shift.exp() > 1.5).float().mean()))
+
+
+@pytest.mark.parametrize("shift,bar", [(0.7, None), (0.7, 1.5), (-0.4, 2.0)])
+def test_on_a_stale_batch_the_gradient_is_the_on_policy_one_times_the_weight(shift, bar):
+    """mu = pi * e^-shift on every row: plain PPO would clip most rows at once (ratio e^shift); the
+    decoupled objective's gradient is the on-policy gradient times min(e^shift, bar)."""
+    rho_bar = "null" if bar is None else bar
+    trainer, batch = _sampled(["ppo.vf_coef=0", "ppo.ent_coef=0", f"ppo.proximal_rho_bar={rho_bar}"])
+    on_policy, _ = _sampled(["ppo.vf_coef=0", "ppo.ent_coef=0", "ppo.ratio_anchor=behaviour", "max_policy_lag=1"])
+
+    def grads(t, b):
+        data = t.prepare(b)
+        t.policy.zero_grad(set_to_none=True)
+        loss, _ = t._losses(data, data["logp"].numel(), None)
+        loss.backward()
+        return [p.grad.clone() for p in t.params if p.grad is not None]
+
+    weight = min(torch.tensor(shift).exp().item(), bar or float("inf"))
+    stale = grads(trainer, {**batch, "logp": batch["logp"] - shift})
+    for g, g0 in zip(stale, grads(on_policy, batch), strict=True):
+        torch.testing.assert_close(g, weight * g0, rtol=1e-4, atol=1e-7)
+
+
+@pytest.mark.parametrize("overrides,needle", [
+    (["ppo.ratio_anchor=proximal"], "ppo.ratio_anchor: proximal corrects for policy lag, and max_policy_lag is 0"),
+    (["ppo.ratio_anchor=proximal", "max_policy_lag=1", "algo=hmasd"], "ppo.ratio_anchor: proximal is PPO's"),
+    (["ppo.ratio_anchor=current", "max_policy_lag=1"], "ppo.ratio_anchor"),
+    (["ppo.ratio_anchor=proximal", "max_policy_lag=1", "ppo.proximal_rho_bar=0"], "ppo.proximal_rho_bar"),
+])
+def test_an_anchor_the_run_cannot_honour_is_one_config_error(overrides, needle):
+    with pytest.raises(ConfigError, match=needle):
+        load_config(CARTPOLE, overrides)
