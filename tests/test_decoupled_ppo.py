@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import pytest
 import torch
+from sampled_batch import sampled
 
 from rl_system.algos.surrogate import ppo_sums
 from rl_system.config import ConfigError, load_config
 
 CARTPOLE = "launch/configs/cartpole_ppo.yaml"
-LAGGED = ["max_policy_lag=1", "ppo.ratio_anchor=proximal", "workers.num_envs=8", "workers.rollout_len=24"]
+LAGGED = ["max_policy_lag=1", "ppo.ratio_anchor=proximal", "workers.rollout_len=24"]
 
 
 def _rows(n: int = 64, seed: int = 0):
@@ -37,17 +38,8 @@ def test_the_weighted_surrogate_weighs_each_rows_clipped_term():
 
 def _sampled(overrides: list[str]):
     """A PPO trainer and one batch its own policy sampled (8 envs x 24 steps)."""
-    from rl_system.algos.ppo import make_policy, make_sampler, make_trainer
-    from rl_system.envs import make_env
-
-    cfg = load_config(CARTPOLE, [*LAGGED, *overrides])
-    env = make_env(cfg.env.name, 8, "cpu", seed=0, **cfg.env.kwargs)
-    torch.manual_seed(0)
-    policy = make_policy(env.observation_spec, env.action_spec, cfg)
-    sampler = make_sampler(env, policy, cfg, torch.device("cpu"))
-    sampler.reset(seed=0)
-    cols, _ = sampler.collect()
-    return make_trainer(policy, cfg), {k: v.clone() for k, v in cols.items()}
+    trainer, batch, _ = sampled(CARTPOLE, [*LAGGED, *overrides])
+    return trainer, batch
 
 
 def test_the_anchor_is_the_learners_policy_and_the_weights_pi_over_mu_truncated():

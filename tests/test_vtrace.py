@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from sampled_batch import sampled
 
 from rl_system.algos.advantages import compute_gae, compute_vtrace
 from rl_system.config import ConfigError, load_config
@@ -66,21 +67,12 @@ def test_importance_weights_are_truncated_at_rho_bar():
 def test_the_learner_weighs_a_batch_its_own_policy_sampled_with_one(overrides):
     """The trainer's forward pass: on a batch sampled by the very weights it holds, every
     importance weight is 1 (up to float noise) and the V-trace targets are the GAE returns."""
-    from rl_system.algos.ppo import make_policy, make_sampler, make_trainer
-    from rl_system.envs import make_env
+    from rl_system.algos.ppo import make_trainer
 
-    cfg = load_config(CARTPOLE, ["max_policy_lag=1", "ppo.value_target=vtrace", "workers.num_envs=8",
-                                 "workers.rollout_len=24", *overrides])
-    env = make_env(cfg.env.name, 8, "cpu", seed=0, **cfg.env.kwargs)
-    torch.manual_seed(0)
-    policy = make_policy(env.observation_spec, env.action_spec, cfg)
-    sampler = make_sampler(env, policy, cfg, torch.device("cpu"))
-    sampler.reset(seed=0)
-    cols, _ = sampler.collect()
-    batch = {k: v.clone() for k, v in cols.items()}
-    trainer = make_trainer(policy, cfg)
+    trainer, batch, cfg = sampled(CARTPOLE, ["max_policy_lag=1", "ppo.value_target=vtrace", "workers.rollout_len=24",
+                                             *overrides])
     vtrace = trainer.prepare(batch)
-    gae = make_trainer(policy, cfg.model_copy(update={"ppo": cfg.ppo.model_copy(update={"value_target": "gae"})}))
+    gae = make_trainer(trainer.policy, cfg.model_copy(update={"ppo": cfg.ppo.model_copy(update={"value_target": "gae"})}))
     assert trainer.rho_stats["vtrace_rho_mean"] == pytest.approx(1.0, abs=1e-5)
     torch.testing.assert_close(vtrace["ret"], gae.prepare(batch)["ret"], rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(vtrace["advantage"], gae.prepare(batch)["advantage"])  # the policy's: GAE's
