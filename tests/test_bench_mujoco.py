@@ -125,3 +125,18 @@ def test_a_run_stored_compressed_reads_back_and_the_aggregate_points_at_it(tmp_p
     assert entry["file"] == "rl_system_Hopper-v5_s0.json.xz" and "curve" not in entry
     assert (entry["peer"], entry["seed"], entry["final_return"]) == ("rl_system", 0, 3000.0)
     assert summarise([got]) == summarise([row])  # tuples stored as lists read the same
+
+
+def test_a_tagged_variant_is_its_own_peer_and_set_without_a_tag_is_refused(tmp_path):
+    import subprocess
+    import sys
+
+    from bench.bench_mujoco import run_file
+
+    variant = _run("rl_system_lag1", 0, 900.0, [(100, 1.0, 900.0)], overrides=["max_policy_lag=1"])
+    rows = {r["peer"]: r for r in summarise([_run("rl_system", 0, 1000.0, [(100, 2.0, 1000.0)]), variant])}
+    assert set(rows) == {"rl_system", "rl_system_lag1"} and rows["rl_system_lag1"]["time_to_common_s"] == 1.0
+    assert run_file(tmp_path, variant).name == "rl_system_lag1_Hopper-v5_s0"
+    out = subprocess.run([sys.executable, "-m", "bench.bench_mujoco", "--set", "max_policy_lag=1", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 2 and "--set needs --tag" in out.stderr.strip().splitlines()[-1], out.stderr
