@@ -36,6 +36,27 @@ def test_the_weighted_surrogate_weighs_each_rows_clipped_term():
         torch.testing.assert_close(a, b)
 
 
+def test_one_version_of_lag_silences_plain_ppo_where_the_proximal_anchor_still_learns():
+    """The policy moved since it sampled (pi = mu * e^0.7 on every row): against mu the ratio is
+    already 2.0, past the clip, so plain PPO gives no gradient to any row with a positive advantage;
+    against pi the ratio is 1 and every row keeps its gradient, weighted by min(pi/mu, bar)."""
+    adv = torch.tensor([1.0, 0.5, -1.0, -0.5], dtype=torch.float64)
+    zeros = torch.zeros(4, dtype=torch.float64)
+    new_logp = torch.zeros(4, dtype=torch.float64, requires_grad=True)  # the learner's policy, log pi
+    mu_logp, pi_logp = zeros - 0.7, zeros
+
+    def grad(anchor_logp, weight=None):
+        new_logp.grad = None
+        pg = ppo_sums(new_logp - anchor_logp, adv, zeros, zeros, zeros, 0.2, None, weight)[0]
+        pg.backward()
+        return new_logp.grad.clone()
+
+    plain = grad(mu_logp)
+    assert torch.equal(plain[:2], torch.zeros(2, dtype=torch.float64))  # the positive advantages: clipped away
+    decoupled = grad(pi_logp, torch.full((4,), 0.7, dtype=torch.float64).exp().clamp(max=2.0))
+    torch.testing.assert_close(decoupled, -adv * 2.0)  # d/dlogp of -A * ratio at ratio 1, times the weight
+
+
 def _sampled(overrides: list[str]):
     """A PPO trainer and one batch its own policy sampled (8 envs x 24 steps)."""
     trainer, batch, _ = sampled(CARTPOLE, [*LAGGED, *overrides])
