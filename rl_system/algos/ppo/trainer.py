@@ -92,7 +92,8 @@ class PPO:
         data.update(action=batch["action"], logp=batch["logp"], value=batch["value"], advantage=adv, ret=ret)
         proximal = cfg.ratio_anchor == "proximal"
         if cfg.value_target == "vtrace" or proximal:
-            log_rho = self._log_rho(batch, done)
+            prox_logp = self._proximal_logp(batch, done)
+            log_rho = prox_logp - batch["logp"]
             rho = log_rho.exp()
             self.rho_stats = {}
         if cfg.value_target == "vtrace":
@@ -100,9 +101,9 @@ class PPO:
                                          cfg.gae_lambda, cfg.vtrace_rho_bar, cfg.vtrace_c_bar)
             self.rho_stats.update(_rho_stats("vtrace", rho, cfg.vtrace_rho_bar))
         if proximal:
-            # The decoupled objective: clip around the policy the update starts from (its
-            # log-probabilities are mu's plus log_rho) and weight each row by pi / mu.
-            data["logp"] = batch["logp"] + log_rho
+            # The decoupled objective: clip around the policy the update starts from and weight
+            # each row by pi / mu.
+            data["logp"] = prox_logp
             bar = cfg.proximal_rho_bar
             data["is_weight"] = rho if bar is None else rho.clamp(max=bar)
             self.rho_stats.update(_rho_stats("proximal", rho, bar))
@@ -112,9 +113,10 @@ class PPO:
         return {k: v.flatten(0, 1) for k, v in data.items()}
 
     @torch.no_grad()
-    def _log_rho(self, batch: dict[str, torch.Tensor], done: torch.Tensor) -> torch.Tensor:
-        """``[T, N]`` log-ratios of the policy as it is now (before this update's epochs) against
-        the one that sampled the batch (its ``logp`` column): one forward pass over the batch."""
+    def _proximal_logp(self, batch: dict[str, torch.Tensor], done: torch.Tensor) -> torch.Tensor:
+        """``[T, N]`` log-probabilities of the batch's actions under the policy as it is now (before
+        this update's epochs; the batch's ``logp`` column is the sampling policy's): one forward
+        pass over the batch."""
         obs = observations(batch)
         if self.recurrent:
             logp, _, _ = self.policy.evaluate_sequence(obs, batch["action"], batch["init_state"], episode_starts(done))
@@ -123,7 +125,7 @@ class PPO:
             flat = {k: v.flatten(0, 1) for k, v in obs.items()}
             logp, _, _ = self.policy.evaluate(flat, batch["action"].flatten(0, 1))
             logp = logp.reshape(T, N)
-        return logp - batch["logp"]
+        return logp
 
     def update(self, batch: dict[str, torch.Tensor], progress: float) -> dict[str, float]:
         """One PPO update on a round's batch. ``progress`` in [0, 1] drives LR annealing.
