@@ -198,7 +198,10 @@ class HMASDTrainer:
         """One round: the learning rate for ``progress``, :meth:`prepare`, the entropy bonuses for
         the round, then ``num_epochs`` x ``num_minibatches`` steps over chunks and windows."""
         lr = self._set_lr(progress)
-        prep = self.prepare(batch)
+        # Rewards, advantages and the chunks' initial hiddens in float32 even under bf16 autocast
+        # (rl_system.algos.precision): a no-grad pass, a small share of the update.
+        with torch.autocast(batch[col.REWARD].device.type, enabled=False):
+            prep = self.prepare(batch)
         self._set_bonuses(batch, prep.stats)
         plan = self._plan(batch, prep)
         sums, counts, steps, skipped = self._epochs(plan)

@@ -26,6 +26,7 @@ from rl_system.actors import collective
 from rl_system.algos.activations import Tanh
 from rl_system.algos.ppo.config import ModelConfig
 from rl_system.algos.ppo.encoders import ObsEncoders, onehot_width, plan
+from rl_system.algos.precision import Float32Head
 from rl_system.algos.recurrent import RecurrentCore
 from rl_system.envs.base import ACTION_MASK, Box, Discrete, MultiDiscrete, TensorSpec
 
@@ -108,8 +109,8 @@ class ActorCritic(nn.Module):
         self.critic_encoders = ObsEncoders(obs_spec, chosen) if separate else None
         self.feature_dim = flat_dim + self.encoders.out_dim
         n_in = self.head_input_dim(cfg)
-        self.actor = mlp(n_in, cfg.hidden_sizes, n_out, cfg.activation, out_std=0.01, ortho=cfg.ortho_init)
-        self.critic = mlp(n_in, cfg.hidden_sizes, 1, cfg.activation, out_std=1.0, ortho=cfg.ortho_init)
+        self.actor = Float32Head(*mlp(n_in, cfg.hidden_sizes, n_out, cfg.activation, out_std=0.01, ortho=cfg.ortho_init))
+        self.critic = Float32Head(*mlp(n_in, cfg.hidden_sizes, 1, cfg.activation, out_std=1.0, ortho=cfg.ortho_init))
         if self.multi:
             # Sub-action k's logits go to row k of a [K, M] grid (M = max nvec); the padding
             # stays at the most negative float, so it never wins an argmax and has probability 0.

@@ -1,0 +1,91 @@
+"""``learner.precision: bf16``: inside the learner's autocast region the encoders and recurrent
+cores compute in bfloat16, while every output layer (PPO's logits and value, HMASD's heads and
+discriminators) and HMASD's round preparation stay float32 (:mod:`rl_system.algos.precision`)."""
+
+from __future__ import annotations
+
+import torch
+from sampled_batch import sampled
+from test_hmasd import make_sampler_for, run_config, training_batch
+from torch import nn
+
+from rl_system.algos.hmasd import columns as col
+from rl_system.algos.hmasd import make_trainer as make_hmasd_trainer
+from rl_system.algos.ppo.trainer import observations
+from rl_system.algos.precision import Float32Head
+
+MINATAR = "launch/configs/minatar_breakout_ppo.yaml"
+
+
+def bf16():
+    return torch.autocast("cpu", dtype=torch.bfloat16)
+
+
+def test_a_float32_head_is_a_plain_sequential_outside_autocast_and_float32_inside():
+    torch.manual_seed(0)
+    layers = [nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3)]
+    head, plain = Float32Head(*layers), nn.Sequential(*layers)
+    assert list(head.state_dict()) == list(plain.state_dict())  # checkpoints load either way
+    x = torch.randn(32, 8)
+    assert torch.equal(head(x), plain(x))
+    with bf16():
+        assert plain(x).dtype == torch.bfloat16
+        out = head(x.bfloat16())  # a bf16 feature, as an encoder under autocast hands it over
+    assert out.dtype == torch.float32
+    assert torch.equal(out, plain(x.bfloat16().float()))
+
+
+def test_under_autocast_ppo_encodes_in_bf16_and_its_logits_and_values_stay_float32():
+    trainer, batch, _ = sampled(MINATAR, ["workers.rollout_len=16"])
+    policy = trainer.policy
+    obs = {k: v.flatten(0, 1) for k, v in observations(batch).items()}
+    action = batch["action"].flatten(0, 1)
+    with torch.no_grad():
+        logp32, _, value32 = policy.evaluate(obs, action)
+        with bf16():
+            features = policy.encode(obs)[0]
+            logp, ent, value = policy.evaluate(obs, action)
+    assert features.dtype == torch.bfloat16  # the CNN took the fast path
+    assert logp.dtype == ent.dtype == value.dtype == torch.float32
+    # The heads saw the bf16 features, so the outputs move by that rounding only (not by a bf16
+    # logit's or value's 3 significant digits on top of it).
+    with torch.no_grad():
+        logp_heads, _ = policy.score(features.float(), obs, action)
+        value_heads = policy.critic(features.float()).squeeze(-1)
+    assert torch.equal(logp, logp_heads) and torch.equal(value, value_heads)
+    assert (logp - logp32).abs().max() < 0.05 and (value - value32).abs().max() < 0.05
+
+
+def test_a_bf16_ppo_update_keeps_its_losses_and_weights_float32():
+    trainer, batch, _ = sampled(MINATAR, ["workers.rollout_len=16", "ppo.num_epochs=1", "ppo.num_minibatches=2"])
+    with bf16():
+        metrics = trainer.update(batch, 0.0)
+    assert all(p.dtype == torch.float32 for p in trainer.policy.parameters())
+    assert all(torch.isfinite(torch.tensor(v)) for v in metrics.values())
+    assert metrics["minibatch_steps"] == 2
+
+
+def test_under_autocast_hmasds_heads_are_float32_and_its_round_is_prepared_in_float32():
+    cfg = run_config()
+    _, policy, sampler = make_sampler_for(cfg)
+    cols, _ = sampler.collect()
+    batch = training_batch(cols)
+    trainer = make_hmasd_trainer(policy, cfg)
+    with torch.no_grad():
+        fp32 = trainer.prepare(batch)
+    state = {k: v.clone() for k, v in policy.state_dict().items()}
+    with bf16():
+        with torch.no_grad():
+            low = policy.low.evaluate(batch[col.STATE], batch[col.AGENT_OBS], batch[col.SKILL_TEAM], batch[col.SKILL_AGENT],
+                                      batch[col.ACTION], batch[col.INIT_H_ACTOR], batch[col.INIT_H_CRITIC],
+                                      torch.zeros_like(batch[col.REWARD], dtype=torch.bool))
+            high = policy.coordinator.evaluate(batch[col.STATE][0], batch[col.AGENT_OBS][0], batch[col.SKILL_TEAM][0],
+                                               batch[col.SKILL_AGENT][0])
+            disc = (policy.disc.log_q_team(batch[col.STATE]), policy.disc.log_q_agent(batch[col.AGENT_OBS], batch[col.SKILL_TEAM]))
+        assert all(t.dtype == torch.float32 for t in (*low, *high, *disc))
+        metrics = trainer.update(batch, 0.0)
+    # The update's preparation (intrinsic rewards, advantages, hiddens) ran in float32: the same
+    # figures as a float32 preparation with the same weights.
+    for k in ("intr_team_logq_mean", "intr_agent_logq_mean", "low_reward_mean", "low_explained_variance"):
+        assert metrics[k] == fp32.stats[k], k
+    assert any(not torch.equal(state[k], v) for k, v in policy.state_dict().items())  # and it trained
