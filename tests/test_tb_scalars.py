@@ -36,3 +36,20 @@ def test_the_largest_fall_below_the_best_restarts_at_each_reseed():
     fall, at = largest_fall(returns, [350])  # from 400 on a new attempt: its best starts at 0.0
     assert fall == pytest.approx(0.5) and at == 300
     assert largest_fall({}, []) == (0.0, None)
+
+
+def test_first_at_least_gives_the_step_and_the_seconds_since_the_run_started(tmp_path):
+    from rl_system.observe.metrics import first_at_least
+
+    w = SummaryWriter(str(tmp_path))
+    start = next(tmp_path.glob("events.out.tfevents.*")).stat().st_mtime
+    for step, rate in enumerate([0.1, 0.5, 0.85, 0.3, 0.9]):
+        w.add_scalar("rollout/win_rate", rate, step * 1000, walltime=start + 10.0 * (step + 1))
+    w.close()
+    step, seconds = first_at_least(tmp_path, "rollout/win_rate", 0.8)
+    assert step == 2000 and seconds == pytest.approx(30.0, abs=1.0)  # from the file's opening event
+    assert first_at_least(tmp_path, "rollout/win_rate", 0.95) is None
+    assert first_at_least(tmp_path, "rollout/other", 0.0) is None
+    event_file = next(tmp_path.glob("events.out.tfevents.*"))
+    event_file.write_bytes(event_file.read_bytes()[:-7])  # a live run's last record, half written
+    assert first_at_least(tmp_path, "rollout/win_rate", 0.8)[0] == 2000

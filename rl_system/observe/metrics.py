@@ -143,20 +143,40 @@ class RunLogger:
         self._file.close()
 
 
-def read_scalars(tb_dir: str | Path, prefix: str = "") -> dict[str, list[tuple[int, float]]]:
-    """Every scalar whose tag starts with ``prefix`` in a run's TensorBoard directory, as
-    ``{tag: [(step, value), ...]}`` in the order written: a run's curves without TensorBoard.
-    Reads the TFRecord framing directly (u64 length, u32 CRC, the Event protobuf, u32 CRC)."""
+def _events(tb_dir: str | Path):
+    """The Event protobufs of a run's TensorBoard directory, file by file in the order written.
+    Reads the TFRecord framing directly (u64 length, u32 CRC, the Event protobuf, u32 CRC); a
+    record still being written (a live run's) ends the file."""
     from tensorboardX.proto import event_pb2
 
-    out: dict[str, list[tuple[int, float]]] = {}
     for path in sorted(Path(tb_dir).glob("events.out.tfevents*")):
         data, i = path.read_bytes(), 0
         while i + 12 <= len(data):
             (n,) = struct.unpack_from("<Q", data, i)
-            event = event_pb2.Event.FromString(data[i + 12:i + 12 + n])
-            for v in event.summary.value:
-                if v.tag.startswith(prefix):
-                    out.setdefault(v.tag, []).append((event.step, v.simple_value))
+            if i + 12 + n + 4 > len(data):
+                break
+            yield event_pb2.Event.FromString(data[i + 12:i + 12 + n])
             i += 12 + n + 4
+
+
+def read_scalars(tb_dir: str | Path, prefix: str = "") -> dict[str, list[tuple[int, float]]]:
+    """Every scalar whose tag starts with ``prefix`` in a run's TensorBoard directory, as
+    ``{tag: [(step, value), ...]}`` in the order written: a run's curves without TensorBoard."""
+    out: dict[str, list[tuple[int, float]]] = {}
+    for event in _events(tb_dir):
+        for v in event.summary.value:
+            if v.tag.startswith(prefix):
+                out.setdefault(v.tag, []).append((event.step, v.simple_value))
     return out
+
+
+def first_at_least(tb_dir: str | Path, tag: str, threshold: float) -> tuple[int, float] | None:
+    """``(step, seconds)`` of the first ``tag`` value >= ``threshold``, the seconds counted from
+    the event file's opening (the run's start, before its actors); None if it never got there."""
+    t0 = None
+    for event in _events(tb_dir):
+        t0 = event.wall_time if t0 is None else t0
+        for v in event.summary.value:
+            if v.tag == tag and v.simple_value >= threshold:
+                return event.step, event.wall_time - t0
+    return None
