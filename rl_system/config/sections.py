@@ -86,9 +86,10 @@ class LearnerConfig(Strict):
     """``bf16``: the update under ``torch.autocast`` to bfloat16: the encoders' and recurrent cores'
     matrix products and convolutions take bf16, while the output layers (logits, values,
     discriminators; :mod:`rl_system.algos.precision`), HMASD's round preparation, the losses, the
-    weights and the optimiser stay float32. Faster where the hardware multiplies bf16 natively and the update is arithmetic:
-    GPUs with bf16 tensor cores, and CPUs with AVX-512 BF16 or AMX (MinAtar's CNN update 2.3x,
-    HMASD's 1.7x on a 2-core Zen 4 VM, ``python -m bench.bench_kernels``; small MLPs get slower).
+    weights and the optimiser stay float32. Faster where the hardware multiplies bf16 natively and
+    the update is arithmetic: GPUs with bf16 tensor cores, and CPUs with AVX-512 BF16 or AMX
+    (MinAtar's CNN update 2.3x, HMASD's 1.7x on a 2-core Zen 4 VM, ``python -m bench.bench_kernels``;
+    small MLPs get slower).
     The HMASD preset keeps its learning with it (seeds 100-102 all solve, 2026-12-02) but ran only
     1.06x faster end to end on 2 cores; MinAtar Breakout learns less (16.3 at 5M env steps against
     18.4-34.7 in fp32). So no shipped config uses it (docs/ppo.md, "Speed of the update").
