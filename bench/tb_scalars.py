@@ -6,36 +6,23 @@ diagnosis signals around a collapse (docs/hmasd.md)::
         train/plan_team_skill_entropy --every 10
 
 Tags are matched by suffix (``success_rate`` finds ``rollout/success_rate``); ``--list`` prints
-every tag. Reads the event files with the protobuf classes that tensorboardX ships; a file cut
+every tag. Reads the event files with :func:`rl_system.observe.metrics.read_scalars`; a file cut
 short by a run still writing is read up to its last whole record.
 """
 
 from __future__ import annotations
 
 import argparse
-import struct
 from pathlib import Path
 
-from tensorboardX.proto import event_pb2
+from rl_system.observe.metrics import read_scalars as curves
 
 
 def read_scalars(run_dir: Path) -> dict[str, dict[int, float]]:
-    """``{tag: {step: value}}`` of every scalar in ``run_dir/tb`` (or ``run_dir`` itself)."""
+    """``{tag: {step: value}}`` of every scalar in ``run_dir/tb`` (or ``run_dir`` itself); a step
+    logged twice keeps its last value."""
     folder = run_dir / "tb" if (run_dir / "tb").is_dir() else run_dir
-    out: dict[str, dict[int, float]] = {}
-    for path in sorted(folder.glob("events.out.tfevents.*")):
-        data = path.read_bytes()
-        i = 0
-        while i + 12 <= len(data):                         # record: u64 length, u32 crc, data, u32 crc
-            (length,) = struct.unpack_from("<Q", data, i)
-            if i + 12 + length + 4 > len(data):
-                break                                      # the last record is still being written
-            event = event_pb2.Event()
-            event.ParseFromString(data[i + 12:i + 12 + length])
-            i += 12 + length + 4
-            for value in event.summary.value:
-                out.setdefault(value.tag, {})[int(event.step)] = float(value.simple_value)
-    return out
+    return {tag: {int(step): float(value) for step, value in points} for tag, points in curves(folder).items()}
 
 
 def table(scalars: dict[str, dict[int, float]], tags: list[str], every: int) -> str:
