@@ -25,6 +25,7 @@ from bench.harness.results import RESULTS, write_suite
 from bench.harness.stamp import stamp
 from bench.harness.timing import median_us
 from rl_system.algos.activations import Tanh, sigmoid_tanh
+from rl_system.algos.precision import update_autocast
 from rl_system.config import load_config
 
 
@@ -61,7 +62,7 @@ def update_rows(configs: list[str], repeats: int) -> list[tuple[str, str, float]
     for name in configs:
         trainer, batch = build(load_config(str(REPO / "launch" / "configs" / f"{name}.yaml")))
         for precision in ("fp32", "bf16"):
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
+            with update_autocast("cpu", enabled=precision == "bf16"):
                 trainer.update(batch, 0.0)
                 times = []
                 for _ in range(repeats):

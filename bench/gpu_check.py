@@ -35,6 +35,7 @@ import torch
 from bench.bench_scaling import fixed_round, learner_rate
 from bench.harness.results import write_suite
 from bench.harness.stamp import stamp
+from rl_system.algos.precision import update_autocast
 from rl_system.config import load_config
 from rl_system.envs import make_env
 from rl_system.envs.base import Box, Discrete, MultiDiscrete
@@ -143,7 +144,7 @@ def time_update(trainer, batch: dict, device: str, bf16: bool, repeats: int) -> 
     """The first update (compile included where compiled) and the median of ``repeats`` after it."""
     def once() -> float:
         t0 = time.perf_counter()
-        with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=bf16):
+        with update_autocast(torch.device(device).type, enabled=bf16):
             trainer.update(batch, 0.0)
         if device.startswith("cuda"):
             torch.cuda.synchronize()

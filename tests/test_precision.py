@@ -12,13 +12,13 @@ from torch import nn
 from rl_system.algos.hmasd import columns as col
 from rl_system.algos.hmasd import make_trainer as make_hmasd_trainer
 from rl_system.algos.ppo.trainer import observations
-from rl_system.algos.precision import Float32Head
+from rl_system.algos.precision import Float32Head, update_autocast
 
 MINATAR = "launch/configs/minatar_breakout_ppo.yaml"
 
 
 def bf16():
-    return torch.autocast("cpu", dtype=torch.bfloat16)
+    return update_autocast("cpu", enabled=True)
 
 
 def test_a_float32_head_is_a_plain_sequential_outside_autocast_and_float32_inside():
@@ -89,3 +89,36 @@ def test_under_autocast_hmasds_heads_are_float32_and_its_round_is_prepared_in_fl
     for k in ("intr_team_logq_mean", "intr_agent_logq_mean", "low_reward_mean", "low_explained_variance"):
         assert metrics[k] == fp32.stats[k], k
     assert any(not torch.equal(state[k], v) for k, v in policy.state_dict().items())  # and it trained
+
+
+def test_the_update_autocast_lets_every_minibatch_see_the_steps_before_it():
+    # Plain autocast keeps the bf16 copy of a weight until its region ends: after an optimiser
+    # step the next forward would still see the old weight. The update's region must not cache.
+    layer = nn.Linear(8, 8)
+    x = torch.randn(4, 8)
+    for region, sees_the_step in ((torch.autocast("cpu", dtype=torch.bfloat16), False), (bf16(), True)):
+        with region:
+            before = layer(x)
+            with torch.no_grad():
+                layer.weight.add_(1.0)  # what an optimiser step does, in place
+            after = layer(x)
+        assert (not torch.equal(before, after)) == sees_the_step
+
+
+def test_a_bf16_learner_update_runs_in_the_uncached_region(monkeypatch):
+    import rl_system.actors.learner as learner_module
+    from rl_system.actors.learner import Learner
+    from rl_system.actors.worker import RolloutWorker
+    from rl_system.config import load_config
+
+    regions = []
+    real = learner_module.update_autocast
+    monkeypatch.setattr(learner_module, "update_autocast",
+                        lambda device_type, enabled: regions.append(enabled) or real(device_type, enabled))
+    cfg = load_config("launch/configs/cartpole_ppo.yaml", ["learner.precision=bf16", "workers.num_envs=8",
+                                                           "tensorboard=false"]).model_dump()
+    worker = RolloutWorker(0, cfg)
+    learner = Learner(cfg, *worker.specs())
+    metrics, _ = learner.update(worker.sample(learner.get_weights(), 0)[1])
+    worker.env.close()
+    assert regions == [True] and metrics["system"]["bf16"] == 1.0

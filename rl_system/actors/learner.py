@@ -20,6 +20,7 @@ import torch
 
 from rl_system.actors import collective
 from rl_system.algos import get_algorithm
+from rl_system.algos.precision import update_autocast
 from rl_system.checkpoint import capture_rng_state, restore_rng_state
 from rl_system.checkpoint.writer import to_transport
 from rl_system.config import RunConfig
@@ -122,7 +123,7 @@ class Learner:
         steps = sum(steps_per_rank)
         progress = self.env_steps / self.cfg.max_env_steps
         self.policy.train()
-        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.precision == "bf16"):
+        with update_autocast(self.device.type, enabled=self.precision == "bf16"):
             train = self.algo.update(batch, progress)
         self.env_steps += steps
         self.version += 1

@@ -1,20 +1,32 @@
 """What runs in bfloat16 under ``learner.precision: bf16``.
 
-The learner runs the update inside ``torch.autocast(dtype=bfloat16)``: matrix products and
-convolutions of the encoders and recurrent cores take bf16 (2-3x the fp32 rate on CPUs with
-AVX-512 BF16 or AMX, and on GPUs' tensor cores). The output layers do not. A bf16 logit or value
-is rounded to 3 significant digits, and that rounding is the same for a sample in every epoch of
-an update: a consistent error, which Adam follows wherever the true gradient is small (biases,
-a well-fitted critic). Measured on a trained MinAtar policy, one 4-epoch update in bf16 moved the
-weights 1.8x as far as fp32 and in a different direction (cosine 0.50; the critic's biases 5-20x
-as far); with the heads in fp32 the cosine was 0.86, against 0.94 between two fp32 updates that
+The learner runs the update inside :func:`update_autocast`: matrix products and convolutions of
+the encoders and recurrent cores take bf16 (2-3x the fp32 rate on CPUs with AVX-512 BF16 or AMX,
+and on GPUs' tensor cores); the output layers (:class:`Float32Head`) stay float32, as do the
+weights, the optimiser and the losses.
+
+The region must not cache its casts. Measured on a trained MinAtar policy (one 4-epoch update of
+32 minibatch steps from the same state, same RNG), against the fp32 update: with autocast's
+default cache the bf16 update moved the weights 1.7x as far and in another direction (cosine
+0.48), because every minibatch after the first ran on the round's first weights; without it,
+cosine 0.95 (0.95 with the heads in float32 too), against 0.94 between two fp32 updates that
 differ only in their thread count (docs/ppo.md, "Speed of the update").
 """
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
+
 import torch
 from torch import nn
+
+
+def update_autocast(device_type: str, enabled: bool) -> AbstractContextManager:
+    """bf16 autocast for a whole update, optimiser steps included. Without its cache: autocast
+    keeps the bf16 copy of each weight it casts until the region ends, so after the first
+    optimiser step every later minibatch would run forward and backward on the round's first
+    weights. PPO's ratio then stays at 1, the clip never binds, and the update overshoots."""
+    return torch.autocast(device_type, dtype=torch.bfloat16, enabled=enabled, cache_enabled=False)
 
 
 class Float32Head(nn.Sequential):
