@@ -83,16 +83,15 @@ class LearnerConfig(Strict):
     Pays for runs of hundreds of updates (MuJoCo), not for CartPole's few seconds. A machine
     without a C++ compiler falls back to eager with one warning (``train/compiled`` 0)."""
     precision: Literal["fp32", "bf16", "auto"] = "fp32"
-    """``bf16``: the update under ``torch.autocast`` to bfloat16: the encoders' and recurrent cores'
-    matrix products and convolutions take bf16, while the output layers (logits, values,
-    discriminators; :mod:`rl_system.algos.precision`), HMASD's round preparation, the losses, the
-    weights and the optimiser stay float32. Faster where the hardware multiplies bf16 natively and
-    the update is arithmetic: GPUs with bf16 tensor cores, and CPUs with AVX-512 BF16 or AMX
-    (MinAtar's CNN update 2.3x, HMASD's 1.7x on a 2-core Zen 4 VM, ``python -m bench.bench_kernels``;
-    small MLPs get slower).
-    The HMASD preset keeps its learning with it (seeds 100-102 all solve, 2026-12-02) but ran only
-    1.06x faster end to end on 2 cores; MinAtar Breakout learns less (16.3 at 5M env steps against
-    18.4-34.7 in fp32). So no shipped config uses it (docs/ppo.md, "Speed of the update").
+    """``bf16``: the update under ``torch.autocast`` to bfloat16, without its cast cache
+    (:func:`rl_system.algos.precision.update_autocast`): the encoders' and recurrent cores' matrix
+    products and convolutions take bf16, while the output layers, HMASD's round preparation, the
+    losses, the weights and the optimiser stay float32. Faster where the hardware multiplies bf16
+    natively and the update is arithmetic: GPUs with bf16 tensor cores, and CPUs with AVX-512 BF16
+    or AMX (MinAtar's CNN update 2.3x, HMASD's 1.7x on a 2-core Zen 4 VM, ``python -m
+    bench.bench_kernels``; small MLPs get slower). MinAtar Breakout with two learner threads ran
+    1.5x the env steps/s of fp32 and ended in its range (21.4-30.4 at 5M env steps, seeds 0-2);
+    no shipped config uses it yet (docs/ppo.md, "The mode each shipped config runs").
     ``auto``: ``bf16`` where the learner's device has native bf16
     (:func:`rl_system.device.bf16_fast`), else ``fp32`` (``system/bf16`` says which)."""
 
