@@ -1,6 +1,7 @@
 """``learner.precision: bf16``: inside the learner's autocast region the encoders and recurrent
 cores compute in bfloat16, while every output layer (PPO's logits and value, HMASD's heads and
-discriminators) and HMASD's round preparation stay float32 (:mod:`rl_system.algos.precision`)."""
+discriminators) and HMASD's round preparation stay float32, and the region caches no cast, so each
+minibatch runs on the weights the steps before it left (:mod:`rl_system.algos.precision`)."""
 
 from __future__ import annotations
 
