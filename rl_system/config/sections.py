@@ -88,7 +88,7 @@ class LearnerConfig(Strict):
     products and convolutions take bf16, while the output layers, HMASD's round preparation, the
     losses, the weights and the optimiser stay float32. Faster where the hardware multiplies bf16
     natively and the update is arithmetic: GPUs with bf16 tensor cores, and CPUs with AVX-512 BF16
-    or AMX (MinAtar's CNN update 2.3x, HMASD's 1.7x on a 2-core Zen 4 VM, ``python -m
+    or AMX (MinAtar's CNN update 2.5x, HMASD's 1.6x on a 2-core Zen 4 VM, ``python -m
     bench.bench_kernels``; small MLPs get slower). MinAtar Breakout with two learner threads ran
     1.5x the env steps/s of fp32 and ended in its range (21.4-30.4 at 5M env steps, seeds 0-2);
     no shipped config uses it yet (docs/ppo.md, "The mode each shipped config runs").
