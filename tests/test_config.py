@@ -85,6 +85,7 @@ def test_torch_threads_auto_follows_the_cpus_an_actor_reserves():
 def test_precision_auto_is_bf16_only_where_the_device_multiplies_it_natively(monkeypatch):
     import torch
 
+    import rl_system.actors.learner as learner_module
     from rl_system import device as dev
     from rl_system.actors.learner import Learner
     from rl_system.actors.worker import RolloutWorker
@@ -95,12 +96,17 @@ def test_precision_auto_is_bf16_only_where_the_device_multiplies_it_natively(mon
     assert dev.resolve_precision("auto", cpu) == "fp32"
     monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: True)
     assert dev.resolve_precision("auto", cpu) == "bf16"
-    # The learner resolves it once and says which it used; its weights stay float32 either way.
+    # The learner resolves it once and says which it used; its weights stay float32 either way,
+    # and its update runs in the uncached bf16 region (rl_system.algos.precision.update_autocast).
+    regions = []
+    real = learner_module.update_autocast
+    monkeypatch.setattr(learner_module, "update_autocast",
+                        lambda device_type, enabled: regions.append(enabled) or real(device_type, enabled))
     cfg = load_config("launch/configs/cartpole_ppo.yaml", ["learner.precision=auto", "workers.num_envs=8",
                                                            "tensorboard=false"]).model_dump()
     worker = RolloutWorker(0, cfg)
     learner = Learner(cfg, *worker.specs())
     metrics, weights = learner.update(worker.sample(learner.get_weights(), 0)[1])
-    assert learner.precision == "bf16" and metrics["system"]["bf16"] == 1.0
+    assert learner.precision == "bf16" and metrics["system"]["bf16"] == 1.0 and regions == [True]
     assert all(w.dtype == torch.float32 for w in weights.values() if w.is_floating_point())
     worker.env.close()

@@ -105,21 +105,3 @@ def test_the_update_autocast_lets_every_minibatch_see_the_steps_before_it():
             after = layer(x)
         assert (not torch.equal(before, after)) == sees_the_step
 
-
-def test_a_bf16_learner_update_runs_in_the_uncached_region(monkeypatch):
-    import rl_system.actors.learner as learner_module
-    from rl_system.actors.learner import Learner
-    from rl_system.actors.worker import RolloutWorker
-    from rl_system.config import load_config
-
-    regions = []
-    real = learner_module.update_autocast
-    monkeypatch.setattr(learner_module, "update_autocast",
-                        lambda device_type, enabled: regions.append(enabled) or real(device_type, enabled))
-    cfg = load_config("launch/configs/cartpole_ppo.yaml", ["learner.precision=bf16", "workers.num_envs=8",
-                                                           "tensorboard=false"]).model_dump()
-    worker = RolloutWorker(0, cfg)
-    learner = Learner(cfg, *worker.specs())
-    metrics, _ = learner.update(worker.sample(learner.get_weights(), 0)[1])
-    worker.env.close()
-    assert regions == [True] and metrics["system"]["bf16"] == 1.0
