@@ -3,7 +3,8 @@ one round's batch in the config's geometry, the trainer's ``update`` timed in th
 floating-point work counted, and the achieved FLOP/s set against this machine's measured matmul
 peak (the physical limit of a dense update).
 
-    python -m bench.bench_update [--configs NAME ...] [--threads N] [--repeats 7] [--compile] [--out DIR]
+    python -m bench.bench_update [--configs NAME ...] [--threads N] [--repeats 7] [--compile]
+                                 [--malloc retain|system] [--out DIR]
 
 NAME is a config under ``launch/configs/`` without ``.yaml`` (default: the MLP of CartPole and
 Hopper, MinAtar's CNN, the GRU of memory CartPole, HMASD on AliceBob); configs whose env is not
@@ -15,6 +16,8 @@ forward and backward: the arithmetic that a faster update cannot avoid). The mat
 best of square fp32 ``torch.mm`` sizes 256-2048 on the same threads. ``--compile`` adds, for PPO
 configs, the same update with ``learner.compile: true`` (``torch.compile`` of the loss): its
 first update (the compile, from inductor's on-disk cache where it has one) and its median.
+``--malloc system`` runs with glibc's own heap thresholds instead of the learner's ``retain``
+(:mod:`rl_system.heap`); the table counts the minor page faults of each update either way.
 
 Prints a table and writes ``update_<N>thread(s).json`` / ``.md`` to ``--out`` (default
 ``bench/results/update/``).
@@ -22,6 +25,7 @@ Prints a table and writes ``update_<N>thread(s).json`` / ``.md`` to ``--out`` (d
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import time
 from pathlib import Path
@@ -34,6 +38,7 @@ from bench.harness.results import RESULTS, write_suite
 from bench.harness.stamp import ROOT, stamp
 from rl_system.algos import get_algorithm
 from rl_system.config import load_config
+from rl_system.heap import configure_malloc
 
 REPO = ROOT
 DEFAULT = ["cartpole_ppo", "hopper_ppo", "minatar_breakout_ppo", "cartpole_memory_ppo", "alice_bob_hmasd"]
@@ -61,6 +66,7 @@ def build(cfg: Any, device: str = "cpu") -> tuple[Any, dict[str, torch.Tensor]]:
     learner receives them joined along the env axis."""
     from rl_system.envs import make_env
 
+    configure_malloc(cfg.malloc)  # the heap policy of the learner process
     wc = cfg.workers
     env = make_env(cfg.env.name, wc.num_workers * wc.num_envs, "cpu", seed=cfg.seed, **cfg.env.kwargs)
     algo = get_algorithm(cfg.algo)
@@ -75,9 +81,10 @@ def build(cfg: Any, device: str = "cpu") -> tuple[Any, dict[str, torch.Tensor]]:
     return algo.make_trainer(policy.to(device), cfg), batch
 
 
-def compiled_times(name: str, repeats: int) -> dict[str, float]:
+def compiled_times(name: str, repeats: int, malloc: str = "retain") -> dict[str, float]:
     """The first update (compile included) and the median update with ``learner.compile: true``."""
-    trainer, batch = build(load_config(str(REPO / "launch" / "configs" / f"{name}.yaml"), ["learner.compile=true"]))
+    cfg = load_config(str(REPO / "launch" / "configs" / f"{name}.yaml"), ["learner.compile=true", f"malloc={malloc}"])
+    trainer, batch = build(cfg)
     t0 = time.perf_counter()
     metrics = trainer.update(batch, 0.0)
     first = time.perf_counter() - t0
@@ -90,9 +97,9 @@ def compiled_times(name: str, repeats: int) -> dict[str, float]:
             "compiled": bool(metrics.get("compiled"))}
 
 
-def measure(name: str, threads: int, repeats: int, compile_too: bool = False) -> dict[str, Any]:
+def measure(name: str, threads: int, repeats: int, compile_too: bool = False, malloc: str = "retain") -> dict[str, Any]:
     # The eager update, whether or not the config ships learner.compile (compiled_times has that).
-    cfg = load_config(str(REPO / "launch" / "configs" / f"{name}.yaml"), ["learner.compile=false"])
+    cfg = load_config(str(REPO / "launch" / "configs" / f"{name}.yaml"), ["learner.compile=false", f"malloc={malloc}"])
     torch.set_num_threads(threads)
     trainer, batch = build(cfg)
     samples = int(batch["reward"].numel())
@@ -100,39 +107,44 @@ def measure(name: str, threads: int, repeats: int, compile_too: bool = False) ->
     with FlopCounterMode(display=False) as counter:
         trainer.update(batch, 0.0)
     flops = counter.get_total_flops()
-    times = []
+    times, faults = [], []
     for _ in range(repeats):
+        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         t0 = time.perf_counter()
         trainer.update(batch, 0.0)
         times.append(time.perf_counter() - t0)
+        faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
     t = statistics.median(times)
     params = sum(p.numel() for p in trainer.policy.parameters()) if hasattr(trainer, "policy") else None
     row = {"config": name, "algo": cfg.algo, "samples": samples, "update_s": t, "update_s_min": min(times),
-           "samples_per_s": samples / t, "gflop": flops / 1e9, "gflop_per_s": flops / t / 1e9, "params": params}
+           "samples_per_s": samples / t, "gflop": flops / 1e9, "gflop_per_s": flops / t / 1e9, "params": params,
+           "page_faults": statistics.median(faults)}
     if compile_too and cfg.algo == "ppo":
-        row.update(compiled_times(name, repeats))
+        row.update(compiled_times(name, repeats, malloc))
     return row
 
 
 def markdown(result: dict[str, Any]) -> str:
     s, peak = result["stamp"], result["matmul_peak_gflop_per_s"]
-    lines = [f"Measured {s['date_utc']} at commit `{s['commit']}` on {s['cpu']} ({s['cores']} cores), torch "
-             f"{s['torch']}, {result['threads']} thread(s); matmul peak {peak:.1f} GFLOP/s (fp32 `torch.mm` "
-             f"{result['matmul_peak_size']}²). `python -m bench.bench_update --threads {result['threads']}"
-             f"{' --compile' if result.get('compile') else ''}`.", "",
-             "| config | algo | samples per update | update (median) | samples/s | GFLOP per update | GFLOP/s | of matmul peak |",
-             "|---|---|---|---|---|---|---|---|"]
+    head = (f"Measured {s['date_utc']} at commit `{s['commit']}` on {s['cpu']} ({s['cores']} cores), torch "
+            f"{s['torch']}, {result['threads']} thread(s); matmul peak {peak:.1f} GFLOP/s (fp32 `torch.mm` "
+            f"{result['matmul_peak_size']}²). `python -m bench.bench_update --threads {result['threads']}"
+            f"{' --compile' if result.get('compile') else ''}"
+            f"{' --malloc system' if result.get('malloc') == 'system' else ''}`.")
+    columns = ("| config | algo | samples per update | update (median) | samples/s | GFLOP per update | GFLOP/s "
+               "| of matmul peak | page faults per update |")
+    lines = [head, "", columns, "|---|---|---|---|---|---|---|---|---|"]
     compiled = any("compiled_update_s" in r for r in result["rows"])
     if compiled:
         lines[2] += " compiled update | first compiled update |"
         lines[3] += "---|---|"
     for r in result["rows"]:
         if "skipped" in r:
-            lines.append(f"| {r['config']} | – | – | – | – | – | – | skipped: {r['skipped']} |")
+            lines.append(f"| {r['config']} | – | – | – | – | – | – | skipped: {r['skipped']} | – |")
             continue
         lines.append(f"| {r['config']} | {r['algo']} | {r['samples']:,} | {r['update_s'] * 1e3:,.1f} ms | "
                      f"{r['samples_per_s']:,.0f} | {r['gflop']:.3f} | {r['gflop_per_s']:.1f} | "
-                     f"{100 * r['gflop_per_s'] / peak:.1f}% |")
+                     f"{100 * r['gflop_per_s'] / peak:.1f}% | {r.get('page_faults', float('nan')):,.0f} |")
         if compiled:
             lines[-1] += (f" {r['compiled_update_s'] * 1e3:,.1f} ms ({r['update_s'] / r['compiled_update_s']:.2f}×) | "
                           f"{r['compiled_first_s']:.1f} s |" if "compiled_update_s" in r else " – | – |")
@@ -145,21 +157,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--compile", action="store_true", help="also time PPO updates with learner.compile: true")
+    ap.add_argument("--malloc", choices=["retain", "system"], default="retain",
+                    help="the heap policy (rl_system.heap); retain is the learner's default")
     ap.add_argument("--out", type=Path, default=RESULTS / "update")
     args = ap.parse_args(argv)
-    peak, size = matmul_peak(args.threads)
     rows = []
     for name in args.configs:
         try:
-            rows.append(measure(name, args.threads, args.repeats, compile_too=args.compile))
+            rows.append(measure(name, args.threads, args.repeats, compile_too=args.compile, malloc=args.malloc))
         except ImportError as err:  # an env whose extra is not installed
             rows.append({"config": name, "skipped": f"{type(err).__name__}: {err}".splitlines()[0]})
         print(rows[-1], flush=True)
-    result = {"stamp": stamp(), "threads": args.threads, "compile": args.compile, "matmul_peak_gflop_per_s": peak,
+    # After the updates: the peak's large matrices, once freed, would raise glibc's dynamic mmap
+    # threshold and hide the page faults a learner process meets (rl_system.heap).
+    peak, size = matmul_peak(args.threads)
+    result = {"stamp": stamp(), "threads": args.threads, "compile": args.compile, "malloc": args.malloc,
+              "matmul_peak_gflop_per_s": peak,
               "matmul_peak_size": size, "rows": rows}
     text = markdown(result)
     print("\n" + text)
-    write_suite(args.out, f"update_{args.threads}thread{'s' if args.threads > 1 else ''}", result, text)
+    name = f"update_{args.threads}thread{'s' if args.threads > 1 else ''}{'_malloc-system' if args.malloc == 'system' else ''}"
+    write_suite(args.out, name, result, text)
     return 0
 
 

@@ -26,6 +26,7 @@ from rl_system.checkpoint.writer import to_transport
 from rl_system.config import RunConfig
 from rl_system.device import resolve_device, resolve_precision, resolve_threads
 from rl_system.envs.base import ActionSpec, TensorSpec
+from rl_system.heap import configure_malloc
 from rl_system.rollout import codec
 from rl_system.rollout import contract as rollout
 from rl_system.rollout.gate import PolicyVersionGate
@@ -40,6 +41,7 @@ class Learner:
                  action_spec: ActionSpec):
         self.cfg = cfg if isinstance(cfg, RunConfig) else RunConfig.model_validate(cfg)
         torch.set_num_threads(resolve_threads(self.cfg.learner.torch_threads, self.cfg.learner.num_cpus))
+        configure_malloc(self.cfg.malloc)
         self.device = resolve_device(self.cfg.learner.device)
         self.precision = resolve_precision(self.cfg.learner.precision, self.device)
         self.specs = (obs_spec, action_spec)

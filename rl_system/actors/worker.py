@@ -18,6 +18,7 @@ from rl_system.algos.selfplay import SnapshotOpponent
 from rl_system.config import RunConfig
 from rl_system.device import resolve_device, resolve_threads
 from rl_system.envs import make_env
+from rl_system.heap import configure_malloc
 from rl_system.rollout import codec
 from rl_system.rollout.contract import RolloutMeta
 from rl_system.rollout.staging import HostStaging
@@ -28,6 +29,7 @@ class RolloutWorker:
         self.cfg = cfg if isinstance(cfg, RunConfig) else RunConfig.model_validate(cfg)
         wc = self.cfg.workers
         torch.set_num_threads(resolve_threads(wc.torch_threads, wc.num_cpus))
+        configure_malloc(self.cfg.malloc)
         self.worker_id = worker_id
         self.device = resolve_device(wc.device)
         # "auto" means: compress only across nodes; the driver calls set_learner_node once the
