@@ -1,7 +1,7 @@
 """``learner.precision: bf16``: inside the learner's autocast region the encoders and recurrent
-cores compute in bfloat16, while every output layer (PPO's logits and value, HMASD's heads and
-discriminators) and HMASD's round preparation stay float32, and the region caches no cast, so each
-minibatch runs on the weights the steps before it left (:mod:`rl_system.algos.precision`)."""
+cores compute in bfloat16, while PPO's output MLPs, HMASD's last layers (so log-probabilities and
+values are float32 in both) and HMASD's round preparation stay float32, and the region caches no cast, so each minibatch runs on the weights the
+steps before it left (:mod:`rl_system.algos.precision`)."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def test_a_bf16_ppo_update_keeps_its_losses_and_weights_float32():
     assert metrics["minibatch_steps"] == 2
 
 
-def test_under_autocast_hmasds_heads_are_float32_and_its_round_is_prepared_in_float32():
+def test_under_autocast_hmasd_trains_in_bf16_with_float32_outputs_on_a_round_prepared_in_float32():
     cfg = run_config()
     _, policy, sampler = make_sampler_for(cfg)
     cols, _ = sampler.collect()
@@ -83,7 +83,12 @@ def test_under_autocast_hmasds_heads_are_float32_and_its_round_is_prepared_in_fl
             high = policy.coordinator.evaluate(batch[col.STATE][0], batch[col.AGENT_OBS][0], batch[col.SKILL_TEAM][0],
                                                batch[col.SKILL_AGENT][0])
             disc = (policy.disc.log_q_team(batch[col.STATE]), policy.disc.log_q_agent(batch[col.AGENT_OBS], batch[col.SKILL_TEAM]))
+        # HMASD's heads run in bf16 but for their last layer: log-probabilities and values float32
         assert all(t.dtype == torch.float32 for t in (*low, *high, *disc))
+        hidden = {}
+        policy.disc.team[1].register_forward_hook(lambda m, i, o: hidden.update(team=o))
+        policy.disc.log_q_team(batch[col.STATE])
+        assert hidden["team"].dtype == torch.bfloat16  # a hidden layer of q_D
         metrics = trainer.update(batch, 0.0)
     # The update's preparation (intrinsic rewards, advantages, hiddens) ran in float32: the same
     # figures as a float32 preparation with the same weights.

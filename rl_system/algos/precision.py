@@ -2,14 +2,17 @@
 
 The learner runs the update inside :func:`update_autocast`: matrix products and convolutions of
 the encoders and recurrent cores take bf16 (2-3x the fp32 rate on CPUs with AVX-512 BF16 or AMX,
-and on GPUs' tensor cores); the output layers (:class:`Float32Head`) stay float32, as do the
-weights, the optimiser and the losses.
+and on GPUs' tensor cores); the weights, the optimiser and the losses stay float32. PPO's output
+MLPs (:class:`Float32Head`) stay float32 too, at 7% of MinAtar's bf16 update. HMASD's heads and
+discriminators, where that costs a third of the bf16 update, run in bf16 but for their last
+layer (:class:`Float32Linear`), so log-probabilities and values are float32 in both (docs/ppo.md,
+"Speed of the update"); HMASD's round preparation runs in float32.
 
 The region must not cache its casts. Measured on a trained MinAtar policy (one 4-epoch update of
 32 minibatch steps from the same state, same RNG), against the fp32 update: with autocast's
 default cache the bf16 update moved the weights 1.7x as far and in another direction (cosine
 0.48), because every minibatch after the first ran on the round's first weights; without it,
-cosine 0.95 (0.95 with the heads in float32 too), against 0.94 between two fp32 updates that
+cosine 0.95 with the heads in float32 and 0.95 without, against 0.94 between two fp32 updates that
 differ only in their thread count (docs/ppo.md, "Speed of the update").
 """
 
@@ -37,4 +40,18 @@ class Float32Head(nn.Sequential):
         if torch.is_autocast_enabled(x.device.type):
             with torch.autocast(x.device.type, enabled=False):
                 return super().forward(x.float())
+        return super().forward(x)
+
+
+class Float32Linear(nn.Linear):
+    """A last linear layer (logits, values, discriminator scores) that computes in float32 inside
+    an autocast region, on the bf16 features before it: the log-probabilities of PPO's ratio and
+    the values keep float32's digits at the cost of one small matmul, where a whole
+    :class:`Float32Head` costs a third of HMASD's bf16 update. Same ``state_dict`` keys as
+    ``nn.Linear``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if torch.is_autocast_enabled(x.device.type):
+            with torch.autocast(x.device.type, enabled=False):
+                return nn.functional.linear(x.float(), self.weight, self.bias)
         return super().forward(x)

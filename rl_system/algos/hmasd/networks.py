@@ -28,7 +28,7 @@ from torch import nn
 from rl_system.actors import collective
 from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.novelty import RandomNetworkDistillation
-from rl_system.algos.precision import Float32Head
+from rl_system.algos.precision import Float32Linear
 from rl_system.algos.recurrent import unroll
 
 
@@ -130,13 +130,13 @@ class SkillCoordinator(nn.Module):
         self.obs_in = nn.Sequential(nn.LayerNorm(obs_dim), nn.Linear(obs_dim, dim), nn.GELU())
         self.enc_pos = nn.Parameter(torch.zeros(n_agents + 1, dim))
         self.encoder = nn.ModuleList(_EncoderBlock(dim, heads) for _ in range(layers))
-        self.value_head = Float32Head(nn.Linear(dim, dim), nn.GELU(), nn.Linear(dim, 1))
+        self.value_head = nn.Sequential(nn.Linear(dim, dim), nn.GELU(), Float32Linear(dim, 1))
         # Decoder tokens: 0 = start, 1..n_Z = team skills, 1+n_Z.. = individual skills.
         self.skill_emb = nn.Embedding(1 + n_Z + n_z, dim)
         self.dec_pos = nn.Parameter(torch.zeros(n_agents + 1, dim))
         self.decoder = nn.ModuleList(_DecoderBlock(dim, heads) for _ in range(layers))
-        self.head_Z = Float32Head(nn.Linear(dim, dim), nn.GELU(), nn.Linear(dim, n_Z))
-        self.head_z = Float32Head(nn.Linear(dim, dim), nn.GELU(), nn.Linear(dim, n_z))
+        self.head_Z = nn.Sequential(nn.Linear(dim, dim), nn.GELU(), Float32Linear(dim, n_Z))
+        self.head_z = nn.Sequential(nn.Linear(dim, dim), nn.GELU(), Float32Linear(dim, n_z))
         nn.init.normal_(self.enc_pos, std=0.02)
         nn.init.normal_(self.dec_pos, std=0.02)
 
@@ -204,7 +204,7 @@ class _RecurrentNet(nn.Module):
         self.inp = nn.Sequential(nn.LayerNorm(in_dim), nn.Linear(in_dim, hidden))
         self.embeds = nn.ModuleList(nn.Embedding(k, hidden) for k in embed_sizes)
         self.gru = nn.GRUCell(hidden, hidden)
-        self.out = Float32Head(nn.LayerNorm(hidden), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, out_dim))
+        self.out = nn.Sequential(nn.LayerNorm(hidden), nn.Linear(hidden, hidden), nn.ReLU(), Float32Linear(hidden, out_dim))
 
     def features(self, x: torch.Tensor, ids: list[torch.Tensor]) -> torch.Tensor:
         h = self.inp(x)
@@ -313,8 +313,8 @@ class Discriminators(nn.Module):
     def __init__(self, state_dim: int, obs_dim: int, n_agents: int, cfg: HMASDConfig):
         super().__init__()
         H = cfg.hidden
-        self.team = Float32Head(nn.LayerNorm(state_dim), nn.Linear(state_dim, H), nn.ReLU(),
-                                nn.Linear(H, H), nn.ReLU(), nn.Linear(H, cfg.n_team_skills))
+        self.team = nn.Sequential(nn.LayerNorm(state_dim), nn.Linear(state_dim, H), nn.ReLU(),
+                                  nn.Linear(H, H), nn.ReLU(), Float32Linear(H, cfg.n_team_skills))
         keep = torch.ones(obs_dim, dtype=torch.bool)
         for start, end in cfg.disc_ignore:
             if end > obs_dim:
@@ -328,7 +328,7 @@ class Discriminators(nn.Module):
         self.agent_in = nn.Sequential(nn.LayerNorm(len(self.agent_keep)), nn.Linear(len(self.agent_keep), H))
         self.agent_Z = nn.Embedding(cfg.n_team_skills, H)
         self.agent_id = nn.Embedding(n_agents, H)
-        self.agent_out = Float32Head(nn.ReLU(), nn.Linear(H, H), nn.ReLU(), nn.Linear(H, cfg.n_agent_skills))
+        self.agent_out = nn.Sequential(nn.ReLU(), nn.Linear(H, H), nn.ReLU(), Float32Linear(H, cfg.n_agent_skills))
         self.register_buffer("agent_ids", torch.arange(n_agents), persistent=False)
 
     def log_q_team(self, state: torch.Tensor) -> torch.Tensor:

@@ -262,7 +262,8 @@ class HMASDTrainer:
         for _ in range(self.cfg.num_epochs):
             for ci, wi, rows in plan.minibatches():
                 if region is not None and not region.active:
-                    wi, rows = wi[:0], (rows[0], 0)  # the coordinator sits out the rest of the round
+                    # the coordinator sits out the rest of the round
+                    wi, rows = torch.zeros(0, dtype=torch.long, device=plan.low["reset"].device), (rows[0], 0)
                 if region is not None and rows[1]:
                     region.before_step()
                 out = self._minibatch_step(take_rows(plan.low, ci, env_major=("hid_actor", "hid_critic")),
