@@ -24,9 +24,10 @@ VARIANTS = {
     "recurrent": (PPO[0], PPO[1] + ["model.recurrent=gru", "model.recurrent_size=16", "ppo.burn_in=4"]),
     # Chunks and skill windows drawn over the group, value normalisers, the novelty bonus's scale
     # and the success gate, both levels' advantage statistics; the coordinator's KL bound (0.003:
-    # steps shrunk in both rounds), measured over the group's windows.
+    # steps shrunk in both rounds), measured over the group's windows. In float32 (the preset's
+    # `auto` is bf16 on CPUs that have it): the shards' sums must agree to float32's digits.
     "hmasd": ("launch/configs/alice_bob_hmasd.yaml", COMMON + [
-        "workers.num_envs=8", "workers.rollout_len=50", "hmasd.num_minibatches=3", "hmasd.num_epochs=2",
+        "learner.precision=fp32", "workers.num_envs=8", "workers.rollout_len=50", "hmasd.num_minibatches=3", "hmasd.num_epochs=2",
         "hmasd.high_norm_adv=true", "hmasd.novelty_coef=0.1", "hmasd.novelty_gate=success",
         "hmasd.high_target_kl=0.003"]),
 }

@@ -74,7 +74,7 @@ class RunConfig(Strict):
     malloc: Literal["retain", "system"] = "retain"
     """The C heap of the learner and worker processes (glibc only, :mod:`rl_system.heap`).
     ``retain``: keep freed blocks for the next minibatch instead of unmapping them and faulting
-    them in again (a conv update 1.3-1.6x faster); ``system``: glibc's defaults."""
+    them in again (MinAtar's conv update 1.4-1.5x faster); ``system``: glibc's defaults."""
     startup_timeout_s: float = Field(300.0, gt=0)
     """How long the run waits for its actors to be placed and started (e.g. while an autoscaling
     cluster adds nodes) before it gives up with one line."""

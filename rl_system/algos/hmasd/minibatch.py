@@ -46,8 +46,8 @@ class MinibatchPlan:
         device = self.low["reset"].device
         C, W, M = self.C, self.W, self.M
         if M == 1 and self.to_local is None:
-            # The whole batch in its own order: the columns themselves, not a gathered copy of
-            # them (the HMASD preset's update spent 8% of its time copying them every epoch).
+            # The whole batch in its own order: the columns themselves, not a copy of every
+            # column gathered each epoch (bit for bit the same update; the preset's is faster).
             yield None, None, (C, W)
             return
         chunks = torch.randperm(C, device=device).tensor_split(M) if M > 1 else [torch.arange(C, device=device)]
