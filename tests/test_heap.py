@@ -1,7 +1,7 @@
 """The heap policy of learner and worker processes (``malloc``, :mod:`rl_system.heap`).
 
-Each case runs in a fresh interpreter: glibc's thresholds are process-wide and cannot be reset,
-and the point is what a new actor process sees."""
+The thresholds themselves are measured in fresh interpreters: glibc's thresholds are
+process-wide and cannot be reset, and the point is what a new actor process sees."""
 
 from __future__ import annotations
 

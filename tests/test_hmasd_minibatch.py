@@ -12,8 +12,6 @@ from test_hmasd import make_sampler_for, run_config, training_batch
 from rl_system.algos.hmasd import make_trainer
 from rl_system.algos.hmasd.minibatch import MinibatchPlan
 
-GATHERED = MinibatchPlan.minibatches
-
 
 def gather_every_row(self: MinibatchPlan):
     """The path before columns were used in place: one minibatch of ``arange`` rows, gathered."""
