@@ -90,8 +90,8 @@ class LearnerConfig(Strict):
     natively and the update is arithmetic: GPUs with bf16 tensor cores, and CPUs with AVX-512 BF16
     or AMX (MinAtar's CNN update 2.5x, HMASD's 1.6x on a 2-core Zen 4 VM, ``python -m
     bench.bench_kernels``; small MLPs get slower). MinAtar Breakout with two learner threads ran
-    1.5x the env steps/s of fp32 and ended in its range (21.4-30.4 at 5M env steps, seeds 0-2);
-    no shipped config uses it yet (docs/ppo.md, "The mode each shipped config runs").
+    1.5x the env steps/s of fp32 (21.4-30.4 at 5M env steps, seeds 0-2); the MinAtar and HMASD
+    presets ship ``auto`` (docs/ppo.md, "The mode each shipped config runs").
     ``auto``: ``bf16`` where the learner's device has native bf16
     (:func:`rl_system.device.bf16_fast`), else ``fp32`` (``system/bf16`` says which)."""
 
