@@ -4,7 +4,7 @@ floating-point work counted, and the achieved FLOP/s set against this machine's 
 peak (the physical limit of a dense update).
 
     python -m bench.bench_update [--configs NAME ...] [--threads N] [--repeats 7] [--compile]
-                                 [--malloc retain|system] [--out DIR]
+                                 [--closed-form] [--malloc retain|system] [--out DIR]
 
 NAME is a config under ``launch/configs/`` without ``.yaml`` (default: the MLP of CartPole and
 Hopper, MinAtar's CNN, the GRU of memory CartPole, HMASD on AliceBob); configs whose env is not
@@ -16,6 +16,9 @@ forward and backward: the arithmetic that a faster update cannot avoid). The mat
 best of square fp32 ``torch.mm`` sizes 256-2048 on the same threads. ``--compile`` adds, for PPO
 configs, the same update with ``learner.compile: true`` (``torch.compile`` of the loss): its
 first update (the compile, from inductor's on-disk cache where it has one) and its median.
+``--closed-form`` adds, for PPO configs whose policy it serves, the update with ``learner.gradients:
+closed_form`` (:mod:`rl_system.algos.ppo.analytic`), timed in turn with the autograd update on the
+same batch. The main columns are always autograd's, whatever the config ships.
 ``--malloc system`` runs with glibc's own heap thresholds instead of the learner's ``retain``
 (:mod:`rl_system.heap`); the table counts the minor page faults of each update either way.
 
@@ -25,6 +28,7 @@ Prints a table and writes ``update_<N>thread(s).json`` / ``.md`` to ``--out`` (d
 from __future__ import annotations
 
 import argparse
+import copy
 import resource
 import statistics
 import time
@@ -83,7 +87,8 @@ def build(cfg: Any, device: str = "cpu") -> tuple[Any, dict[str, torch.Tensor]]:
 
 def compiled_times(name: str, repeats: int, malloc: str = "retain") -> dict[str, float]:
     """The first update (compile included) and the median update with ``learner.compile: true``."""
-    cfg = load_config(str(REPO / "launch" / "configs" / f"{name}.yaml"), ["learner.compile=true", f"malloc={malloc}"])
+    cfg = load_config(str(REPO / "launch" / "configs" / f"{name}.yaml"),
+                      ["learner.compile=true", "learner.gradients=autograd", f"malloc={malloc}"])
     trainer, batch = build(cfg)
     t0 = time.perf_counter()
     metrics = trainer.update(batch, 0.0)
@@ -97,9 +102,34 @@ def compiled_times(name: str, repeats: int, malloc: str = "retain") -> dict[str,
             "compiled": bool(metrics.get("compiled"))}
 
 
-def measure(name: str, threads: int, repeats: int, compile_too: bool = False, malloc: str = "retain") -> dict[str, Any]:
-    # The eager update, whether or not the config ships learner.compile (compiled_times has that).
-    cfg = load_config(str(REPO / "launch" / "configs" / f"{name}.yaml"), ["learner.compile=false", f"malloc={malloc}"])
+def closed_form_times(trainer: Any, cfg: Any, batch: dict[str, torch.Tensor], repeats: int) -> dict[str, float]:
+    """The median update with ``learner.gradients: closed_form``, each timed right after one of
+    ``trainer``'s (autograd) on the same batch, and autograd's median of those turns; {} where the
+    policy is not one the closed form serves."""
+    from rl_system.algos.ppo.analytic import unsupported
+
+    if unsupported(trainer.policy) is not None:
+        return {}
+    closed = get_algorithm("ppo").make_trainer(copy.deepcopy(trainer.policy),
+                                               cfg.model_copy(update={"learner": cfg.learner.model_copy(
+                                                   update={"gradients": "closed_form"})}))
+    closed.update(batch, 0.0)
+    times: dict[str, list[float]] = {"autograd": [], "closed_form": []}
+    for _ in range(repeats):
+        for key, t in (("autograd", trainer), ("closed_form", closed)):
+            t0 = time.perf_counter()
+            t.update(batch, 0.0)
+            times[key].append(time.perf_counter() - t0)
+    return {"closed_form_update_s": statistics.median(times["closed_form"]),
+            "autograd_beside_s": statistics.median(times["autograd"])}
+
+
+def measure(name: str, threads: int, repeats: int, compile_too: bool = False, malloc: str = "retain",
+            closed_form_too: bool = False) -> dict[str, Any]:
+    # The eager autograd update, whether or not the config ships learner.compile (compiled_times
+    # has that) or learner.gradients: closed_form (closed_form_times).
+    cfg = load_config(str(REPO / "launch" / "configs" / f"{name}.yaml"),
+                      ["learner.compile=false", "learner.gradients=autograd", f"malloc={malloc}"])
     torch.set_num_threads(threads)
     trainer, batch = build(cfg)
     samples = int(batch["reward"].numel())
@@ -121,6 +151,8 @@ def measure(name: str, threads: int, repeats: int, compile_too: bool = False, ma
            "page_faults": statistics.median(faults)}
     if compile_too and cfg.algo == "ppo":
         row.update(compiled_times(name, repeats, malloc))
+    if closed_form_too and cfg.algo == "ppo":
+        row.update(closed_form_times(trainer, cfg, batch, repeats))
     return row
 
 
@@ -129,7 +161,7 @@ def markdown(result: dict[str, Any]) -> str:
     head = (f"Measured {s['date_utc']} at commit `{s['commit']}` on {s['cpu']} ({s['cores']} cores), torch "
             f"{s['torch']}, {result['threads']} thread(s); matmul peak {peak:.1f} GFLOP/s (fp32 `torch.mm` "
             f"{result['matmul_peak_size']}²). `python -m bench.bench_update --threads {result['threads']}"
-            f"{' --compile' if result.get('compile') else ''}"
+            f"{' --compile' if result.get('compile') else ''}{' --closed-form' if result.get('closed_form') else ''}"
             f"{' --malloc system' if result.get('malloc') == 'system' else ''}`.")
     columns = ("| config | algo | samples per update | update (median) | samples/s | GFLOP per update | GFLOP/s "
                "| of matmul peak | page faults per update |")
@@ -138,6 +170,10 @@ def markdown(result: dict[str, Any]) -> str:
     if compiled:
         lines[2] += " compiled update | first compiled update |"
         lines[3] += "---|---|"
+    closed = any("closed_form_update_s" in r for r in result["rows"])
+    if closed:
+        lines[2] += " closed-form update (autograd beside it) |"
+        lines[3] += "---|"
     for r in result["rows"]:
         if "skipped" in r:
             lines.append(f"| {r['config']} | – | – | – | – | – | – | skipped: {r['skipped']} | – |")
@@ -148,6 +184,10 @@ def markdown(result: dict[str, Any]) -> str:
         if compiled:
             lines[-1] += (f" {r['compiled_update_s'] * 1e3:,.1f} ms ({r['update_s'] / r['compiled_update_s']:.2f}×) | "
                           f"{r['compiled_first_s']:.1f} s |" if "compiled_update_s" in r else " – | – |")
+        if closed:
+            lines[-1] += (f" {r['closed_form_update_s'] * 1e3:,.1f} ms ({r['autograd_beside_s'] * 1e3:,.1f} ms, "
+                          f"{r['autograd_beside_s'] / r['closed_form_update_s']:.2f}×) |"
+                          if "closed_form_update_s" in r else " – |")
     return "\n".join(lines) + "\n"
 
 
@@ -157,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--compile", action="store_true", help="also time PPO updates with learner.compile: true")
+    ap.add_argument("--closed-form", action="store_true",
+                    help="also time PPO updates with learner.gradients: closed_form, in turn with autograd's")
     ap.add_argument("--malloc", choices=["retain", "system"], default="retain",
                     help="the heap policy (rl_system.heap); retain is the learner's default")
     ap.add_argument("--out", type=Path, default=RESULTS / "update")
@@ -164,14 +206,16 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name in args.configs:
         try:
-            rows.append(measure(name, args.threads, args.repeats, compile_too=args.compile, malloc=args.malloc))
+            rows.append(measure(name, args.threads, args.repeats, compile_too=args.compile, malloc=args.malloc,
+                                closed_form_too=args.closed_form))
         except ImportError as err:  # an env whose extra is not installed
             rows.append({"config": name, "skipped": f"{type(err).__name__}: {err}".splitlines()[0]})
         print(rows[-1], flush=True)
     # After the updates: the peak's large matrices, once freed, would raise glibc's dynamic mmap
     # threshold and hide the page faults a learner process meets (rl_system.heap).
     peak, size = matmul_peak(args.threads)
-    result = {"stamp": stamp(), "threads": args.threads, "compile": args.compile, "malloc": args.malloc,
+    result = {"stamp": stamp(), "threads": args.threads, "compile": args.compile, "closed_form": args.closed_form,
+              "malloc": args.malloc,
               "matmul_peak_gflop_per_s": peak,
               "matmul_peak_size": size, "rows": rows}
     text = markdown(result)

@@ -20,6 +20,9 @@ PPO = "launch/configs/cartpole_ppo.yaml", COMMON + [
 VARIANTS = {
     # Observation and reward normalisers: their statistics must be the group's, not a shard's.
     "feedforward": (PPO[0], PPO[1] + ["model.normalize_obs=true", "ppo.normalize_reward=true"]),
+    # PPO's closed-form gradients (rl_system.algos.ppo.analytic) written into their flat buffer,
+    # then all-reduced back into it.
+    "closed_form": (PPO[0], PPO[1] + ["model.normalize_obs=true", "learner.gradients=closed_form"]),
     # Minibatches of whole env sequences, replayed from their initial state; burn-in steps.
     "recurrent": (PPO[0], PPO[1] + ["model.recurrent=gru", "model.recurrent_size=16", "ppo.burn_in=4"]),
     # Chunks and skill windows drawn over the group, value normalisers, the novelty bonus's scale
@@ -52,8 +55,8 @@ def _same(a: dict, b: dict) -> None:
         assert torch.allclose(a[k].double(), b[k].double(), rtol=1e-4, atol=1e-5), (k, (a[k] - b[k]).abs().max())
 
 
-# The feedforward variant proves the mechanism in the default set; HMASD's and the recurrent
-# core's go with the slow set.
+# The feedforward variant proves the mechanism in the default set; the closed-form gradients',
+# HMASD's and the recurrent core's go with the slow set.
 @pytest.mark.parametrize("variant", [v if v == "feedforward" else pytest.param(v, marks=pytest.mark.slow)
                                      for v in VARIANTS])
 def test_two_learners_hold_the_weights_of_one_and_checkpoints_resume_on_any_number(ray_session, variant):

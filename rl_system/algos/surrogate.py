@@ -23,14 +23,62 @@ def ppo_sums(log_ratio: torch.Tensor, adv: torch.Tensor, new_v: torch.Tensor, ol
     group are more than this learner holds.
     """
     ratio = log_ratio.exp()
-    pg = torch.max(-adv * ratio, -adv * ratio.clamp(1 - clip, 1 + clip))
+    pg = torch.max(*_pg_terms(ratio, adv, clip))
     pg = (pg if weight is None else pg * weight).sum()
     if vclip is None:
         v = 0.5 * (new_v - target).square().sum()
     else:
-        v_clipped = old_v + (new_v - old_v).clamp(-vclip, vclip)
-        v = 0.5 * torch.max((new_v - target).square(), (v_clipped - target).square()).sum()
+        v = 0.5 * torch.max(*_v_terms(new_v, old_v, target, vclip)[:2]).sum()
     with torch.no_grad():
-        kl = approx_kl(log_ratio).sum()
-        clipped = ((ratio - 1).abs() > clip).float().sum()
+        kl, clipped = _diagnostics(log_ratio, ratio, clip)
     return pg, v, kl, clipped
+
+
+@torch.no_grad()
+def ppo_row_grads(log_ratio: torch.Tensor, adv: torch.Tensor, new_v: torch.Tensor, old_v: torch.Tensor,
+                  target: torch.Tensor, clip: float, vclip: float | None, weight: torch.Tensor | None = None
+                  ) -> tuple[tuple[torch.Tensor, ...], torch.Tensor, torch.Tensor]:
+    """``(sums, d_logp [B], d_value [B])``: :func:`ppo_sums`' four sums, and each row's derivative
+    of the ``pg`` sum with respect to its new log-probability and of the ``v`` sum with respect to
+    its new value, for :mod:`rl_system.algos.ppo.analytic`.
+
+    Autograd's conventions decide the kinks: ``torch.max`` of two tensors gives each half where
+    they tie, and ``clamp`` passes the gradient inside its bounds, the bounds included. For the
+    policy term that is exactly ``-A`` where ``-A r >= -A clip(r)`` and 0 elsewhere: inside the
+    bounds the two terms are the same float (a tie, whose halves add up), outside they differ
+    unless ``A`` is 0. For the value term ``old + (new - old)`` need not round back to ``new``,
+    so the branch is read off the squares; a tie outside the clip range (the target exactly
+    halfway) takes the unclipped branch's whole gradient where autograd takes half."""
+    ratio = log_ratio.exp()
+    unclipped, clipped_term = _pg_terms(ratio, adv, clip)
+    pg_rows = torch.max(unclipped, clipped_term)
+    d_ratio = torch.where(unclipped >= clipped_term, -adv, 0.0)
+    if weight is not None:
+        pg_rows, d_ratio = pg_rows * weight, d_ratio * weight
+    err = new_v - target
+    if vclip is None:
+        v, d_value = 0.5 * err.square().sum(), err
+    else:
+        sq, sq_clipped, err_clipped = _v_terms(new_v, old_v, target, vclip)
+        v = 0.5 * torch.max(sq, sq_clipped).sum()
+        inside = (new_v - old_v).abs() <= vclip
+        d_value = torch.where(sq >= sq_clipped, err, torch.where(inside, err_clipped, 0.0))
+    kl, clipped = _diagnostics(log_ratio, ratio, clip)
+    return (pg_rows.sum(), v, kl, clipped), d_ratio * ratio, d_value
+
+
+def _pg_terms(ratio: torch.Tensor, adv: torch.Tensor, clip: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """The two policy-loss terms per row, ``(-A r, -A clip(r))``; the loss is their maximum."""
+    return -adv * ratio, -adv * ratio.clamp(1 - clip, 1 + clip)
+
+
+def _v_terms(new_v: torch.Tensor, old_v: torch.Tensor, target: torch.Tensor, vclip: float):
+    """``(err², clipped err², clipped err)`` per row of the clipped value loss, whose row term
+    is half the larger square."""
+    err_clipped = old_v + (new_v - old_v).clamp(-vclip, vclip) - target
+    return (new_v - target).square(), err_clipped.square(), err_clipped
+
+
+def _diagnostics(log_ratio: torch.Tensor, ratio: torch.Tensor, clip: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """The approximate KL summed over rows, and the rows whose ratio left ``[1 - clip, 1 + clip]``."""
+    return approx_kl(log_ratio).sum(), ((ratio - 1).abs() > clip).float().sum()

@@ -94,6 +94,12 @@ class RunConfig(Strict):
             raise ValueError(f"ppo.value_target: vtrace is PPO's value target; algo {self.algo!r} has its own")
         if self.learner.compile and self.algo != "ppo":
             raise ValueError(f"learner.compile: compiles PPO's loss; algo {self.algo!r} updates eagerly")
+        if self.learner.gradients == "closed_form" and self.algo != "ppo":
+            raise ValueError(f"learner.gradients: closed_form writes out PPO's gradients; algo {self.algo!r} "
+                             f"uses autograd")
+        if self.learner.gradients == "closed_form" and self.learner.compile:
+            raise ValueError("learner.gradients: closed_form replaces the autograd loss that learner.compile "
+                             "compiles; set one of them")
         if self.workers.wait_for == "any" and self.max_policy_lag == 0:
             raise ValueError("workers.wait_for: any takes rollouts as they arrive, some from a policy version "
                              "behind, and max_policy_lag is 0 (the gate would drop them); set max_policy_lag >= 1 "

@@ -65,4 +65,4 @@ def make_sampler(env, policy: nn.Module, cfg: RunConfig, device: torch.device) -
 
 
 def make_trainer(policy: nn.Module, cfg: RunConfig) -> PPO:
-    return PPO(policy, cfg.ppo, compile=cfg.learner.compile)
+    return PPO(policy, cfg.ppo, compile=cfg.learner.compile, gradients=cfg.learner.gradients)

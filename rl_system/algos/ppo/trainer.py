@@ -17,6 +17,7 @@ sb3-contrib's RecurrentPPO do); the first ``ppo.burn_in`` steps only warm the st
 from __future__ import annotations
 
 import math
+import warnings
 
 import torch
 from torch import nn
@@ -24,6 +25,7 @@ from torch import nn
 from rl_system.actors import collective
 from rl_system.algos.advantages import compute_gae, compute_vtrace
 from rl_system.algos.compiled import CompiledOrEager
+from rl_system.algos.ppo import analytic
 from rl_system.algos.ppo.config import PPOConfig
 from rl_system.algos.ppo.policy import RunningNorm
 from rl_system.algos.protocols import is_recurrent
@@ -35,7 +37,8 @@ from rl_system.rollout.contract import OBS, observations
 class PPO:
     """A :class:`~rl_system.algos.protocols.Trainer`: owns the optimiser; ``update(batch, progress)`` runs the epochs over one round's batch."""
 
-    def __init__(self, policy: nn.Module, cfg: PPOConfig, compile: bool = False):  # noqa: A002 - the config key's name
+    def __init__(self, policy: nn.Module, cfg: PPOConfig, compile: bool = False,  # noqa: A002 - the config key's name
+                 gradients: str = "autograd"):
         self.policy, self.cfg = policy, cfg
         self.optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr, eps=1e-5, fused=True)
         self.skipped_updates = 0
@@ -47,6 +50,20 @@ class PPO:
         self.params = list(policy.parameters())
         self.rho_stats: dict[str, float] = {}  # V-trace's importance weights in the last update
         self.loss_fn = CompiledOrEager(self._losses) if compile else self._losses
+        self.closed_form = self._closed_form(gradients)
+        self._report_closed_form = gradients == "closed_form"
+        self._closed_form_ran = False  # in the current update
+
+    def _closed_form(self, gradients: str) -> analytic.AnalyticGrad | None:
+        """The closed-form gradients where ``learner.gradients`` asks for them and the policy allows."""
+        if gradients != "closed_form":
+            return None
+        reason = analytic.unsupported(self.policy)
+        if reason is None:
+            return analytic.AnalyticGrad(self.policy, self.cfg)
+        warnings.warn(f"learner.gradients: closed_form cannot serve this policy ({reason}); the update uses "
+                      f"autograd", stacklevel=3)
+        return None
 
     @property
     def group(self) -> collective.Collective:
@@ -140,6 +157,7 @@ class PPO:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         data = self.prepare(batch)
+        self._closed_form_ran = False
         shard = collective.Shard.of(batch["reward"].shape, self.group)
         # Feedforward: minibatches of steps; recurrent: of whole env sequences (dim 1).
         B = shard.global_envs if self.recurrent else shard.global_envs * shard.T
@@ -177,6 +195,8 @@ class PPO:
         metrics.update(self.rho_stats)
         if isinstance(self.loss_fn, CompiledOrEager):
             metrics["compiled"] = float(self.loss_fn.compiled)
+        if self._report_closed_form:
+            metrics["closed_form"] = float(self._closed_form_ran)
         metrics.update(lr=lr, minibatch_steps=n, skipped_minibatches=skipped,
                        explained_variance=self.group.explained_variance(data["value"].flatten(), data["ret"].flatten()))
         return metrics
@@ -213,10 +233,7 @@ class PPO:
             new_logp, entropy, new_value = (x[cfg.burn_in:].flatten() for x in (new_logp, entropy, new_value))
         else:
             new_logp, entropy, new_value = self.policy.evaluate(observations(mb), mb["action"])
-        adv = mb["advantage"]
-        if cfg.norm_adv and rows > 1:
-            mean, std = adv_stats if adv_stats is not None else (adv.mean(), adv.std())
-            adv = (adv - mean) / (std + 1e-8)
+        adv = self._normalized_advantage(mb["advantage"], rows, adv_stats)
         vclip = cfg.clip_coef if cfg.clip_vloss else None
         pg, v, kl, clip = ppo_sums(new_logp - mb["logp"], adv, new_value, mb["value"], mb["ret"], cfg.clip_coef, vclip,
                                    mb.get("is_weight"))
@@ -226,16 +243,28 @@ class PPO:
             sums = torch.stack([pg, v, ent, kl, clip]).detach()
         return loss, sums
 
+    def _normalized_advantage(self, adv: torch.Tensor, rows: int, adv_stats: tuple | None) -> torch.Tensor:
+        """``adv`` normalised by the minibatch's mean and std (``adv_stats``, over the group; None:
+        of ``adv``), where ``ppo.norm_adv``."""
+        if not (self.cfg.norm_adv and rows > 1):
+            return adv
+        mean, std = adv_stats if adv_stats is not None else (adv.mean(), adv.std())
+        return (adv - mean) / (std + 1e-8)
+
     def _minibatch_step(self, mb: dict[str, torch.Tensor], rows: int, adv_stats: tuple | None = None
                         ) -> dict[str, float] | None:
         """One gradient step on a minibatch of ``rows`` loss rows (this learner holds ``mb``, maybe
         none of them); returns None (weights untouched) if the loss or grads are not finite."""
         cfg = self.cfg
-        self.optimizer.zero_grad(set_to_none=True)
-        if mb["logp"].numel():
+        closed = bool(mb["logp"].numel()) and self._use_closed_form(mb["logp"])
+        if closed:  # writes every gradient in full: nothing to zero
+            sums = self.closed_form.step(mb, rows, self._normalized_advantage(mb["advantage"], rows, adv_stats))
+        else:
+            self.optimizer.zero_grad(set_to_none=True)
+        if not closed and mb["logp"].numel():
             loss, sums = self.loss_fn(mb, rows, adv_stats)
             loss.backward()
-        else:  # a learner group member holding no row of this minibatch still joins the reduce
+        elif not closed:  # a learner group member holding no row of this minibatch still joins the reduce
             sums = torch.zeros(len(_STATS), device=mb["logp"].device)
         if self.group.world > 1:
             flat = self.group.all_reduce(torch.cat([collective.flat_grads(self.params), sums]))
@@ -244,13 +273,28 @@ class PPO:
         means = (sums / rows).tolist()
         pg, v, ent = means[:3]
         loss = pg - cfg.ent_coef * ent + cfg.vf_coef * v
-        grad_norm = nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm, foreach=True)
+        grad_norm = (self.closed_form.clip_grad_norm(cfg.max_grad_norm) if closed
+                     else nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm, foreach=True))
         if not (math.isfinite(loss) and torch.isfinite(grad_norm)):
             # A NaN/Inf would poison the weights and Adam's moments: drop this step entirely.
             self.optimizer.zero_grad(set_to_none=True)
             return None
         self.optimizer.step()
         return dict(zip(_STATS, means))
+
+
+    def _use_closed_form(self, like: torch.Tensor) -> bool:
+        """Whether this step takes the closed-form gradients (they are float32's: a bf16 update
+        takes autograd's, with one warning)."""
+        if self.closed_form is None:
+            return False
+        if torch.is_autocast_enabled(like.device.type):
+            warnings.warn("learner.gradients: closed_form computes in float32; this bf16 update uses autograd",
+                          stacklevel=3)
+            self.closed_form = None
+            return False
+        self._closed_form_ran = True
+        return True
 
 
 _STATS = ("pg_loss", "v_loss", "entropy", "approx_kl", "clip_frac")
