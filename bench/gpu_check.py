@@ -116,18 +116,21 @@ UPDATES = ("cartpole_ppo", "hopper_ppo", "minatar_breakout_ppo", "alice_bob_hmas
 
 def update_table(device: str, quick: bool) -> list[dict]:
     """One update of each network in :data:`UPDATES` on ``device``, in each mode it can run:
-    ``fp32``, ``bf16`` (autocast) and, for PPO, ``compiled`` (first update and median after it).
-    Configs whose env is not installed are skipped with the reason."""
+    ``fp32`` and ``bf16`` (autocast) with autograd and, for PPO, ``compiled`` (first update and
+    median after it) and ``closed_form`` (``learner.gradients``, fp32). Configs whose env is not
+    installed are skipped with the reason; modes a config refuses, with its config-error line."""
     from bench.bench_update import build
 
     rows = []
     for name in UPDATES:
-        modes = {"fp32": [], "bf16": ["learner.precision=bf16"], "compiled": ["learner.compile=true"]}
+        modes = {"fp32": [], "bf16": ["learner.precision=bf16"], "compiled": ["learner.compile=true"],
+                 "closed_form": ["learner.gradients=closed_form"]}
         for mode, extra in modes.items():
             sizes = ["workers.num_envs=4"] if quick else []
+            grads = [] if mode == "closed_form" else ["learner.gradients=autograd"]
             try:
-                cfg = load_config(f"launch/configs/{name}.yaml", [*sizes, *extra])
-            except ValueError as err:  # HMASD refuses learner.compile
+                cfg = load_config(f"launch/configs/{name}.yaml", [*sizes, *grads, *extra])
+            except ValueError as err:  # HMASD refuses learner.compile and closed_form
                 rows.append({"config": name, "mode": mode, "skipped": str(err).splitlines()[0]})
                 continue
             try:

@@ -18,7 +18,7 @@ def _trainer(overrides=(), config="cartpole_ppo"):
 
     torch.manual_seed(0)
     return build(load_config(f"launch/configs/{config}.yaml", ["workers.num_envs=16", "learner.compile=false",
-                                                                 *overrides]))
+                                                                 "learner.gradients=autograd", *overrides]))
 
 
 def _loss_and_grads(trainer, batch):

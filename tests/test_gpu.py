@@ -100,7 +100,8 @@ def test_the_gpu_check_script_measures_and_renders_on_any_device():
     assert "| Navigation | 8 |" in text and "CartPole to a mean return of 475: 2.0 s" in text
     from bench.bench_update import build
 
-    trainer, batch = build(load_config("launch/configs/cartpole_ppo.yaml", ["workers.num_envs=4"]), device="cpu")
+    trainer, batch = build(load_config("launch/configs/cartpole_ppo.yaml", ["workers.num_envs=4", "workers.rollout_len=16"]),
+                           device="cpu")
     update = [{"config": "cartpole_ppo", "mode": "bf16", **gpu_check.time_update(trainer, batch, "cpu", True, 1)},
               {"config": "alice_bob_hmasd", "mode": "compiled", "skipped": "learner.compile: compiles PPO's loss"}]
     assert update[0]["samples"] == 2 * 4 * 16 and update[0]["update_s"] > 0

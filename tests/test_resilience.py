@@ -81,7 +81,7 @@ def _final_weights(run_dir):
 
 
 def test_resume_after_round_k_matches_uninterrupted_run(ray_session, tmp_path):
-    overrides = FAST + ["workers.num_workers=1", "workers.num_envs=32", "target_return=null",
+    overrides = FAST + ["workers.num_workers=1", "workers.num_envs=32", "workers.rollout_len=16", "target_return=null",
                         "max_env_steps=3584", "checkpoint.every_rounds=6", "checkpoint.keep_last=10"]
     cfg = load_config("launch/configs/cartpole_ppo.yaml", overrides)  # 7 rounds of 32 × 16
     train(cfg, run_dir=tmp_path / "a", quiet=True)
@@ -101,7 +101,7 @@ def test_resume_after_round_k_matches_uninterrupted_run(ray_session, tmp_path):
 def test_dead_learner_past_its_restarts_ends_run_clearly_and_resume_latest_continues(ray_session, tmp_path):
     cfg = load_config("launch/configs/cartpole_ppo.yaml", FAST + [
         "target_return=null", "max_env_steps=3000000", "checkpoint.every_rounds=2", "workers.num_envs=64",
-        "learner.max_restarts=0"])
+        "workers.rollout_len=16", "learner.max_restarts=0"])
     stop = threading.Event()
 
     def kill_learner():
@@ -121,7 +121,7 @@ def test_dead_learner_past_its_restarts_ends_run_clearly_and_resume_latest_conti
     assert version >= 2
     cfg2 = load_config("launch/configs/cartpole_ppo.yaml", FAST + [
         "target_return=null", f"max_env_steps={found.state['driver']['env_steps'] + 2 * 2 * 64 * 16}",
-        "workers.num_envs=64"])
+        "workers.num_envs=64", "workers.rollout_len=16"])
     summary = RunLoop(cfg2, tmp_path, quiet=True, resume_state=found.state).run()
     assert summary["status"] == "completed" and summary["policy_version"] == version + 2
 

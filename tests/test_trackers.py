@@ -78,7 +78,7 @@ def _same(tracked: dict, tb: dict, name: str) -> None:
 def test_wandb_offline_and_mlflow_files_hold_the_tensorboard_scalars(ray_session, tmp_path, capsys):
     run = tmp_path / "run"
     assert main(["train", "launch/configs/cartpole_ppo.yaml", "--run-dir", str(run), "--quiet",
-                 "--set", "max_env_steps=16384", "--set", "target_return=null",
+                 "--set", "max_env_steps=16384", "--set", "workers.rollout_len=16", "--set", "target_return=null",
                  "--set", "trackers.wandb.enabled=true", "--set", "trackers.wandb.mode=offline",
                  "--set", "trackers.mlflow.enabled=true"]) == 0
     tb = read_scalars(run / "tb")

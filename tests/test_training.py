@@ -73,7 +73,8 @@ def test_rollout_archive_every_k_rounds_and_inspect(ray_session, tmp_path):
     import pyarrow.feather as feather
 
     cfg = load_config("launch/configs/cartpole_ppo.yaml",
-                      ["workers.num_envs=32", "max_env_steps=5120", "target_return=null", "archive_every=4",
+                      ["workers.num_envs=32", "workers.rollout_len=16", "max_env_steps=5120", "target_return=null",
+                       "archive_every=4",
                        "tensorboard=false"])
     summary = train(cfg, run_dir=tmp_path, quiet=True)
     files = sorted((tmp_path / "rollouts").glob("rollouts-r*.arrow"))

@@ -72,3 +72,29 @@ def test_episodes_continue_across_rollouts():
     # Episodes longer than one rollout (12 steps) exist: counters were carried over.
     assert max(lengths) > 12
     assert sum(lengths) <= total_steps
+
+
+def test_weights_travel_as_arrays_and_arrive_as_writable_tensors():
+    """The learner's weights pickle as NumPy arrays (fast over Ray) and unpickle as a state dict of
+    the same tensors, each its own writable copy; dtypes NumPy lacks (bfloat16) keep their bits."""
+    import pickle
+
+    from rl_system.actors.weights import PolicyWeights
+
+    _, worker, learner = _setup("model.normalize_obs=true")
+    weights = learner.get_weights()
+    assert isinstance(weights, PolicyWeights)
+    weights["extra.bf16"] = torch.randn(3).bfloat16()
+    blob = pickle.dumps(weights, protocol=5)
+    assert b"_rebuild_tensor" not in blob  # arrays, not torch storages,
+    assert b"_rebuild_tensor" in pickle.dumps(dict(weights), protocol=5)  # which a plain dict would ship
+    back = pickle.loads(blob)
+    assert isinstance(back, PolicyWeights) and back.keys() == weights.keys()
+    for k, v in weights.items():
+        assert back[k].dtype == v.dtype and torch.equal(back[k], v), k
+        assert back[k].data_ptr() != v.data_ptr()
+    back["extra.bf16"].add_(1)  # writable, and not the learner's memory
+    assert not torch.equal(back["extra.bf16"], weights["extra.bf16"])
+    del back["extra.bf16"]
+    worker.set_weights(back, 1)
+    assert all(torch.equal(p, back[k]) for k, p in worker.policy.state_dict().items())

@@ -19,6 +19,7 @@ import ray
 import torch
 
 from rl_system.actors import collective
+from rl_system.actors.weights import PolicyWeights
 from rl_system.algos import get_algorithm
 from rl_system.algos.precision import update_autocast
 from rl_system.checkpoint import capture_rng_state, restore_rng_state
@@ -94,8 +95,8 @@ class Learner:
         self.rank = rank
         return rank
 
-    def get_weights(self) -> dict[str, torch.Tensor]:
-        return {k: v.detach().cpu() for k, v in self.policy.state_dict().items()}
+    def get_weights(self) -> PolicyWeights:
+        return PolicyWeights({k: v.detach().cpu() for k, v in self.policy.state_dict().items()})
 
     def update(self, *payloads: bytes) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
         """Train on the given rollouts (payload bytes); returns ``(metrics, new_weights)``.

@@ -71,10 +71,14 @@ class PackedTensor:
     def __reduce__(self):
         return (_unpack_tensor_args, (self.array, self.dtype))
 
-    def to_tensor(self) -> torch.Tensor:
-        with warnings.catch_warnings():  # arrays from the object store are read-only; we only read
-            warnings.simplefilter("ignore", UserWarning)
-            t = torch.from_numpy(self.array)
+    def to_tensor(self, copy: bool = False) -> torch.Tensor:
+        """The tensor; on the object store's read-only memory unless ``copy`` (then its own)."""
+        if copy:
+            t = torch.from_numpy(self.array.copy())
+        else:
+            with warnings.catch_warnings():  # arrays from the object store are read-only; we only read
+                warnings.simplefilter("ignore", UserWarning)
+                t = torch.from_numpy(self.array)
         dtype = getattr(torch, self.dtype)
         return t if t.dtype == dtype else t.view(dtype)
 

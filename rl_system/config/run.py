@@ -94,12 +94,6 @@ class RunConfig(Strict):
             raise ValueError(f"ppo.value_target: vtrace is PPO's value target; algo {self.algo!r} has its own")
         if self.learner.compile and self.algo != "ppo":
             raise ValueError(f"learner.compile: compiles PPO's loss; algo {self.algo!r} updates eagerly")
-        if self.learner.gradients == "closed_form" and self.algo != "ppo":
-            raise ValueError(f"learner.gradients: closed_form writes out PPO's gradients; algo {self.algo!r} "
-                             f"uses autograd")
-        if self.learner.gradients == "closed_form" and self.learner.compile:
-            raise ValueError("learner.gradients: closed_form replaces the autograd loss that learner.compile "
-                             "compiles; set one of them")
         if self.workers.wait_for == "any" and self.max_policy_lag == 0:
             raise ValueError("workers.wait_for: any takes rollouts as they arrive, some from a policy version "
                              "behind, and max_policy_lag is 0 (the gate would drop them); set max_policy_lag >= 1 "
@@ -113,6 +107,12 @@ class RunConfig(Strict):
             raise ValueError("ppo.ratio_anchor: proximal corrects for policy lag, and max_policy_lag is 0 (every "
                              "rollout is on-policy: the proximal policy is the behaviour one); set max_policy_lag "
                              ">= 1 or use behaviour")
+        if self.learner.gradients == "closed_form" and self.algo != "ppo":
+            raise ValueError(f"learner.gradients: closed_form writes out PPO's gradients; algo {self.algo!r} "
+                             f"uses autograd")
+        if self.learner.gradients == "closed_form" and self.learner.compile:
+            raise ValueError("learner.gradients: closed_form replaces the autograd loss that learner.compile "
+                             "compiles; set one of them")
         return self
 
     @model_validator(mode="after")
