@@ -94,7 +94,8 @@ def test_resume_before_or_after_the_restart_matches_the_uninterrupted_run(ray_se
     from rl_system.run.loop import RunLoop
 
     cfg = load_config("launch/configs/cartpole_ppo.yaml", [
-        "workers.num_workers=1", "workers.num_envs=32", "target_return=null", "max_env_steps=3584",
+        "workers.num_workers=1", "workers.num_envs=32", "workers.rollout_len=16", "target_return=null",
+        "max_env_steps=3584",
         "checkpoint.every_rounds=1", "checkpoint.keep_last=10", "tensorboard=false",
         "reseed.at_env_steps=[1024]", "reseed.below_return=1e9"])
     full = train(cfg, run_dir=tmp_path / "a", quiet=True)

@@ -57,7 +57,7 @@ def test_one_version_behind_a_seed_repeats_bit_for_bit(ray_session, tmp_path):
     from bench.compare_runs import compare
 
     cfg = load_config("launch/configs/cartpole_ppo.yaml", [
-        "seed=5", "max_policy_lag=1", "max_env_steps=16384", "target_return=null",
+        "seed=5", "max_policy_lag=1", "workers.rollout_len=16", "max_env_steps=16384", "target_return=null",
         "tensorboard=false", "checkpoint.every_rounds=2", "checkpoint.keep_last=100"])
     runs = [train(cfg, run_dir=tmp_path / name, quiet=True) for name in ("a", "b")]
     assert all(r["max_policy_lag_used"] == 1 and r["dropped_rollouts"] == 0 for r in runs), runs

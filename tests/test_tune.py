@@ -27,8 +27,8 @@ from rl_system.tuning.sweep import BEST_FILE, RESULTS_FILE, Sweep
 REPO = Path(__file__).resolve().parents[1]
 CARTPOLE = str(REPO / "launch/configs/cartpole_ppo.yaml")
 # A trial small enough for two or three at once on 2 cores: 1.25 CPUs each.
-SMALL = ["workers.num_workers=1", "workers.num_cpus=0.5", "learner.num_cpus=0.5", "target_return=null",
-         "log_every_s=0"]
+SMALL = ["workers.num_workers=1", "workers.num_cpus=0.5", "learner.num_cpus=0.5", "workers.rollout_len=16",
+         "target_return=null", "log_every_s=0"]
 
 
 def _tree(*overrides: str) -> dict:

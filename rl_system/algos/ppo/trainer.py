@@ -261,11 +261,11 @@ class PPO:
             sums = self.closed_form.step(mb, rows, self._normalized_advantage(mb["advantage"], rows, adv_stats))
         else:
             self.optimizer.zero_grad(set_to_none=True)
-        if not closed and mb["logp"].numel():
-            loss, sums = self.loss_fn(mb, rows, adv_stats)
-            loss.backward()
-        elif not closed:  # a learner group member holding no row of this minibatch still joins the reduce
-            sums = torch.zeros(len(_STATS), device=mb["logp"].device)
+            if mb["logp"].numel():
+                loss, sums = self.loss_fn(mb, rows, adv_stats)
+                loss.backward()
+            else:  # a learner group member holding no row of this minibatch still joins the reduce
+                sums = torch.zeros(len(_STATS), device=mb["logp"].device)
         if self.group.world > 1:
             flat = self.group.all_reduce(torch.cat([collective.flat_grads(self.params), sums]))
             collective.set_grads(self.params, flat[:-len(_STATS)])
@@ -281,7 +281,6 @@ class PPO:
             return None
         self.optimizer.step()
         return dict(zip(_STATS, means))
-
 
     def _use_closed_form(self, like: torch.Tensor) -> bool:
         """Whether this step takes the closed-form gradients (they are float32's: a bf16 update
