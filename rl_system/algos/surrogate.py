@@ -28,7 +28,8 @@ def ppo_sums(log_ratio: torch.Tensor, adv: torch.Tensor, new_v: torch.Tensor, ol
     if vclip is None:
         v = 0.5 * (new_v - target).square().sum()
     else:
-        v = 0.5 * torch.max(*_v_terms(new_v, old_v, target, vclip)[:2]).sum()
+        err, _, err_clipped = _v_terms(new_v, old_v, target, vclip)
+        v = 0.5 * torch.max(err.square(), err_clipped.square()).sum()
     with torch.no_grad():
         kl, clipped = _diagnostics(log_ratio, ratio, clip)
     return pg, v, kl, clipped
@@ -55,14 +56,14 @@ def ppo_row_grads(log_ratio: torch.Tensor, adv: torch.Tensor, new_v: torch.Tenso
     d_ratio = torch.where(unclipped >= clipped_term, -adv, 0.0)
     if weight is not None:
         pg_rows, d_ratio = pg_rows * weight, d_ratio * weight
-    err = new_v - target
     if vclip is None:
+        err = new_v - target
         v, d_value = 0.5 * err.square().sum(), err
     else:
-        sq, sq_clipped, err_clipped = _v_terms(new_v, old_v, target, vclip)
+        err, delta, err_clipped = _v_terms(new_v, old_v, target, vclip)
+        sq, sq_clipped = err.square(), err_clipped.square()
         v = 0.5 * torch.max(sq, sq_clipped).sum()
-        inside = (new_v - old_v).abs() <= vclip
-        d_value = torch.where(sq >= sq_clipped, err, torch.where(inside, err_clipped, 0.0))
+        d_value = torch.where(sq >= sq_clipped, err, torch.where(delta.abs() <= vclip, err_clipped, 0.0))
     kl, clipped = _diagnostics(log_ratio, ratio, clip)
     return (pg_rows.sum(), v, kl, clipped), d_ratio * ratio, d_value
 
@@ -73,10 +74,10 @@ def _pg_terms(ratio: torch.Tensor, adv: torch.Tensor, clip: float) -> tuple[torc
 
 
 def _v_terms(new_v: torch.Tensor, old_v: torch.Tensor, target: torch.Tensor, vclip: float):
-    """``(err², clipped err², clipped err)`` per row of the clipped value loss, whose row term
-    is half the larger square."""
-    err_clipped = old_v + (new_v - old_v).clamp(-vclip, vclip) - target
-    return (new_v - target).square(), err_clipped.square(), err_clipped
+    """``(err, new - old, clipped err)`` per row of the clipped value loss, whose row term is half
+    the larger of the two errors squared."""
+    delta = new_v - old_v
+    return new_v - target, delta, old_v + delta.clamp(-vclip, vclip) - target
 
 
 def _diagnostics(log_ratio: torch.Tensor, ratio: torch.Tensor, clip: float) -> tuple[torch.Tensor, torch.Tensor]:

@@ -20,8 +20,6 @@ and the trainer then uses autograd.
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 
@@ -31,7 +29,6 @@ from rl_system.algos.surrogate import ppo_row_grads
 from rl_system.envs.base import ACTION_MASK
 from rl_system.rollout.contract import observations
 
-_LOG_2PI = math.log(2 * math.pi)
 _ACTIVATIONS = (Tanh, nn.Tanh, nn.ReLU, nn.ELU)
 
 
@@ -145,9 +142,10 @@ class AnalyticGrad:
         xa, xc = policy.encode(obs)
         acts, vals = self.actor.forward(xa), self.critic.forward(xc)
         if policy.discrete:
-            logp, entropy, backward = _categorical(acts[-1], mb["action"], obs.get(ACTION_MASK))
+            mask = obs.get(ACTION_MASK)
+            logp, entropy, backward = _categorical(policy.masked_log_probs(acts[-1], obs), mb["action"], mask)
         else:
-            logp, entropy, backward = _gaussian(acts[-1], mb["action"], policy.log_std)
+            logp, entropy, backward = _gaussian(policy, acts[-1], mb["action"])
         new_value = vals[-1].squeeze(-1)
         vclip = cfg.clip_coef if cfg.clip_vloss else None
         sums, d_logp, d_value = ppo_row_grads(logp - mb["logp"], adv, new_value, mb["value"], mb["ret"],
@@ -160,13 +158,11 @@ class AnalyticGrad:
         return torch.stack([pg, v, ent, kl, clipped])
 
 
-def _categorical(logits: torch.Tensor, action: torch.Tensor, mask: torch.Tensor | None):
-    """``(logp [B], entropy [B], backward)`` of a Discrete head's ``logits [B, n]``;
-    ``backward(d_logp [B], d_ent)`` is the gradient at the logits of ``d_logp · logp + d_ent · entropy``
-    (``d_ent`` a float: the same for every row)."""
-    if mask is not None:
-        logits = logits.masked_fill(~mask, torch.finfo(logits.dtype).min)
-    logp_all = torch.log_softmax(logits, dim=-1)
+def _categorical(logp_all: torch.Tensor, action: torch.Tensor, mask: torch.Tensor | None):
+    """``(logp [B], entropy [B], backward)`` of a Discrete head from its masked log-probabilities
+    ``logp_all [B, n]`` (:meth:`ActorCritic.masked_log_probs`); ``backward(d_logp [B], d_ent)`` is the
+    gradient at the logits of ``d_logp · logp + d_ent · entropy`` (``d_ent`` a float: the same for
+    every row), zero at the masked logits."""
     probs = logp_all.exp()
     index = action.long().unsqueeze(-1)
     logp = logp_all.gather(-1, index).squeeze(-1)
@@ -186,14 +182,14 @@ def _categorical(logits: torch.Tensor, action: torch.Tensor, mask: torch.Tensor 
     return logp, entropy, backward
 
 
-def _gaussian(mean: torch.Tensor, action: torch.Tensor, log_std: nn.Parameter):
-    """``(logp [B], entropy [B], backward)`` of a diagonal Gaussian head (``mean [B, D]``, the
-    state-independent ``log_std [D]``); ``backward`` returns the gradient at ``mean`` and sets
+def _gaussian(policy: ActorCritic, mean: torch.Tensor, action: torch.Tensor):
+    """``(logp [B], entropy [B], backward)`` of the policy's diagonal Gaussian head (``mean [B, D]``,
+    the state-independent ``log_std [D]``); ``backward`` returns the gradient at ``mean`` and sets
     ``log_std.grad``."""
+    log_std, action = policy.log_std, action.reshape(mean.shape)
+    logp, entropy = policy._gauss_logp(action, mean), policy.gauss_entropy(mean.shape[0])
     inv_std = torch.exp(-log_std)
-    z = (action.reshape(mean.shape) - mean) * inv_std
-    logp = (-0.5 * z.square() - log_std - 0.5 * _LOG_2PI).sum(-1)
-    entropy = (0.5 + 0.5 * _LOG_2PI + log_std).sum().expand(mean.shape[0])
+    z = (action - mean) * inv_std  # as _gauss_logp's
 
     def backward(d_logp: torch.Tensor, d_ent: float) -> torch.Tensor:
         # d logp / d mean = z / std;  d logp / d log_std = z^2 - 1;  d H / d log_std = 1 per row.

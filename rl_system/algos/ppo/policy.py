@@ -158,7 +158,11 @@ class ActorCritic(nn.Module):
 
     def _log_probs(self, x: torch.Tensor, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         """Masked log-probabilities: ``[B, n]`` (Discrete) or ``[B, K, M]`` (MultiDiscrete)."""
-        logits = self.actor(x)
+        return self.masked_log_probs(self.actor(x), obs)
+
+    def masked_log_probs(self, logits: torch.Tensor, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The actor's ``logits [B, n_out]`` as masked log-probabilities (:meth:`_log_probs`): a
+        masked action's logit is the most negative float, so its probability is 0."""
         low = torch.finfo(logits.dtype).min
         mask = obs.get(ACTION_MASK)
         if mask is not None:
@@ -198,9 +202,11 @@ class ActorCritic(nn.Module):
                 logp, entropy = logp.sum(-1), entropy.sum(-1)
             return logp, entropy
         mean = self.actor(xa)
-        logp = self._gauss_logp(action.reshape(mean.shape), mean)
-        entropy = (0.5 + 0.5 * _LOG_2PI + self.log_std).sum().expand(mean.shape[0])
-        return logp, entropy
+        return self._gauss_logp(action.reshape(mean.shape), mean), self.gauss_entropy(mean.shape[0])
+
+    def gauss_entropy(self, rows: int) -> torch.Tensor:
+        """``[rows]``: the Gaussian head's entropy, the same for every row (``log_std`` is state-independent)."""
+        return (0.5 + 0.5 * _LOG_2PI + self.log_std).sum().expand(rows)
 
     def _gauss_logp(self, action: torch.Tensor, mean: torch.Tensor) -> torch.Tensor:
         z = (action - mean) * torch.exp(-self.log_std)
