@@ -30,7 +30,8 @@ MODES = {"eager": "false", "compiled": "true"}
 def run(config: str, seed: int, mode: str, overrides: list[str], out: Path, episodes: int) -> Path:
     """Train and test one run; returns its run dir."""
     run_dir = out / f"{mode}_s{seed}"
-    sets = [f"seed={seed}", f"learner.compile={MODES[mode]}", *overrides]
+    # autograd in both: a config that ships closed-form gradients refuses learner.compile
+    sets = [f"seed={seed}", f"learner.compile={MODES[mode]}", "learner.gradients=autograd", *overrides]
     cmd = [sys.executable, "-m", "rl_system", "train", config, "--run-dir", str(run_dir), "--quiet"]
     subprocess.run(cmd + [a for kv in sets for a in ("--set", kv)], check=True)
     test = subprocess.run([sys.executable, "-m", "rl_system", "eval", str(run_dir), "--episodes", str(episodes)],
