@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import ray
+import torch
 
 
 @pytest.fixture
@@ -17,6 +18,15 @@ def ray_session():
         # never compete for long; the same choice the embedded mode of the CLI makes.
         ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False, configure_logging=False)
     yield
+
+
+@pytest.fixture(autouse=True)
+def _restore_torch_threads():
+    """Actors built in-process (a ``Learner`` or ``RolloutWorker`` in a test) set this process's
+    torch thread count from their config; the next test starts from the count the session had."""
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="session", autouse=True)
