@@ -11,12 +11,17 @@ import ray
 import torch
 
 
-@pytest.fixture
-def ray_session():
+def start_ray() -> None:
+    """The shared local session, started if it is not up (a module-scoped fixture calls this)."""
     if not ray.is_initialized():
         # 4 logical CPUs on a 2-core box: rounds are synchronous, so a learner and two workers
         # never compete for long; the same choice the embedded mode of the CLI makes.
         ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False, configure_logging=False)
+
+
+@pytest.fixture
+def ray_session():
+    start_ray()
     yield
 
 

@@ -58,6 +58,15 @@ def test_unreachable_address_is_one_line_within_seconds():
     assert time.monotonic() - t0 < 60  # Ray alone retries for minutes; the check answers in seconds
 
 
+def test_status_of_an_unreachable_address_is_one_line_within_seconds():
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "rl_system", "status", "--address", f"127.0.0.1:{closed_port()}"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert "no Ray cluster reachable" in one_error_line(proc)
+    assert time.monotonic() - t0 < 60
+
+
 def test_ray_that_fails_to_start_is_one_line(monkeypatch, capsys):
     """On an overloaded machine Ray's node can time out starting; Ray raises a bare Exception."""
     import ray

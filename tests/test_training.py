@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import start_ray
 
 from rl_system.config import load_config
 from rl_system.observe.metrics import read_scalars
@@ -66,53 +67,57 @@ def test_one_version_behind_a_seed_repeats_bit_for_bit(ray_session, tmp_path):
     assert all(steps > 0 and dw == 0.0 and do == 0.0 for _, steps, dw, do in rows), rows
 
 
-def test_rollout_archive_every_k_rounds_and_inspect(ray_session, tmp_path):
+@pytest.fixture(scope="module")
+def brief_run(tmp_path_factory):
+    """One short CartPole run that three tests read (a run's start-up costs seconds): its target
+    recorded without stopping, a rollout archive every 4 rounds, and its line on the status board.
+    5 rounds of 2 workers × 64 envs × 32 steps."""
+    start_ray()
+    run_dir = tmp_path_factory.mktemp("training") / "status-run"
+    cfg = load_config("launch/configs/cartpole_ppo.yaml",
+                      ["target_return=15", "stop_at_target=false", "return_window=20", "max_env_steps=20480",
+                       "archive_every=4", "tensorboard=false"])
+    return run_dir, train(cfg, run_dir=run_dir, quiet=True)
+
+
+def test_target_is_recorded_without_stopping_when_asked(brief_run):
+    _, summary = brief_run
+    assert summary["reached_target"] and summary["steps_to_target"] < summary["env_steps"]
+    assert summary["env_steps"] >= 20480  # ran on to the budget
+
+
+def test_rollout_archive_every_k_rounds_and_inspect(brief_run):
     import subprocess
     import sys
 
     import pyarrow.feather as feather
 
-    cfg = load_config("launch/configs/cartpole_ppo.yaml",
-                      ["workers.num_envs=32", "workers.rollout_len=16", "max_env_steps=5120", "target_return=null",
-                       "archive_every=4",
-                       "tensorboard=false"])
-    summary = train(cfg, run_dir=tmp_path, quiet=True)
-    files = sorted((tmp_path / "rollouts").glob("rollouts-r*.arrow"))
-    assert summary["rounds"] == 5120 // (2 * 32 * 16)
+    run_dir, summary = brief_run
+    files = sorted((run_dir / "rollouts").glob("rollouts-r*.arrow"))
+    assert summary["rounds"] == 20480 // (2 * 64 * 32)
     assert [f.name for f in files] == ["rollouts-r000000.arrow", "rollouts-r000004.arrow"]
     assert summary["archives_written"] == 2
     table = feather.read_table(files[1])
-    assert table.num_rows == 2 * 32 * 16 and set(table["policy_version"].to_pylist()) == {4}
+    assert table.num_rows == 2 * 64 * 32 and set(table["policy_version"].to_pylist()) == {4}
     out = subprocess.run([sys.executable, "-m", "rl_system", "rollouts", "inspect", str(files[1])],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "obs.obs" in out.stdout and "compression" in out.stdout
 
 
-def test_status_command_reads_the_run_from_another_process(ray_session, tmp_path):
+def test_status_command_reads_the_run_from_another_process(brief_run):
     import subprocess
     import sys
 
     import ray
 
-    cfg = load_config("launch/configs/cartpole_ppo.yaml", ["max_env_steps=4096", "target_return=null",
-                                                           "tensorboard=false"])
-    summary = train(cfg, run_dir=tmp_path / "status-run", quiet=True)
+    _, summary = brief_run
     assert summary["compression"] == ["none"]  # one node: `auto` ships rollouts uncompressed
     address = ray.get_runtime_context().gcs_address
     out = subprocess.run([sys.executable, "-m", "rl_system", "status", "--address", address],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     line = next(l for l in out.stdout.splitlines() if l.startswith("status-run:"))
-    assert "completed" in line and "4,096 steps" in line
-
-
-def test_target_is_recorded_without_stopping_when_asked(ray_session, tmp_path):
-    cfg = load_config("launch/configs/cartpole_ppo.yaml",
-                      ["target_return=15", "stop_at_target=false", "return_window=20", "max_env_steps=20480",
-                       "tensorboard=false"])
-    summary = train(cfg, run_dir=tmp_path, quiet=True)
-    assert summary["reached_target"] and summary["steps_to_target"] < summary["env_steps"]
-    assert summary["env_steps"] >= 20480  # ran on to the budget
+    assert "completed" in line and "20,480 steps" in line
 
 
 def test_a_rounds_rollouts_and_their_episode_stats_keep_worker_order_whatever_arrives_first():

@@ -27,7 +27,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     try:
         runs = read_status(args.address)
     except ConnectionError as err:
-        return fail(f"cannot reach a Ray cluster at {args.address!r}: {err}", 1)
+        text = str(err)  # the reachability check names the address; Ray's own errors may not
+        return fail(text if args.address in text else f"cannot reach a Ray cluster at {args.address!r}: {text}", 1)
     print(format_status(runs))
     return 0
 

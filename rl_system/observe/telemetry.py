@@ -102,7 +102,11 @@ class StatusBoardClient:
 
 
 def read_status(address: str | None) -> dict[str, dict[str, Any]]:
-    """Connect to ``address`` and return every run's latest status (empty if none reported)."""
+    """Connect to ``address`` and return every run's latest status (empty if none reported).
+    :class:`ConnectionError` (one line, within seconds) when nothing listens at ``HOST:PORT``."""
+    from rl_system.run.address import check_reachable
+
+    check_reachable(address or "auto")
     ray.init(address=address or "auto", namespace=NAMESPACE, logging_level="ERROR", log_to_driver=False)
     try:
         actor = ray.get_actor(STATUS_ACTOR, namespace=NAMESPACE)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import os
-import socket
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -19,27 +18,12 @@ from rl_system.algos import get_algorithm
 from rl_system.config import ConfigError, RunConfig
 from rl_system.envs import EntryPointError, make_env
 from rl_system.errors import one_line
+from rl_system.run.address import check_reachable  # noqa: F401 - re-exported for the CLIs
 
 
 def default_run_dir(cfg: RunConfig) -> Path:
     name = cfg.run_name or f"{cfg.env.name.replace(':', '-')}-{cfg.algo}-{datetime.now():%Y%m%d-%H%M%S}"
     return Path(cfg.run_dir) / name
-
-
-def check_reachable(address: str, timeout_s: float = 5.0) -> None:
-    """Fail fast (:class:`ConnectionError`, one line) when ``HOST:PORT`` does not accept a TCP
-    connection: ``ray.init`` itself retries an unreachable address for minutes. ``auto`` (a
-    cluster on this machine) and ``ray://`` client addresses are left to Ray."""
-    if address == "auto" or "://" in address:
-        return
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ConnectionError(f"expected 'auto' or HOST:PORT, got {address!r}")
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
-    except OSError as err:
-        why = "timed out" if isinstance(err, TimeoutError) else (err.strerror or str(err))
-        raise ConnectionError(f"no Ray cluster reachable at {address} ({why} after at most {timeout_s:.0f}s)") from None
 
 
 def embedded_cpus(cfg: RunConfig) -> int:

@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from rl_system.actors import collective
+from rl_system.algos.adam import make_adam
 from rl_system.algos.advantages import compute_gae, compute_vtrace
 from rl_system.algos.compiled import CompiledOrEager
 from rl_system.algos.ppo import analytic
@@ -40,7 +41,7 @@ class PPO:
     def __init__(self, policy: nn.Module, cfg: PPOConfig, compile: bool = False,  # noqa: A002 - the config key's name
                  gradients: str = "autograd"):
         self.policy, self.cfg = policy, cfg
-        self.optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr, eps=1e-5, fused=True)
+        self.optimizer = make_adam(policy.parameters(), lr=cfg.lr, eps=1e-5)
         self.skipped_updates = 0
         self.lr_scale = 1.0  # a rollback on collapse lowers it (rl_system.run.rollback)
         device = next(policy.parameters()).device

@@ -1,0 +1,95 @@
+"""FusedAdam takes torch.optim.Adam(fused=True)'s steps bit for bit and shares its checkpoints."""
+
+import subprocess
+import sys
+
+import torch
+
+from rl_system.algos.adam import FusedAdam, make_adam
+
+
+def _net(seed: int) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(5, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3))
+
+
+def _steps(net: torch.nn.Module, opt, n: int, seed: int, lr_at=None) -> None:
+    gen = torch.Generator().manual_seed(seed)
+    for i in range(n):
+        opt.zero_grad(set_to_none=True)
+        x = torch.randn(32, 5, generator=gen)
+        net(x).square().mean().backward()
+        if i % 3 == 2:
+            net[2].bias.grad = None  # a parameter without a gradient this step is left alone
+        if lr_at is not None:
+            opt.param_groups[0]["lr"] = lr_at(i)
+        opt.step()
+
+
+def _same(a: torch.nn.Module, b: torch.nn.Module) -> None:
+    for (k, x), y in zip(a.state_dict().items(), b.state_dict().values()):
+        assert torch.equal(x, y), k
+
+
+def test_steps_are_torch_adams_bit_for_bit_with_a_changing_lr():
+    ours, theirs = _net(0), _net(0)
+    a = FusedAdam(ours.parameters(), lr=3e-3, eps=1e-5)
+    b = torch.optim.Adam(theirs.parameters(), lr=3e-3, eps=1e-5, fused=True)
+
+    def schedule(i: int) -> float:  # an annealed lr, as PPO's
+        return 3e-3 * (1 - i / 40)
+
+    _steps(ours, a, 20, seed=1, lr_at=schedule)
+    _steps(theirs, b, 20, seed=1, lr_at=schedule)
+    _same(ours, theirs)
+    sa, sb = a.state_dict(), b.state_dict()
+    assert sa["param_groups"] == sb["param_groups"]
+    assert sa["state"].keys() == sb["state"].keys()
+    for i in sa["state"]:
+        for k in ("step", "exp_avg", "exp_avg_sq"):
+            assert torch.equal(sa["state"][i][k], sb["state"][i][k]), (i, k)
+
+
+def test_each_loads_the_others_state_and_goes_on_identically():
+    ours, theirs = _net(1), _net(1)
+    a = FusedAdam(ours.parameters(), lr=1e-2, eps=1e-5)
+    b = torch.optim.Adam(theirs.parameters(), lr=1e-2, eps=1e-5, fused=True)
+    _steps(ours, a, 5, seed=2)
+    _steps(theirs, b, 5, seed=2)
+    # Swap the optimiser states: each goes on from the other's moments and steps.
+    a_state, b_state = a.state_dict(), b.state_dict()
+    a2, b2 = FusedAdam(ours.parameters(), lr=0.0, eps=1.0), torch.optim.Adam(theirs.parameters(), lr=1e-2, fused=True)
+    a2.load_state_dict(b_state)
+    b2.load_state_dict(a_state)
+    assert a2.param_groups[0]["lr"] == 1e-2 and a2.param_groups[0]["eps"] == 1e-5
+    _steps(ours, a2, 5, seed=3)
+    _steps(theirs, b2, 5, seed=3)
+    _same(ours, theirs)
+
+
+def test_a_state_for_another_network_is_refused():
+    a = FusedAdam(_net(0).parameters(), lr=1e-3)
+    other = torch.optim.Adam(torch.nn.Linear(2, 2).parameters(), lr=1e-3)
+    try:
+        a.load_state_dict(other.state_dict())
+    except ValueError as err:
+        assert "2 parameters" in str(err) and "has 4" in str(err)
+    else:
+        raise AssertionError("a mismatched optimizer state was accepted")
+
+
+def test_a_ppo_learner_starts_without_importing_torch_dynamo():
+    """torch.optim's first call imports torch._dynamo (seconds of CPU per learner start)."""
+    code = ("import sys; from rl_system.config import load_config; from rl_system.actors.learner import Learner; "
+            "from rl_system.actors.worker import RolloutWorker; "
+            "cfg = load_config('launch/configs/cartpole_ppo.yaml', ['learner.gradients=autograd']).model_dump(); "
+            "w = RolloutWorker(0, cfg); learner = Learner(cfg, *w.specs()); "
+            "learner.update(w.sample(learner.get_weights(), 0)[1]); learner.state(); "
+            "print('torch._dynamo' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_make_adam_is_the_fused_one_on_cpu():
+    assert isinstance(make_adam(_net(0).parameters(), lr=1e-3, eps=1e-5), FusedAdam)
