@@ -200,3 +200,22 @@ def test_sigterm_flushes_checkpoints_and_exits_cleanly(tmp_path):
     assert summary["checkpoints"]["saved"] >= 1 and summary["checkpoints"]["failed"] == 0
     found = find_resume(str(run_dir), load_config("launch/configs/cartpole_ppo.yaml"), None)
     assert found.state["learner"]["version"] >= 5
+
+
+def test_a_checkpointer_slow_to_start_loses_no_checkpoint_of_a_fast_run(ray_session, tmp_path, monkeypatch):
+    """Saves sent to a checkpointer still starting would queue and run in any order on its thread
+    pool, and one that runs after a newer one is skipped: the run waits for it before round 1."""
+    import slow_start
+    from ray import cloudpickle
+
+    import rl_system.run.storage
+
+    cloudpickle.register_pickle_by_value(slow_start)  # tests/ is not on the actor's path
+    monkeypatch.setattr(rl_system.run.storage, "Checkpointer", slow_start.SlowCheckpointer)
+    cfg = load_config("launch/configs/cartpole_ppo.yaml", FAST + [
+        "workers.num_workers=1", "workers.num_envs=16", "workers.rollout_len=16", "max_env_steps=2048",
+        "target_return=null", "checkpoint.every_rounds=2", "checkpoint.keep_last=100"])  # 8 rounds of 256 steps
+    summary = train(cfg, run_dir=tmp_path, quiet=True)
+    names = sorted(p.name for p in (tmp_path / "checkpoints").glob("*.rlck"))
+    assert names == [f"ckpt-v{v:08d}.rlck" for v in (2, 4, 6, 8)], (names, summary["checkpoints"])
+    assert summary["checkpoints"]["skipped"] == 0

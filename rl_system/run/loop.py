@@ -100,7 +100,8 @@ class RunLoop:
         ctx.storage = RunStorage(cfg, ctx.run_dir, ctx.log, scope)
         ctx.learner = LearnerGroup(cfg, ctx.specs, "learner", scope)
         pings = {w.ping.remote(): f"rollout-worker-{i}" for i, w in enumerate(ctx.workers)}
-        wait_for_actors({**pings, **ctx.learner.start_refs()}, cfg.startup_timeout_s, ctx.log.line)
+        wait_for_actors({**pings, **ctx.learner.start_refs(), **ctx.storage.start_refs()}, cfg.startup_timeout_s,
+                        ctx.log.line)
         ctx.learner.form()
         ctx.publish_policy(0, ctx.learner.lead.get_weights.remote())
         ctx.place_learner()

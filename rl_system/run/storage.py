@@ -91,6 +91,13 @@ class RunStorage:
         return self.checkpoint_stats
 
     # -- checkpoints -------------------------------------------------------------------------
+    def start_refs(self) -> dict[ray.ObjectRef, str]:
+        """A ping of the checkpointer, waited on with the other actors' before round 1: saves sent
+        to an actor still starting queue up and may run in any order on its thread pool, and a
+        save that runs after a newer one is skipped (newest wins), so a fast run would lose its
+        first checkpoints to the checkpointer's start-up rather than to a slow disk."""
+        return {self.checkpointer.ping.remote(): "checkpointer"}
+
     def request_checkpoint(self, learner: Any, extra: dict[str, Any], manifest: dict[str, Any]) -> None:
         """The learner snapshots itself to the checkpointer; neither call waits for disk."""
         learner.save_checkpoint.remote(self.checkpointer, extra, manifest)
