@@ -304,3 +304,14 @@ def test_archiver_actor_on_ray(ray_session, payloads, table, tmp_path):
         assert not (tmp_path / "runs" / "x" / "rollouts-r000008.arrow").exists()
     finally:
         ray.kill(actor)
+
+
+def test_reading_and_inspecting_an_archive_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys; import rl_system.rollout.archive_inspect, rl_system.rollout.archive_read; "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"

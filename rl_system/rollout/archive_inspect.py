@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
-from rl_system.rollout.archive import ID_COLUMNS, ArchiveError, _load, _values
+from rl_system.rollout.archive_read import ID_COLUMNS, ArchiveError, _load, _values
 
 __all__ = ["column_stats", "inspect_archive", "cmd_rollouts_inspect"]
 
