@@ -1,11 +1,12 @@
-"""The kernel figures behind two choices in the learner: PyTorch's CPU ``tanh`` against
-``sigmoid`` and against the MLPs' sigmoid-based tanh (:mod:`rl_system.algos.activations`), and
+"""The kernel figures behind three choices in the learner: PyTorch's CPU ``tanh`` against
+``sigmoid`` and against the MLPs' sigmoid-based tanh (:mod:`rl_system.algos.activations`),
 bfloat16 against float32, as a matmul and as whole updates under ``torch.autocast``
-(``learner.precision``).
+(``learner.precision``), and PPO's Adam step without ``torch.optim`` (:mod:`rl_system.algos.adam`).
 
     python -m bench.bench_kernels [--threads 1] [--configs minatar_breakout_ppo alice_bob_hmasd] [--out DIR]
 
-Prints three tables (µs per call, GFLOP/s, ms per update); each figure is the median of repeats.
+Prints four tables (µs per call, GFLOP/s, ms per update, µs per Adam step and the seconds
+``import torch._dynamo`` takes, which ``torch.optim``'s first call pays); each figure is a median.
 Writes ``kernels.json`` / ``kernels.md`` to ``--out`` (default ``bench/results/kernels/``).
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -25,6 +27,7 @@ from bench.harness.results import RESULTS, write_suite
 from bench.harness.stamp import stamp
 from bench.harness.timing import median_us
 from rl_system.algos.activations import Tanh, sigmoid_tanh
+from rl_system.algos.adam import FusedAdam
 from rl_system.algos.precision import update_autocast
 from rl_system.config import load_config
 
@@ -73,6 +76,29 @@ def update_rows(configs: list[str], repeats: int) -> list[tuple[str, str, float]
     return out
 
 
+def optimizer_rows(configs: list[str]) -> list[tuple[str, int, str, float]]:
+    """``(config, parameters, optimizer, µs)``: one Adam step over the config's policy, with
+    ``torch.optim``'s fused Adam and with :class:`~rl_system.algos.adam.FusedAdam` (same kernel)."""
+    out = []
+    for name in configs:
+        trainer, _ = build(load_config(str(REPO / "launch" / "configs" / f"{name}.yaml")))
+        params = list(trainer.policy.parameters())
+        for p in params:
+            p.grad = torch.randn_like(p) * 1e-3
+        count = sum(p.numel() for p in params)
+        for label, opt in (("torch.optim.Adam(fused=True)", torch.optim.Adam(params, lr=1e-4, eps=1e-5, fused=True)),
+                           ("FusedAdam", FusedAdam(params, lr=1e-4, eps=1e-5))):
+            out.append((name, count, label, median_us(opt.step, 200)))
+    return out
+
+
+def dynamo_import_s() -> float:
+    """Seconds ``import torch._dynamo`` takes in a fresh process (what ``torch.optim``'s first call costs)."""
+    code = "import time, torch; t = time.perf_counter(); import torch._dynamo; print(time.perf_counter() - t)"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=120)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
 def markdown(result: dict[str, Any]) -> str:
     s = result["stamp"]
     lines = [f"`{result['command']}`", "", f"Measured {s['date_utc']} at commit `{s['commit']}` on {s['cpu']} ({s['cores']} cores), "
@@ -83,6 +109,9 @@ def markdown(result: dict[str, Any]) -> str:
     lines += [f"| {dtype} | {rate:,.0f} |" for dtype, rate in result["matmul"]]
     lines += ["", "| config | precision | update (median) |", "|---|---|---:|"]
     lines += [f"| {name} | {precision} | {ms:,.1f} ms |" for name, precision, ms in result["updates"]]
+    lines += ["", "| config | parameters | Adam step | µs (median) |", "|---|---:|---|---:|"]
+    lines += [f"| {name} | {count:,} | {label} | {us:,.1f} |" for name, count, label, us in result["adam"]]
+    lines += ["", f"`import torch._dynamo` in a fresh process (torch.optim's first call): {result['dynamo_import_s']:.2f} s"]
     return "\n".join(lines) + "\n"
 
 
@@ -97,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     command = " ".join(["python -m bench.bench_kernels", *(sys.argv[1:] if argv is None else argv)])
     result = {"stamp": stamp(), "command": command, "threads": args.threads, "cpu_bf16": torch.ops.mkldnn._is_mkldnn_bf16_supported(),
               "activations": activation_rows(), "matmul": matmul_rows(),
-              "updates": update_rows(args.configs, args.repeats)}
+              "updates": update_rows(args.configs, args.repeats), "adam": optimizer_rows(args.configs),
+              "dynamo_import_s": dynamo_import_s()}
     text = markdown(result)
     print(text)
     write_suite(args.out, "kernels", result, text)

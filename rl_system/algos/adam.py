@@ -5,11 +5,11 @@ bit (the same ``torch._fused_adam_`` kernel on the same tensors) and writes and 
 ``state_dict`` layout, so a checkpoint of either loads into the other. Why not ``torch.optim``:
 
 * its first call imports ``torch._dynamo`` (every ``Optimizer`` method is wrapped to keep dynamo
-  out), 2-3 CPU-seconds of a learner's start-up that a run without ``learner.compile`` never uses,
+  out), about 2 s of a learner's start-up on 2 cores that a run without ``learner.compile`` never uses,
   on the critical path of every run and every learner restart;
-* each ``step()`` spends ~70 µs in Python (hooks, a profiler scope, dynamo graph breaks, regrouping
-  the tensors) on top of a ~40 µs kernel for a small MLP (2-core Xeon VM, ``python -m
-  bench.bench_update``), which a PPO update of many small minibatches pays at every step.
+* each ``step()`` spends tens of µs in Python (hooks, a profiler scope, dynamo graph breaks,
+  regrouping the tensors) around the kernel, which a PPO update of many small minibatches pays
+  at every step (``python -m bench.bench_kernels``, its Adam table).
 
 Where the kernel is missing (a torch build without it) :func:`make_adam` returns ``torch.optim.Adam``.
 """
