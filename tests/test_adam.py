@@ -1,11 +1,16 @@
-"""FusedAdam takes torch.optim.Adam(fused=True)'s steps bit for bit and shares its checkpoints."""
+"""FusedAdam and LoopAdam take torch.optim.Adam's steps bit for bit (fused=True, and the default
+per-tensor loop on CPU) and share its checkpoints."""
 
 import subprocess
 import sys
 
+import pytest
 import torch
 
-from rl_system.algos.adam import FusedAdam, make_adam
+from rl_system.algos.adam import FusedAdam, LoopAdam, make_adam
+
+# ours -> the torch.optim.Adam options whose steps it takes
+PAIRS = [pytest.param(FusedAdam, {"fused": True}, id="fused"), pytest.param(LoopAdam, {}, id="loop")]
 
 
 def _net(seed: int) -> torch.nn.Module:
@@ -31,10 +36,11 @@ def _same(a: torch.nn.Module, b: torch.nn.Module) -> None:
         assert torch.equal(x, y), k
 
 
-def test_steps_are_torch_adams_bit_for_bit_with_a_changing_lr():
+@pytest.mark.parametrize("cls, options", PAIRS)
+def test_steps_are_torch_adams_bit_for_bit_with_a_changing_lr(cls, options):
     ours, theirs = _net(0), _net(0)
-    a = FusedAdam(ours.parameters(), lr=3e-3, eps=1e-5)
-    b = torch.optim.Adam(theirs.parameters(), lr=3e-3, eps=1e-5, fused=True)
+    a = cls(ours.parameters(), lr=3e-3, eps=1e-5)
+    b = torch.optim.Adam(theirs.parameters(), lr=3e-3, eps=1e-5, **options)
 
     def schedule(i: int) -> float:  # an annealed lr, as PPO's
         return 3e-3 * (1 - i / 40)
@@ -48,17 +54,19 @@ def test_steps_are_torch_adams_bit_for_bit_with_a_changing_lr():
     for i in sa["state"]:
         for k in ("step", "exp_avg", "exp_avg_sq"):
             assert torch.equal(sa["state"][i][k], sb["state"][i][k]), (i, k)
+            assert sa["state"][i][k].device == sb["state"][i][k].device, (i, k)
 
 
-def test_each_loads_the_others_state_and_goes_on_identically():
+@pytest.mark.parametrize("cls, options", PAIRS)
+def test_each_loads_the_others_state_and_goes_on_identically(cls, options):
     ours, theirs = _net(1), _net(1)
-    a = FusedAdam(ours.parameters(), lr=1e-2, eps=1e-5)
-    b = torch.optim.Adam(theirs.parameters(), lr=1e-2, eps=1e-5, fused=True)
+    a = cls(ours.parameters(), lr=1e-2, eps=1e-5)
+    b = torch.optim.Adam(theirs.parameters(), lr=1e-2, eps=1e-5, **options)
     _steps(ours, a, 5, seed=2)
     _steps(theirs, b, 5, seed=2)
     # Swap the optimiser states: each goes on from the other's moments and steps.
     a_state, b_state = a.state_dict(), b.state_dict()
-    a2, b2 = FusedAdam(ours.parameters(), lr=0.0, eps=1.0), torch.optim.Adam(theirs.parameters(), lr=1e-2, fused=True)
+    a2, b2 = cls(ours.parameters(), lr=0.0, eps=1.0), torch.optim.Adam(theirs.parameters(), lr=1e-2, **options)
     a2.load_state_dict(b_state)
     b2.load_state_dict(a_state)
     assert a2.param_groups[0]["lr"] == 1e-2 and a2.param_groups[0]["eps"] == 1e-5
@@ -78,18 +86,21 @@ def test_a_state_for_another_network_is_refused():
         raise AssertionError("a mismatched optimizer state was accepted")
 
 
-def test_a_ppo_learner_starts_without_importing_torch_dynamo():
+@pytest.mark.parametrize("config, overrides", [("cartpole_ppo", ["learner.gradients=autograd"]),
+                                              ("alice_bob_hmasd", ["workers.num_envs=2"])])
+def test_a_learner_starts_updates_and_snapshots_without_importing_torch_dynamo(config, overrides):
     """torch.optim's first call imports torch._dynamo (seconds of CPU per learner start)."""
     code = ("import sys; from rl_system.config import load_config; from rl_system.actors.learner import Learner; "
             "from rl_system.actors.worker import RolloutWorker; "
-            "cfg = load_config('launch/configs/cartpole_ppo.yaml', ['learner.gradients=autograd']).model_dump(); "
+            f"cfg = load_config('launch/configs/{config}.yaml', {overrides!r}).model_dump(); "
             "w = RolloutWorker(0, cfg); learner = Learner(cfg, *w.specs()); "
             "learner.update(w.sample(learner.get_weights(), 0)[1]); learner.state(); "
             "print('torch._dynamo' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip().splitlines()[-1] == "False"
 
 
-def test_make_adam_is_the_fused_one_on_cpu():
-    assert isinstance(make_adam(_net(0).parameters(), lr=1e-3, eps=1e-5), FusedAdam)
+def test_make_adam_on_cpu_is_ours_in_either_mode():
+    assert type(make_adam(_net(0).parameters(), lr=1e-3, eps=1e-5)) is FusedAdam
+    assert type(make_adam(_net(0).parameters(), lr=1e-3, eps=1e-5, fused=False)) is LoopAdam

@@ -11,7 +11,10 @@ bit (the same ``torch._fused_adam_`` kernel on the same tensors) and writes and 
   regrouping the tensors) around the kernel, which a PPO update of many small minibatches pays
   at every step (``python -m bench.bench_kernels``, its Adam table).
 
-Where the kernel is missing (a torch build without it) :func:`make_adam` returns ``torch.optim.Adam``.
+:class:`LoopAdam` is the same for ``torch.optim.Adam``'s per-tensor loop, the path torch takes
+on CPU when neither ``fused`` nor ``foreach`` is asked for (HMASD's optimiser, whose results were
+proven on it). Where the kernel is missing (a torch build without it), or for the per-tensor loop
+off the CPU (torch takes ``foreach`` there), :func:`make_adam` returns ``torch.optim.Adam``.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ class FusedAdam:
         # torch.optim.Adam(fused=True)'s group keys, so its load_state_dict accepts ours.
         self.param_groups = [{"lr": lr, "betas": betas, "eps": eps, "weight_decay": 0, "amsgrad": False,
                               "maximize": False, "foreach": None, "capturable": False, "differentiable": False,
-                              "fused": True, "decoupled_weight_decay": False, "params": self.params}]
+                              "fused": True if self._FUSED else None, "decoupled_weight_decay": False,
+                              "params": self.params}]
         self.state: dict[torch.nn.Parameter, dict[str, torch.Tensor]] = {}
 
     def zero_grad(self, set_to_none: bool = True) -> None:
@@ -42,10 +46,13 @@ class FusedAdam:
             elif p.grad is not None:
                 p.grad.zero_()
 
+    _FUSED = True  # the group's "fused" key, and where a step counter lives (the device, or the CPU)
+
     def _state(self, p: torch.nn.Parameter) -> dict[str, torch.Tensor]:
         st = self.state.get(p)
-        if st is None:  # as torch.optim.Adam(fused=True) starts it: a float32 step on the device
-            st = self.state[p] = {"step": torch.zeros((), dtype=torch.float32, device=p.device),
+        if st is None:  # as torch.optim.Adam starts it: a float32 step (fused: on the device)
+            st = self.state[p] = {"step": torch.zeros((), dtype=torch.float32,
+                                                      device=p.device if self._FUSED else "cpu"),
                                   "exp_avg": torch.zeros_like(p, memory_format=torch.preserve_format),
                                   "exp_avg_sq": torch.zeros_like(p, memory_format=torch.preserve_format)}
         return st
@@ -89,15 +96,45 @@ class FusedAdam:
         for i, st in state_dict["state"].items():
             p = self.params[groups[0]["params"].index(i)]
             self.state[p] = {
-                "step": torch.as_tensor(st["step"], dtype=torch.float32).to(p.device).reshape(()),
+                "step": torch.as_tensor(st["step"], dtype=torch.float32).to(p.device if self._FUSED else "cpu").reshape(()),
                 "exp_avg": st["exp_avg"].to(device=p.device, dtype=p.dtype),
                 "exp_avg_sq": st["exp_avg_sq"].to(device=p.device, dtype=p.dtype)}
 
 
-def make_adam(params: Iterable[torch.nn.Parameter], lr: float, eps: float) -> FusedAdam | torch.optim.Adam:
-    """:class:`FusedAdam` where torch has the kernel on the parameters' device, else ``torch.optim.Adam``."""
+class LoopAdam(FusedAdam):
+    """``torch.optim.Adam(params, lr, eps=eps)`` on CPU bit for bit: its per-tensor loop (a CPU
+    float32 step counter, bias corrections in Python floats), without ``torch.optim``."""
+
+    _FUSED = False
+
+    @torch.no_grad()
+    def step(self) -> None:
+        group = self.param_groups[0]
+        lr, eps = group["lr"], group["eps"]
+        beta1, beta2 = group["betas"]
+        for p in self.params:
+            if p.grad is None:
+                continue
+            st = self._state(p)
+            grad, exp_avg, exp_avg_sq = p.grad, st["exp_avg"], st["exp_avg_sq"]
+            st["step"] += 1
+            exp_avg.lerp_(grad, 1 - beta1)
+            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            step = st["step"].item()
+            bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+            denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+            p.addcdiv_(exp_avg, denom, value=-(lr / (1 - beta1 ** step)))
+
+
+def make_adam(params: Iterable[torch.nn.Parameter], lr: float, eps: float,
+              fused: bool = True) -> FusedAdam | torch.optim.Adam:
+    """``fused``: :class:`FusedAdam` where torch has the kernel on the parameters' device. Not
+    ``fused``: the steps of ``torch.optim.Adam``'s default, :class:`LoopAdam` on CPU. Otherwise
+    ``torch.optim.Adam`` itself."""
     params = list(params)
     device = params[0].device.type if params else "cpu"
+    if not fused:
+        return LoopAdam(params, lr=lr, eps=eps) if device == "cpu" else torch.optim.Adam(params, lr=lr, eps=eps)
     if hasattr(torch, "_fused_adam_") and device in ("cpu", "cuda"):
         return FusedAdam(params, lr=lr, eps=eps)
     return torch.optim.Adam(params, lr=lr, eps=eps, fused=device in ("cpu", "cuda"))

@@ -37,6 +37,7 @@ import torch
 from torch import nn
 
 from rl_system.actors import collective
+from rl_system.algos.adam import make_adam
 from rl_system.algos.advantages import compute_gae
 from rl_system.algos.hmasd import columns as col
 from rl_system.algos.hmasd.config import HMASDConfig
@@ -71,7 +72,8 @@ class Prepared:
 class HMASDTrainer:
     def __init__(self, policy: HMASDPolicy, cfg: HMASDConfig):
         self.policy, self.cfg = policy, cfg
-        self.optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr, eps=1e-5)
+        # torch.optim.Adam's default steps (the preset's results were proven on them), without torch.optim
+        self.optimizer = make_adam(policy.parameters(), lr=cfg.lr, eps=1e-5, fused=False)
         self.groups = policy.param_groups()
         self.params = list(policy.parameters())
         self.skipped_updates = 0
