@@ -27,7 +27,7 @@ from bench.harness.results import RESULTS, write_suite
 from bench.harness.stamp import stamp
 from bench.harness.timing import median_us
 from rl_system.algos.activations import Tanh, sigmoid_tanh
-from rl_system.algos.adam import FusedAdam
+from rl_system.algos.adam import FusedAdam, LoopAdam
 from rl_system.algos.precision import update_autocast
 from rl_system.config import load_config
 
@@ -77,8 +77,9 @@ def update_rows(configs: list[str], repeats: int) -> list[tuple[str, str, float]
 
 
 def optimizer_rows(configs: list[str]) -> list[tuple[str, int, str, float]]:
-    """``(config, parameters, optimizer, µs)``: one Adam step over the config's policy, with
-    ``torch.optim``'s fused Adam and with :class:`~rl_system.algos.adam.FusedAdam` (same kernel)."""
+    """``(config, parameters, optimizer, µs)``: one Adam step over the config's policy: ``torch.optim``'s
+    fused Adam and :class:`~rl_system.algos.adam.FusedAdam` (the same kernel), its default per-tensor
+    loop and :class:`~rl_system.algos.adam.LoopAdam` (the same loop)."""
     out = []
     for name in configs:
         trainer, _ = build(load_config(str(REPO / "launch" / "configs" / f"{name}.yaml")))
@@ -87,7 +88,9 @@ def optimizer_rows(configs: list[str]) -> list[tuple[str, int, str, float]]:
             p.grad = torch.randn_like(p) * 1e-3
         count = sum(p.numel() for p in params)
         for label, opt in (("torch.optim.Adam(fused=True)", torch.optim.Adam(params, lr=1e-4, eps=1e-5, fused=True)),
-                           ("FusedAdam", FusedAdam(params, lr=1e-4, eps=1e-5))):
+                           ("FusedAdam", FusedAdam(params, lr=1e-4, eps=1e-5)),
+                           ("torch.optim.Adam()", torch.optim.Adam(params, lr=1e-4, eps=1e-5)),
+                           ("LoopAdam", LoopAdam(params, lr=1e-4, eps=1e-5))):
             out.append((name, count, label, median_us(opt.step, 200)))
     return out
 

@@ -1,4 +1,4 @@
-"""Adam through torch's fused kernel, without ``torch.optim``'s wrapper around it.
+"""Adam without ``torch.optim``'s wrapper around the same arithmetic.
 
 :class:`FusedAdam` takes the steps of ``torch.optim.Adam(params, lr, eps=eps, fused=True)`` bit for
 bit (the same ``torch._fused_adam_`` kernel on the same tensors) and writes and reads the same
