@@ -29,6 +29,8 @@ class FusedAdam:
     """Adam (no weight decay, no AMSGrad) over one parameter group; ``param_groups[0]["lr"]`` may
     be changed between steps, as with ``torch.optim``."""
 
+    _FUSED = True  # the group's "fused" key; the step counters live on the device (else on the CPU)
+
     def __init__(self, params: Iterable[torch.nn.Parameter], lr: float, eps: float = 1e-8,
                  betas: tuple[float, float] = (0.9, 0.999)):
         self.params = list(params)
@@ -46,13 +48,13 @@ class FusedAdam:
             elif p.grad is not None:
                 p.grad.zero_()
 
-    _FUSED = True  # the group's "fused" key, and where a step counter lives (the device, or the CPU)
+    def _step_device(self, p: torch.nn.Parameter) -> torch.device | str:
+        return p.device if self._FUSED else "cpu"
 
     def _state(self, p: torch.nn.Parameter) -> dict[str, torch.Tensor]:
         st = self.state.get(p)
         if st is None:  # as torch.optim.Adam starts it: a float32 step (fused: on the device)
-            st = self.state[p] = {"step": torch.zeros((), dtype=torch.float32,
-                                                      device=p.device if self._FUSED else "cpu"),
+            st = self.state[p] = {"step": torch.zeros((), dtype=torch.float32, device=self._step_device(p)),
                                   "exp_avg": torch.zeros_like(p, memory_format=torch.preserve_format),
                                   "exp_avg_sq": torch.zeros_like(p, memory_format=torch.preserve_format)}
         return st
@@ -94,9 +96,9 @@ class FusedAdam:
         self.param_groups[0].update({k: saved[k] for k in ("lr", "betas", "eps") if k in saved})
         self.state = {}
         for i, st in state_dict["state"].items():
-            p = self.params[groups[0]["params"].index(i)]
+            p = self.params[saved["params"].index(i)]
             self.state[p] = {
-                "step": torch.as_tensor(st["step"], dtype=torch.float32).to(p.device if self._FUSED else "cpu").reshape(()),
+                "step": torch.as_tensor(st["step"], dtype=torch.float32).to(self._step_device(p)).reshape(()),
                 "exp_avg": st["exp_avg"].to(device=p.device, dtype=p.dtype),
                 "exp_avg_sq": st["exp_avg_sq"].to(device=p.device, dtype=p.dtype)}
 
