@@ -5,14 +5,16 @@ bfloat16 against float32, as a matmul and as whole updates under ``torch.autocas
 
     python -m bench.bench_kernels [--threads 1] [--configs minatar_breakout_ppo alice_bob_hmasd] [--out DIR]
 
-Prints four tables (µs per call, GFLOP/s, ms per update, µs per Adam step and the seconds
-``import torch._dynamo`` takes, which ``torch.optim``'s first call pays); each figure is a median.
+Prints five tables (µs per call, GFLOP/s, ms per update in each precision and with each form of
+the MLPs' tanh, µs per Adam step) and the seconds ``import torch._dynamo`` takes, which
+``torch.optim``'s first call pays; each figure is a median.
 Writes ``kernels.json`` / ``kernels.md`` to ``--out`` (default ``bench/results/kernels/``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -26,6 +28,7 @@ from bench.bench_update import REPO, build
 from bench.harness.results import RESULTS, write_suite
 from bench.harness.stamp import stamp
 from bench.harness.timing import median_us
+from rl_system.algos import activations
 from rl_system.algos.activations import Tanh, sigmoid_tanh
 from rl_system.algos.adam import FusedAdam, LoopAdam
 from rl_system.algos.precision import update_autocast
@@ -41,9 +44,11 @@ def activation_rows() -> list[tuple[str, str, float]]:
         rows += [(shape, "torch.tanh", median_us(lambda: torch.tanh(x))),
                  (shape, "torch.sigmoid", median_us(lambda: torch.sigmoid(x))),
                  (shape, "2*sigmoid(2x)-1", median_us(lambda: sigmoid_tanh(x)))]
-        for name, act in (("torch.tanh fwd+bwd", torch.tanh), ("Tanh module fwd+bwd", Tanh())):
+        module = f"Tanh module fwd+bwd ({'2*sigmoid(2x)-1' if activations.SIGMOID_TANH else 'torch.tanh'} on this CPU)"
+        for name, act in (("torch.tanh fwd+bwd", torch.tanh), (module, Tanh())):
             leaf = x.clone().requires_grad_()
             rows.append((shape, name, median_us(lambda: act(leaf).sum().backward(), 500)))
+    rows.append(("4096x64", "torch.tanh on MKL's generic code (MKL_ENABLE_INSTRUCTIONS=SSE4_2)", generic_mkl_tanh_us()))
     x = torch.linspace(-10, 10, 100_001)
     err = float((sigmoid_tanh(x) - torch.tanh(x)).abs().max())
     rows.append(("100,001 points in [-10, 10]", "max |2*sigmoid(2x)-1 - tanh(x)|", err))
@@ -76,6 +81,32 @@ def update_rows(configs: list[str], repeats: int) -> list[tuple[str, str, float]
     return out
 
 
+TANH_CONFIGS = ["cartpole_ppo", "acrobot_ppo", "pendulum_ppo", "hopper_ppo", "air_combat_ppo"]
+
+
+def tanh_form_rows(configs: list[str], repeats: int) -> list[tuple[str, float, float]]:
+    """``(config, ms with the sigmoid form, ms with torch.tanh)``: the median update of one round's
+    batch with each of :class:`~rl_system.algos.activations.Tanh`'s forms, alternated (the first
+    pair a warm-up), whichever this CPU's rule picks."""
+    out, rule = [], activations.SIGMOID_TANH
+    try:
+        for name in configs:
+            trainer, batch = build(load_config(str(REPO / "launch" / "configs" / f"{name}.yaml")))
+            times: dict[bool, list[float]] = {True: [], False: []}
+            for rep in range(repeats + 1):
+                for form in (True, False):
+                    activations.SIGMOID_TANH = form
+                    rows = {k: v.clone() for k, v in batch.items()}
+                    t0 = time.perf_counter()
+                    trainer.update(rows, 0.0)
+                    if rep:
+                        times[form].append(time.perf_counter() - t0)
+            out.append((name, statistics.median(times[True]) * 1e3, statistics.median(times[False]) * 1e3))
+    finally:
+        activations.SIGMOID_TANH = rule
+    return out
+
+
 def optimizer_rows(configs: list[str]) -> list[tuple[str, int, str, float]]:
     """``(config, parameters, optimizer, µs)``: one Adam step over the config's policy: ``torch.optim``'s
     fused Adam and :class:`~rl_system.algos.adam.FusedAdam` (the same kernel), its default per-tensor
@@ -95,6 +126,17 @@ def optimizer_rows(configs: list[str]) -> list[tuple[str, int, str, float]]:
     return out
 
 
+def generic_mkl_tanh_us() -> float:
+    """``torch.tanh`` of a ``[4096, 64]`` tensor in a fresh process whose MKL is held to SSE4.2: on
+    an Intel CPU, what MKL's vector math runs on other vendors' CPUs (:mod:`rl_system.algos.activations`)."""
+    code = ("import torch; from bench.harness.timing import median_us; torch.set_num_threads(%d); "
+            "x = torch.randn(4096, 64); print(median_us(lambda: torch.tanh(x)))" % torch.get_num_threads())
+    env = {**os.environ, "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"}
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=120, env=env,
+                         cwd=REPO)  # `python -c` imports from its working directory: the repository's bench/
+    return float(out.stdout.strip().splitlines()[-1])
+
+
 def dynamo_import_s() -> float:
     """Seconds ``import torch._dynamo`` takes in a fresh process (what ``torch.optim``'s first call costs)."""
     code = "import time, torch; t = time.perf_counter(); import torch._dynamo; print(time.perf_counter() - t)"
@@ -112,6 +154,10 @@ def markdown(result: dict[str, Any]) -> str:
     lines += [f"| {dtype} | {rate:,.0f} |" for dtype, rate in result["matmul"]]
     lines += ["", "| config | precision | update (median) |", "|---|---|---:|"]
     lines += [f"| {name} | {precision} | {ms:,.1f} ms |" for name, precision, ms in result["updates"]]
+    lines += ["", "| config | update, 2*sigmoid(2x)-1 | update, torch.tanh | ratio |", "|---|---:|---:|---:|"]
+    lines += [f"| {name} | {s:,.1f} ms | {t:,.1f} ms | {t / s:.2f} |" for name, s, t in result["tanh_forms"]]
+    lines += [f"", f"`Tanh` on this CPU: {'2*sigmoid(2x)-1' if result['sigmoid_tanh'] else 'torch.tanh'} on large tensors "
+              f"(vendor {activations.cpu_vendor() or 'unknown'})."]
     lines += ["", "| config | parameters | Adam step | µs (median) |", "|---|---:|---|---:|"]
     lines += [f"| {name} | {count:,} | {label} | {us:,.1f} |" for name, count, label, us in result["adam"]]
     lines += ["", f"`import torch._dynamo` in a fresh process (torch.optim's first call): {result['dynamo_import_s']:.2f} s"]
@@ -122,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--configs", nargs="+", default=["minatar_breakout_ppo", "alice_bob_hmasd", "cartpole_ppo"])
+    ap.add_argument("--tanh-configs", nargs="*", default=TANH_CONFIGS,
+                    help="configs whose update is timed with each tanh form (none: skip)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", type=Path, default=RESULTS / "kernels")
     args = ap.parse_args(argv)
@@ -129,7 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     command = " ".join(["python -m bench.bench_kernels", *(sys.argv[1:] if argv is None else argv)])
     result = {"stamp": stamp(), "command": command, "threads": args.threads, "cpu_bf16": torch.ops.mkldnn._is_mkldnn_bf16_supported(),
               "activations": activation_rows(), "matmul": matmul_rows(),
-              "updates": update_rows(args.configs, args.repeats), "adam": optimizer_rows(args.configs),
+              "updates": update_rows(args.configs, args.repeats),
+              "tanh_forms": tanh_form_rows(args.tanh_configs, max(args.repeats, 6)), "sigmoid_tanh": activations.SIGMOID_TANH,
+              "adam": optimizer_rows(args.configs),
               "dynamo_import_s": dynamo_import_s()}
     text = markdown(result)
     print(text)

@@ -1,16 +1,26 @@
 """Activations for the update's hot path.
 
-PyTorch's CPU ``tanh`` kernel is not vectorised like its ``sigmoid``: on a 2-core AMD EPYC VM
-(torch 2.13, AVX-512) ``torch.tanh`` of a ``[512, 64]`` float32 tensor takes 78 µs and
-``torch.sigmoid`` 8.7 µs. :class:`Tanh` computes ``tanh(x) = 2·sigmoid(2x) − 1`` (exact in real
-arithmetic; in float32 within 1.8e-7 of ``torch.tanh`` everywhere) on large CPU tensors, in place
-where it can, with ``tanh``'s own backward (``grad · (1 − y²)``). Forward plus backward of a
-``[4096, 64]`` tensor: 358 µs instead of 770 µs; ``[512, 64]``: 61 µs instead of 105 µs
-(``python -m bench.bench_kernels``; the updates this speeds up: ``python -m bench.bench_update``). Small tensors (a sampler's step) and GPU tensors keep
-``torch.tanh``, which is as fast or faster there.
+PyTorch's x86 wheels compute ``torch.tanh`` on the CPU with MKL's vector math (VML), which runs
+its vectorised code only on Intel CPUs; elsewhere it takes a generic path. On a 2-core AMD EPYC VM
+(torch 2.13, AVX-512) ``torch.tanh`` of a ``[512, 64]`` float32 tensor takes 71-78 µs and
+``torch.sigmoid`` 8-9 µs; on 2-core Xeon VMs ``torch.tanh`` takes 7-19 µs, ahead of ``sigmoid``,
+and a Xeon told to use MKL's generic code (``MKL_ENABLE_INSTRUCTIONS=SSE4_2``) takes 587 µs for
+a ``[4096, 64]`` tanh instead of 71, the EPYC's 567-612 µs (``python -m bench.bench_kernels``).
+
+Where the generic path runs (:data:`SIGMOID_TANH`), :class:`Tanh` computes
+``tanh(x) = 2·sigmoid(2x) − 1`` (exact in real arithmetic; in float32 within 1.8e-7 of
+``torch.tanh`` everywhere) on large CPU tensors, in place where it can, with ``tanh``'s own
+backward (``grad · (1 − y²)``): forward plus backward of a ``[4096, 64]`` tensor on the EPYC 358 µs
+instead of 770 µs. On an Intel CPU that form costs 2-2.7× ``torch.tanh``'s forward plus backward
+(393 against 185 µs), so there :class:`Tanh` is ``torch.tanh``. Small tensors (a sampler's step)
+and GPU tensors always take ``torch.tanh``. The choice is made once from the CPU's vendor, not by
+timing, so a seed repeats bit for bit on the same machine.
 """
 
 from __future__ import annotations
+
+import functools
+import platform
 
 import torch
 from torch import nn
@@ -18,6 +28,32 @@ from torch import nn
 FAST_MIN_NUMEL = 16_384
 """Below this many elements ``torch.tanh`` is as fast (the custom backward's Python call costs
 ~5 µs)."""
+
+
+@functools.lru_cache(maxsize=1)
+def mkl_tanh_is_generic() -> bool:
+    """Whether ``torch.tanh`` on this CPU runs MKL VML's generic (unvectorised) code: PyTorch
+    built with MKL on an x86 CPU whose vendor is not Intel."""
+    if not torch.backends.mkl.is_available() or platform.machine().lower() not in ("x86_64", "amd64", "i686", "x86"):
+        return False
+    return cpu_vendor() not in ("GenuineIntel", "")  # unknown: assume the vendor MKL serves
+
+
+def cpu_vendor() -> str:
+    """The x86 vendor string (``GenuineIntel``, ``AuthenticAMD``, ...), or "" where unknown."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("vendor_id"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    text = platform.processor()  # Windows: "AMD64 Family 25 Model 1 Stepping 1, AuthenticAMD"
+    return next((v for v in ("GenuineIntel", "AuthenticAMD", "HygonGenuine") if v in text), "")
+
+
+SIGMOID_TANH: bool = mkl_tanh_is_generic()
+"""Whether :class:`Tanh` takes the sigmoid form on large CPU tensors (module text)."""
 
 
 class _SigmoidTanh(torch.autograd.Function):
@@ -39,11 +75,12 @@ def sigmoid_tanh(x: torch.Tensor) -> torch.Tensor:
 
 
 class Tanh(nn.Module):
-    """``nn.Tanh`` with the fast CPU path above for large tensors; same parameters (none), same
-    state dict, so checkpoints and exported graphs are unaffected."""
+    """``nn.Tanh`` with the sigmoid form above for large tensors on CPUs where ``torch.tanh`` is
+    slow; same parameters (none), same state dict, so checkpoints and exported graphs are
+    unaffected."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.device.type != "cpu" or x.numel() < FAST_MIN_NUMEL:
+        if not SIGMOID_TANH or x.device.type != "cpu" or x.numel() < FAST_MIN_NUMEL:
             return torch.tanh(x)
         if torch.is_grad_enabled() and x.requires_grad:
             return _SigmoidTanh.apply(x)
