@@ -31,12 +31,14 @@ def unroll(step: StepFn, x: torch.Tensor, state0: torch.Tensor, reset: torch.Ten
     zeroing the state where ``reset[T, B]``. Returns the outputs ``[T, B, ...]``, or with
     ``entering`` the state entering every step (before its reset) ``[T, B, S]``. Differentiable
     unless called under ``torch.no_grad``."""
-    keep = (~reset).unsqueeze(-1).to(state0.dtype)
+    keep = (~reset).unsqueeze(-1).to(state0.dtype).unbind(0)
     state, outs = state0, []
-    for t in range(x.shape[0]):
+    # unbind, not x[t]: the backward of each x[t] is a zero tensor the size of all of x with one
+    # step's gradient in it, summed T times (HMASD: a tenth of its update); unbind's stacks them.
+    for x_t, keep_t in zip(x.unbind(0), keep):
         if entering:
             outs.append(state)
-        out, state = step(x[t], state * keep[t])
+        out, state = step(x_t, state * keep_t)
         if not entering:
             outs.append(out)
     return torch.stack(outs)
