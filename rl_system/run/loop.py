@@ -256,6 +256,7 @@ class RunLoop:
         rollouts are then dropped: they belong to policy versions the rebuilt learner never had)."""
         ctx = self.ctx
         metrics_refs, weights_ref = ctx.learner.update(payload_refs)
+        ctx.log.write_held()  # the last round's scalars, while the learner computes
         try:
             metrics = merged_metrics(ctx.learner.wait(metrics_refs))
         except RayActorError as err:
@@ -296,7 +297,7 @@ class RunLoop:
             st.time_to_target_s, st.steps_to_target = elapsed, st.env_steps
         ctx.last_train_metrics = metrics["train"]
         for group, scalars in reporting.round_scalars(ctx, metrics, metas, elapsed).items():
-            ctx.log.scalars(st.env_steps, scalars, prefix=f"{group}/")
+            ctx.log.scalars(st.env_steps, scalars, prefix=f"{group}/", hold=True)  # written during the next update
 
     def _check_finite(self, metrics: dict[str, Any]) -> None:
         ctx, st = self.ctx, self.ctx.stats
@@ -340,6 +341,7 @@ class RunLoop:
         ctx = self.ctx
         self.collector.cancel_in_flight()  # rollouts still in flight (lag > 0) are not needed any more
         ctx.storage.collect_archive(timeout=60)
+        ctx.log.write_held()
         self._flush_checkpoints()
         wall = time.perf_counter() - t0
         self._progress_line(wall)
