@@ -131,16 +131,20 @@ def generic_mkl_tanh_us() -> float:
     an Intel CPU, what MKL's vector math runs on other vendors' CPUs (:mod:`rl_system.algos.activations`)."""
     code = ("import torch; from bench.harness.timing import median_us; torch.set_num_threads(%d); "
             "x = torch.randn(4096, 64); print(median_us(lambda: torch.tanh(x)))" % torch.get_num_threads())
-    env = {**os.environ, "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"}
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=120, env=env,
-                         cwd=REPO)  # `python -c` imports from its working directory: the repository's bench/
-    return float(out.stdout.strip().splitlines()[-1])
+    return fresh_process_figure(code, MKL_ENABLE_INSTRUCTIONS="SSE4_2")
 
 
 def dynamo_import_s() -> float:
     """Seconds ``import torch._dynamo`` takes in a fresh process (what ``torch.optim``'s first call costs)."""
     code = "import time, torch; t = time.perf_counter(); import torch._dynamo; print(time.perf_counter() - t)"
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=120)
+    return fresh_process_figure(code)
+
+
+def fresh_process_figure(code: str, **env: str) -> float:
+    """The number ``python -c code`` prints last, run in a fresh process with ``env`` added to this
+    one's environment, from the repository root (``python -c`` imports from its working directory)."""
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, **env}, cwd=REPO)
     return float(out.stdout.strip().splitlines()[-1])
 
 

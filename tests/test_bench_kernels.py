@@ -47,11 +47,7 @@ def test_an_intel_cpu_keeps_torch_tanh(monkeypatch):
 @pytest.mark.parametrize("vendor, generic", [("GenuineIntel", False), ("AuthenticAMD", True), ("", False)])
 def test_the_sigmoid_form_is_chosen_by_the_cpu_vendor(monkeypatch, vendor, generic):
     monkeypatch.setattr(activations, "cpu_vendor", lambda: vendor)
-    activations.mkl_tanh_is_generic.cache_clear()
-    try:
-        assert activations.mkl_tanh_is_generic() is generic
-    finally:
-        activations.mkl_tanh_is_generic.cache_clear()
+    assert activations.mkl_tanh_is_generic() is generic
 
 
 def test_the_cpu_vendor_is_read():

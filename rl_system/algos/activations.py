@@ -19,7 +19,6 @@ timing, so a seed repeats bit for bit on the same machine.
 
 from __future__ import annotations
 
-import functools
 import platform
 
 import torch
@@ -30,7 +29,6 @@ FAST_MIN_NUMEL = 16_384
 ~5 µs)."""
 
 
-@functools.lru_cache(maxsize=1)
 def mkl_tanh_is_generic() -> bool:
     """Whether ``torch.tanh`` on this CPU runs MKL VML's generic (unvectorised) code: PyTorch
     built with MKL on an x86 CPU whose vendor is not Intel."""
