@@ -50,7 +50,14 @@ def record_final_obs(env) -> list[dict[str, torch.Tensor]]:
     final one where the episode ended (before the reset)."""
     seen = []
     step = env.step
-    env.step = lambda a: (r := step(a), seen.append({k: v.clone() for k, v in r.final_obs.items()}))[0]
+
+    def recorded(action):
+        result = step(action)
+        with torch.inference_mode(False):  # normal copies: the sampler steps in inference mode
+            seen.append({k: v.clone() for k, v in result.final_obs.items()})
+        return result
+
+    env.step = recorded
     return seen
 
 

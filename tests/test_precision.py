@@ -5,6 +5,7 @@ steps before it left (:mod:`rl_system.algos.precision`)."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from sampled_batch import sampled
 from test_hmasd import make_sampler_for, run_config, training_batch
@@ -13,6 +14,7 @@ from torch import nn
 from rl_system.algos.hmasd import columns as col
 from rl_system.algos.hmasd import make_trainer as make_hmasd_trainer
 from rl_system.algos.ppo.trainer import observations
+from rl_system.algos.activations import Tanh
 from rl_system.algos.precision import Float32Head, update_autocast
 
 MINATAR = "launch/configs/minatar_breakout_ppo.yaml"
@@ -34,6 +36,46 @@ def test_a_float32_head_is_a_plain_sequential_outside_autocast_and_float32_insid
         out = head(x.bfloat16())  # a bf16 feature, as an encoder under autocast hands it over
     assert out.dtype == torch.float32
     assert torch.equal(out, plain(x.bfloat16().float()))
+
+
+@pytest.mark.parametrize("activation", [Tanh, nn.Tanh, nn.ReLU, lambda: nn.ELU(0.7)], ids=["Tanh", "nn.Tanh", "ReLU", "ELU"])
+def test_without_gradients_a_float32_head_computes_the_same_bits_in_place_and_leaves_its_input(activation):
+    torch.manual_seed(0)
+    head = Float32Head(nn.Linear(4, 32), activation(), nn.Linear(32, 32), activation(), nn.Linear(32, 2))
+    x = torch.randn(64, 4)
+    kept = x.clone()
+    expected = nn.Sequential.forward(head, x)  # the modules' own calls
+    with torch.no_grad():
+        fast = head(x)
+    assert head.__dict__["_plan"]  # the no-grad path was taken
+    assert torch.equal(fast, expected) and torch.equal(x, kept)
+    with torch.inference_mode():
+        assert torch.equal(head(x), expected)
+    # The plan holds the parameters: a load or an optimiser step is seen at once.
+    head.load_state_dict({k: v * 2 for k, v in head.state_dict().items()})
+    with torch.no_grad():
+        assert torch.equal(head(x), nn.Sequential.forward(head, x))
+    head.double()  # .to() and the like may swap the tensors: the plan is rebuilt
+    assert "_plan" not in head.__dict__
+    with torch.no_grad():
+        assert torch.equal(head(x.double()), nn.Sequential.forward(head, x.double()))
+
+
+def test_a_float32_head_it_cannot_plan_takes_the_modules_path():
+    torch.manual_seed(0)
+    x = torch.randn(16, 8)
+    for layers in ([nn.Tanh(), nn.Linear(8, 3)],  # an activation on the caller's tensor
+                   [nn.Linear(8, 8), nn.Tanh(), nn.Tanh(), nn.Linear(8, 3)],  # one on another's output
+                   [nn.Linear(8, 8), nn.LayerNorm(8), nn.Linear(8, 3)]):  # a layer it does not know
+        head = Float32Head(*layers)
+        kept = x.clone()
+        with torch.no_grad():
+            out = head(x)
+        assert head.__dict__["_plan"] == [] and torch.equal(x, kept)
+        assert torch.equal(out, nn.Sequential.forward(head, x))
+    grad_head = Float32Head(nn.Linear(8, 3))
+    grad_head(x).sum().backward()  # with gradients: the modules, and autograd through them
+    assert grad_head[0].weight.grad is not None and "_plan" not in grad_head.__dict__
 
 
 def test_under_autocast_ppo_encodes_in_bf16_and_its_logits_and_values_stay_float32():

@@ -83,6 +83,23 @@ def test_sampler_state_round_trips_and_a_feedforward_state_is_refused():
         other.load_state_dict(feedforward.state_dict())
 
 
+def test_a_sampler_in_inference_mode_can_be_reset_restored_and_trained_on_outside_it():
+    """The sampler steps in inference mode; its own state (made there) is reset and restored in
+    it too, and the columns it hands out are its buffer's ordinary tensors, fit for autograd."""
+    _, policy, sampler = _sampler(["model.recurrent=gru"])
+    cols, _ = sampler.collect()
+    assert torch.is_inference(sampler.hidden) and not any(torch.is_inference(v) for v in cols.values())
+    state = sampler.state_dict()
+    sampler.reset(seed=3)  # zeroes the recurrent state in place
+    assert not sampler.hidden.any()
+    sampler.load_state_dict(state)
+    cols, _ = sampler.collect()
+    reset = torch.zeros_like(cols["terminated"])
+    logp, _, value = policy.evaluate_sequence({"obs": cols["obs.obs"]}, cols["action"], cols["init_state"], reset)
+    (logp.sum() + value.sum()).backward()  # the columns enter a graph
+    assert all(p.grad is not None for p in policy.parameters() if p.requires_grad)
+
+
 def test_burn_in_steps_carry_no_loss():
     cfg, policy, sampler = _sampler(["model.recurrent=gru", "ppo.burn_in=20", "ppo.num_epochs=1",
                                      "ppo.num_minibatches=1"])

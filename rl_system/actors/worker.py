@@ -124,6 +124,7 @@ class RolloutWorker:
             return None
         return {"env": env_state, "torch_rng": torch.get_rng_state(), **self.sampler.state_dict()}
 
+    @torch.inference_mode()  # the env's tensors may be inference tensors (the sampler's mode)
     def set_state(self, state: dict[str, Any]) -> None:
         self.env.load_state_dict(state["env"])
         torch.set_rng_state(state["torch_rng"])

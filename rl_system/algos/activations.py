@@ -83,3 +83,20 @@ class Tanh(nn.Module):
         if torch.is_grad_enabled() and x.requires_grad:
             return _SigmoidTanh.apply(x)
         return sigmoid_tanh(x)
+
+
+def inplace_activation(module: nn.Module):
+    """For a no-grad forward on a fresh tensor: an in-place callable equal to ``module``'s forward
+    (``tanh_``, ``relu_``, ``elu_``), or None for an activation this does not know."""
+    if type(module) is Tanh:
+        def tanh_(x: torch.Tensor) -> torch.Tensor:
+            if not SIGMOID_TANH or x.device.type != "cpu" or x.numel() < FAST_MIN_NUMEL:
+                return x.tanh_()
+            return sigmoid_tanh(x)
+        return tanh_
+    if type(module) in (nn.Tanh, nn.ReLU):
+        return torch.Tensor.tanh_ if type(module) is nn.Tanh else torch.Tensor.relu_
+    if type(module) is nn.ELU:
+        alpha = module.alpha
+        return lambda x: nn.functional.elu_(x, alpha)
+    return None

@@ -79,6 +79,7 @@ class HMASDSampler:
         self.agent_skill = alloc(N, n, dtype=torch.int64)
         self.timer = alloc(N, dtype=torch.int64)
 
+    @torch.inference_mode()  # as the PPO sampler, and for the same reason (PolicySampler.reset)
     def reset(self, seed: int | None = None) -> None:
         self.obs = self.env.reset(seed=seed)
         self.episodes.reset()
@@ -100,7 +101,7 @@ class HMASDSampler:
             buf[col.HIGH_LOGP][t][idx] = logp
             buf[col.HIGH_VALUE][t][idx] = self._den_high(value)
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def collect(self, deterministic: bool | str = False) -> tuple[Columns, Episodes]:
         """``deterministic``: ``True`` takes the argmax at both levels, ``"high"`` only at the
         coordinator (skills), ``"low"`` only at the discoverer (actions); the other level samples."""
@@ -189,6 +190,7 @@ class HMASDSampler:
                 "h_critic": self.h_critic.clone(), "team_skill": self.team_skill.clone(),
                 "agent_skill": self.agent_skill.clone(), "skill_timer": self.timer.clone()}
 
+    @torch.inference_mode()
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.obs = {k: v.to(self.device) for k, v in state["obs"].items()}
         self.episodes.load_state_dict(state)
