@@ -106,16 +106,22 @@ def test_closed_form_update_tracks_autograd_over_a_round():
              "truncated": torch.zeros(T, N, dtype=torch.bool), "trunc_value": torch.zeros(T, N),
              "last_value": torch.zeros(N)}
     weights = {}
-    for gradients in ("autograd", "closed_form", "closed_form again"):
+    for gradients in ("autograd", "closed_form", "closed_form again", "closed_form outside inference mode"):
         p = copy.deepcopy(policy)
+        trainer = PPO(p, cfg, gradients=gradients.split()[0])
+        if "outside" in gradients:  # the epochs outside inference mode (the closed-form step keeps it)
+            trainer._closed_form_serves = lambda like: False
         torch.manual_seed(3)  # the same minibatch permutations
-        metrics = PPO(p, cfg, gradients=gradients.split()[0]).update(batch, 0.0)
+        metrics = trainer.update(batch, 0.0)
         weights[gradients] = p.state_dict()
         assert metrics["minibatch_steps"] == 16
+        # Adam's moments are ordinary tensors, so a later autograd step or a restore can change them.
+        assert not any(torch.is_inference(t) for st in trainer.optimizer.state.values() for t in st.values())
     assert metrics["closed_form"] == 1.0
     for k, w in weights["autograd"].items():
         torch.testing.assert_close(weights["closed_form"][k], w, rtol=1e-4, atol=1e-5, msg=k)
         assert torch.equal(weights["closed_form again"][k], weights["closed_form"][k])  # a seed repeats bit for bit
+        assert torch.equal(weights["closed_form outside inference mode"][k], weights["closed_form"][k])
 
 
 def test_policies_it_cannot_serve_fall_back_to_autograd_with_a_warning():

@@ -54,9 +54,10 @@ class FusedAdam:
     def _state(self, p: torch.nn.Parameter) -> dict[str, torch.Tensor]:
         st = self.state.get(p)
         if st is None:  # as torch.optim.Adam starts it: a float32 step (fused: on the device)
-            st = self.state[p] = {"step": torch.zeros((), dtype=torch.float32, device=self._step_device(p)),
-                                  "exp_avg": torch.zeros_like(p, memory_format=torch.preserve_format),
-                                  "exp_avg_sq": torch.zeros_like(p, memory_format=torch.preserve_format)}
+            with torch.inference_mode(False):  # ordinary tensors, even when a step runs in inference mode
+                st = self.state[p] = {"step": torch.zeros((), dtype=torch.float32, device=self._step_device(p)),
+                                      "exp_avg": torch.zeros_like(p, memory_format=torch.preserve_format),
+                                      "exp_avg_sq": torch.zeros_like(p, memory_format=torch.preserve_format)}
         return st
 
     @torch.no_grad()

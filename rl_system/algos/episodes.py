@@ -20,6 +20,12 @@ class EpisodeTracker:
         self.length_at = torch.zeros(rollout_len, num_envs, dtype=torch.int32, device=device)
         self.done_at = torch.zeros(rollout_len, num_envs, dtype=torch.bool, device=device)
         self.info_at: dict[str, torch.Tensor] = {}
+        # Step t's rows of the record, and the constants a step uses, made once (a step is ~100
+        # small ops, where indexing and wrapping a Python number cost as much as the op).
+        self._ret_rows, self._length_rows, self._done_rows = (x.unbind(0) for x in (self.ret_at, self.length_at, self.done_at))
+        self._one = torch.ones((), dtype=torch.int32, device=device)
+        self._zero_ret = torch.zeros((), device=device)
+        self._zero_length = torch.zeros((), dtype=torch.int32, device=device)
 
     def reset(self) -> None:
         self.ret.zero_()
@@ -27,14 +33,14 @@ class EpisodeTracker:
 
     def record(self, t: int, reward: torch.Tensor, done: torch.Tensor, info: dict[str, torch.Tensor]) -> None:
         """Step ``t``: ``reward [N]``, ``done [N]`` (terminated or truncated), the env's ``info``."""
-        self.ret += reward
-        self.length += 1
-        self.ret_at[t].copy_(self.ret)
-        self.length_at[t].copy_(self.length)
-        self.done_at[t].copy_(done)
+        ret_t, length_t = self._ret_rows[t], self._length_rows[t]
+        torch.add(self.ret, reward, out=ret_t)
+        torch.add(self.length, self._one, out=length_t)
+        self._done_rows[t].copy_(done)
         for key, value in info.items():
             if value.dtype == torch.bool and value.shape == (self.N,) and key not in self.info_at:
-                self.info_at[key] = torch.zeros(self.T, self.N, dtype=torch.bool, device=self.device)
+                with torch.inference_mode(False):  # an ordinary tensor, as those made in __init__
+                    self.info_at[key] = torch.zeros(self.T, self.N, dtype=torch.bool, device=self.device)
         for key, record in self.info_at.items():
             # A key an env reports only on some steps (Gymnasium's final_info) reads False where absent.
             value = info.get(key)
@@ -42,8 +48,9 @@ class EpisodeTracker:
                 record[t].zero_()
             else:
                 record[t].copy_(value)
-        self.ret.masked_fill_(done, 0.0)
-        self.length.masked_fill_(done, 0)
+        # The next step's running return and length: this step's, or 0 where an episode ended.
+        torch.where(done, self._zero_ret, ret_t, out=self.ret)
+        torch.where(done, self._zero_length, length_t, out=self.length)
 
     def completed(self) -> Episodes:
         """The episodes that ended in this rollout, in time order."""

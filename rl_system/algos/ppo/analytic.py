@@ -131,7 +131,7 @@ class AnalyticGrad:
         self.grad_buffer.mul_((max_norm / (norm + 1e-6)).clamp(max=1.0))
         return norm
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def step(self, mb: dict[str, torch.Tensor], rows: int, adv: torch.Tensor) -> torch.Tensor:
         """Sets every parameter's ``.grad`` to the gradient of the minibatch loss (this learner's
         ``mb``, ``rows`` loss rows over the group) and returns the sums of the minibatch

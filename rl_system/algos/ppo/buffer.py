@@ -20,6 +20,8 @@ Columns (``T = rollout_len``, ``N = num_envs``):
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import torch
 
 from rl_system.envs.base import ActionSpec, TensorSpec
@@ -47,6 +49,14 @@ class RolloutBuffer:
         self.last_value = torch.zeros(N, device=device)
         self.disc_return = alloc() if disc_return else None
         self.init_state = torch.zeros(N, state_size, device=device) if state_size else None
+
+    def rows(self) -> list[SimpleNamespace]:
+        """Per step ``t``, the ``[N, ...]`` views ``column[t]`` of the step columns (``obs`` a dict
+        by key): made once, so a sampler's step writes without indexing."""
+        names = ["action", "logp", "value", "reward", "terminated", "truncated", "trunc_value", "disc_return"]
+        cols = {name: getattr(self, name) for name in names if getattr(self, name) is not None}
+        return [SimpleNamespace(obs={k: v[t] for k, v in self.obs.items()}, **{k: v[t] for k, v in cols.items()})
+                for t in range(self.rollout_len)]
 
     def columns(self) -> Columns:
         """The columns a learner needs, by name (views, no copies)."""

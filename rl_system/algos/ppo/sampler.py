@@ -33,6 +33,7 @@ class PolicySampler:
         self.buffer = RolloutBuffer(rollout_len, env.num_envs, env.observation_spec, env.action_spec, device,
                                     disc_return=return_gamma is not None,
                                     state_size=policy.state_size if self.recurrent else 0)
+        self.rows = self.buffer.rows()  # step t's views of the columns, made once
         self.hidden = policy.initial_state(env.num_envs).to(device) if self.recurrent else None
         self.episodes = EpisodeTracker(rollout_len, env.num_envs, device)
         self.obs: dict[str, torch.Tensor] = {}
@@ -60,35 +61,35 @@ class PolicySampler:
         obs, state = self.obs, self.hidden
         if state is not None:
             buf.init_state.copy_(state)
-        for t in range(buf.rollout_len):
+        buf.trunc_value.zero_()
+        for t, row in enumerate(self.rows):
             for k, v in obs.items():
-                buf.obs[k][t].copy_(v)
+                row.obs[k].copy_(v)
             if state is None:
                 action, logp, value = policy.act(obs, deterministic=deterministic)
             else:
                 action, logp, value, state = policy.act(obs, state, deterministic=deterministic)
-            buf.action[t].copy_(action)
-            buf.logp[t].copy_(logp)
-            buf.value[t].copy_(value)
+            row.action.copy_(action)
+            row.logp.copy_(logp)
+            row.value.copy_(value)
             step = env.step(action)
-            buf.reward[t].copy_(step.reward)
-            buf.terminated[t].copy_(step.terminated)
-            buf.truncated[t].copy_(step.truncated)
+            row.reward.copy_(step.reward)
+            row.terminated.copy_(step.terminated)
+            row.truncated.copy_(step.truncated)
             done = step.terminated | step.truncated
             self.episodes.record(t, step.reward, done, step.info)
             if self.return_gamma is not None:
                 self.disc_ret.mul_(self.return_gamma).add_(step.reward)
-                buf.disc_return[t].copy_(self.disc_ret)
+                row.disc_return.copy_(self.disc_ret)
                 self.disc_ret.masked_fill_(done, 0.0)
             # Time-limit truncation: the learner bootstraps with V(final_obs), computed here by the
             # same policy version (a recurrent one with the state that saw the episode). Only
-            # evaluated on steps where some env was truncated.
-            trunc = step.truncated & ~step.terminated
-            if bool(trunc.any()):
-                final_value = policy.value(step.final_obs) if state is None else policy.value(step.final_obs, state)
-                buf.trunc_value[t] = torch.where(trunc, final_value, 0.0)
-            else:
-                buf.trunc_value[t].zero_()
+            # evaluated on steps where some env was truncated (rare: one test per step else).
+            if bool(step.truncated.any()):
+                trunc = step.truncated & ~step.terminated
+                if bool(trunc.any()):
+                    final_value = policy.value(step.final_obs) if state is None else policy.value(step.final_obs, state)
+                    row.trunc_value.copy_(torch.where(trunc, final_value, 0.0))
             if state is not None:
                 state = state.masked_fill(done.unsqueeze(1), 0.0)  # the next episode starts afresh
             obs = step.obs
