@@ -5,6 +5,9 @@ steps before it left (:mod:`rl_system.algos.precision`)."""
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import pytest
 import torch
 from sampled_batch import sampled
@@ -59,6 +62,13 @@ def test_without_gradients_a_float32_head_computes_the_same_bits_in_place_and_le
     assert "_plan" not in head.__dict__
     with torch.no_grad():
         assert torch.equal(head(x.double()), nn.Sequential.forward(head, x.double()))
+    # A copy plans with its own parameters; a pickled head (the plan's closures do not pickle) too.
+    for other in (copy.deepcopy(head), pickle.loads(pickle.dumps(head))):
+        assert "_plan" not in other.__dict__
+        with torch.no_grad():
+            other[0].weight.mul_(3)
+            assert torch.equal(other(x.double()), nn.Sequential.forward(other, x.double()))
+            assert not torch.equal(other(x.double()), head(x.double()))
 
 
 def test_a_float32_head_it_cannot_plan_takes_the_modules_path():

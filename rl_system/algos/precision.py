@@ -76,6 +76,13 @@ class Float32Head(nn.Sequential):
         self.__dict__.pop("_plan", None)
         return super()._apply(fn, recurse)
 
+    def __getstate__(self) -> dict:
+        # A copy or an unpickled head builds its own plan (of its own parameters; the plan's
+        # activations may be closures, which do not pickle).
+        state = dict(self.__dict__)
+        state.pop("_plan", None)
+        return state
+
 
 _NO_PLAN: list = []
 
