@@ -1,6 +1,7 @@
 """FusedAdam and LoopAdam take torch.optim.Adam's steps bit for bit (fused=True, and the default
 per-tensor loop on CPU) and share its checkpoints."""
 
+import copy
 import subprocess
 import sys
 
@@ -72,6 +73,32 @@ def test_each_loads_the_others_state_and_goes_on_identically(cls, options):
     assert a2.param_groups[0]["lr"] == 1e-2 and a2.param_groups[0]["eps"] == 1e-5
     _steps(ours, a2, 5, seed=3)
     _steps(theirs, b2, 5, seed=3)
+    _same(ours, theirs)
+
+
+def test_gradients_written_in_place_into_the_same_tensors_step_as_torch_adams():
+    """Closed-form gradients land in the same views every step, so FusedAdam keeps its kernel's
+    tensor lists between steps: a gradient that goes away or comes back, and a restored state,
+    must still be seen."""
+    ours, theirs = _net(2), _net(2)
+    a = FusedAdam(ours.parameters(), lr=1e-2, eps=1e-5)
+    b = torch.optim.Adam(theirs.parameters(), lr=1e-2, eps=1e-5, fused=True)
+    grads = [torch.zeros_like(p) for p in ours.parameters()]
+    gen = torch.Generator().manual_seed(4)
+    for i in range(12):
+        values = [torch.randn(g.shape, generator=gen) for g in grads]
+        for p, g, v in zip(ours.parameters(), grads, values):
+            g.copy_(v)  # in place, as the closed form writes its buffer's views
+            p.grad = None if i == 4 and p is ours[2].bias else g
+        for p, v in zip(theirs.parameters(), values):
+            p.grad = None if i == 4 and p is theirs[2].bias else v.clone()
+        if i == 3:
+            earlier = copy.deepcopy(b.state_dict())  # (its live tensors otherwise)
+        if i == 8:  # both go back to the earlier moments: the kept lists must not be the current ones
+            a.load_state_dict(copy.deepcopy(earlier))
+            b.load_state_dict(copy.deepcopy(earlier))
+        a.step()
+        b.step()
     _same(ours, theirs)
 
 

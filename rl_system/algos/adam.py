@@ -40,6 +40,8 @@ class FusedAdam:
                               "fused": True if self._FUSED else None, "decoupled_weight_decay": False,
                               "params": self.params}]
         self.state: dict[torch.nn.Parameter, dict[str, torch.Tensor]] = {}
+        self._buckets: list[tuple[list, ...]] | None = None  # step's tensor lists (_bucket)
+        self._bucket_grads: list[torch.Tensor | None] = []
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         for p in self.params:
@@ -65,6 +67,20 @@ class FusedAdam:
         """One Adam step of every parameter that has a gradient (the kernel takes one device and
         dtype per call)."""
         group = self.param_groups[0]
+        current = [p.grad for p in self.params]
+        if self._buckets is None or any(g is not c for g, c in zip(current, self._bucket_grads)):
+            self._buckets, self._bucket_grads = self._bucket(), current
+        beta1, beta2 = group["betas"]
+        for params, grads, exp_avgs, exp_avg_sqs, steps in self._buckets:
+            torch._foreach_add_(steps, 1)
+            torch._fused_adam_(params, grads, exp_avgs, exp_avg_sqs, [], steps, amsgrad=False, lr=group["lr"],
+                               beta1=beta1, beta2=beta2, weight_decay=group["weight_decay"], eps=group["eps"],
+                               maximize=False, grad_scale=None, found_inf=None)
+
+    def _bucket(self) -> list[tuple[list, ...]]:
+        """The kernel's tensor lists, one set per device and dtype, of every parameter that has a
+        gradient. :meth:`step` keeps them while the gradients are the same tensors (closed-form
+        gradients write into the same views every step), which saves a CartPole step ~10 µs."""
         buckets: dict[tuple[torch.device, torch.dtype], tuple[list, ...]] = {}
         for p in self.params:
             if p.grad is None:
@@ -73,12 +89,7 @@ class FusedAdam:
             lists = buckets.setdefault((p.device, p.dtype), ([], [], [], [], []))
             for out, t in zip(lists, (p, p.grad, st["exp_avg"], st["exp_avg_sq"], st["step"])):
                 out.append(t)
-        beta1, beta2 = group["betas"]
-        for params, grads, exp_avgs, exp_avg_sqs, steps in buckets.values():
-            torch._foreach_add_(steps, 1)
-            torch._fused_adam_(params, grads, exp_avgs, exp_avg_sqs, [], steps, amsgrad=False, lr=group["lr"],
-                               beta1=beta1, beta2=beta2, weight_decay=group["weight_decay"], eps=group["eps"],
-                               maximize=False, grad_scale=None, found_inf=None)
+        return list(buckets.values())
 
     def state_dict(self) -> dict[str, Any]:
         """``torch.optim.Adam``'s layout: per-parameter state keyed by the parameter's index."""
@@ -95,7 +106,7 @@ class FusedAdam:
                              f"{len(groups)} groups; this policy has {len(self.params)} in one")
         saved = groups[0]
         self.param_groups[0].update({k: saved[k] for k in ("lr", "betas", "eps") if k in saved})
-        self.state = {}
+        self.state, self._buckets = {}, None
         for i, st in state_dict["state"].items():
             p = self.params[saved["params"].index(i)]
             self.state[p] = {

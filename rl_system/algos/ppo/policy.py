@@ -146,6 +146,8 @@ class ActorCritic(nn.Module):
         encoders are shared)."""
         x = self.flatten(obs)
         flat = [] if x is None else [self.obs_norm(x) if self.obs_norm is not None else x]
+        if flat and not self.encoders.nets:  # flat keys only: no call of the empty module
+            return flat[0], flat[0]
         xa = _cat(flat + self.encoders(obs))
         xc = xa if self.critic_encoders is None else _cat(flat + self.critic_encoders(obs))
         return xa, xc
