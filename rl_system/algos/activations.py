@@ -78,22 +78,24 @@ class Tanh(nn.Module):
     unaffected."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not SIGMOID_TANH or x.device.type != "cpu" or x.numel() < FAST_MIN_NUMEL:
+        if not takes_sigmoid_form(x):
             return torch.tanh(x)
         if torch.is_grad_enabled() and x.requires_grad:
             return _SigmoidTanh.apply(x)
         return sigmoid_tanh(x)
 
 
+def takes_sigmoid_form(x: torch.Tensor) -> bool:
+    """Whether :class:`Tanh` computes ``tanh(x)`` in the sigmoid form (a large CPU tensor where
+    ``torch.tanh`` runs MKL's generic code), not with ``torch.tanh``."""
+    return SIGMOID_TANH and x.device.type == "cpu" and x.numel() >= FAST_MIN_NUMEL
+
+
 def inplace_activation(module: nn.Module):
     """For a no-grad forward on a fresh tensor: an in-place callable equal to ``module``'s forward
     (``tanh_``, ``relu_``, ``elu_``), or None for an activation this does not know."""
     if type(module) is Tanh:
-        def tanh_(x: torch.Tensor) -> torch.Tensor:
-            if not SIGMOID_TANH or x.device.type != "cpu" or x.numel() < FAST_MIN_NUMEL:
-                return x.tanh_()
-            return sigmoid_tanh(x)
-        return tanh_
+        return lambda x: sigmoid_tanh(x) if takes_sigmoid_form(x) else x.tanh_()
     if type(module) in (nn.Tanh, nn.ReLU):
         return torch.Tensor.tanh_ if type(module) is nn.Tanh else torch.Tensor.relu_
     if type(module) is nn.ELU:
