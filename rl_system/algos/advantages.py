@@ -50,8 +50,11 @@ def _discounted_sums(delta: torch.Tensor, discount: torch.Tensor) -> torch.Tenso
     """``out[t] = delta[t] + discount[t] * out[t + 1]`` (``out[T] = 0``) for ``[T, N]`` tensors: the
     backward recursion behind GAE and V-trace. The loop runs over T only; each step is N-wide."""
     out = torch.empty_like(delta)
-    running = torch.zeros_like(delta[0])
-    for t in range(delta.shape[0] - 1, -1, -1):
-        running = delta[t] + discount[t] * running
-        out[t] = running
+    # Rows as views made once, and the step's two ops writing in place: 2 ATen calls a step
+    # instead of 6 (CartPole's 32-step rollout: ~200 calls of an update's ~2,200).
+    deltas, discounts, outs = delta.unbind(0), discount.unbind(0), out.unbind(0)
+    running, scaled = torch.zeros_like(deltas[0]), torch.empty_like(deltas[0])
+    for t in range(len(outs) - 1, -1, -1):
+        torch.mul(discounts[t], running, out=scaled)
+        running = torch.add(deltas[t], scaled, out=outs[t])
     return out

@@ -31,7 +31,7 @@ along the env axis (:func:`concat`): dim 1 for step columns, dim 0 for the other
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -140,8 +140,7 @@ class RolloutMeta:
 
     def header(self) -> dict[str, Any]:
         """The payload's codec header: identity and provenance, no episode statistics."""
-        d = asdict(self)
-        return {k: d[k] for k in self.HEADER}
+        return {k: getattr(self, k) for k in self.HEADER}  # all scalars: no deep copy of the episode lists
 
 
 def header_version(header: dict[str, Any]) -> int:
