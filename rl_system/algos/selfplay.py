@@ -84,8 +84,7 @@ class SnapshotPool:
 
     # -- checkpoint: the snapshots' weights themselves, so a resumed run keeps its pool --------
     def state(self) -> dict[str, Any]:
-        # Plain dicts of tensors: what a checkpoint stores (PolicyWeights are made for the wire).
-        weights = [dict(w) for w in ray.get([ref for _, ref in self.snapshots])] if self.snapshots else []
+        weights = ray.get([ref for _, ref in self.snapshots]) if self.snapshots else []
         return {"versions": [v for v, _ in self.snapshots], "weights": weights,
                 "rng": self.rng.getstate()}
 
