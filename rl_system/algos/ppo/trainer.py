@@ -176,8 +176,11 @@ class PPO:
                 starts = range(0, B, mb_size)
                 spans = [(bounds(a), bounds(min(a + mb_size, B))) for a in starts]
                 adv_stats = self._advantage_stats(shuffled["advantage"], spans)
+                # Every minibatch's rows as views, one split per column and epoch (consecutive spans).
+                cuts = [hi for _, hi in spans[:-1]]
+                chunks = {k: _split(k, v, cuts, self.recurrent) for k, v in shuffled.items()}
                 for i, start in enumerate(starts):
-                    mb = {k: _rows(k, v, slice(*spans[i]), self.recurrent) for k, v in shuffled.items()}
+                    mb = {k: c[i] for k, c in chunks.items()}
                     out = self._minibatch_step(mb, (min(start + mb_size, B) - start) * seq_rows, adv_stats[i])
                     if out is None:
                         skipped += 1
@@ -279,7 +282,7 @@ class PPO:
         loss = pg - cfg.ent_coef * ent + cfg.vf_coef * v
         grad_norm = (self.closed_form.clip_grad_norm(cfg.max_grad_norm) if closed
                      else nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm, foreach=True))
-        if not (math.isfinite(loss) and torch.isfinite(grad_norm)):
+        if not (math.isfinite(loss) and math.isfinite(grad_norm)):
             # A NaN/Inf would poison the weights and Adam's moments: drop this step entirely.
             self.optimizer.zero_grad(set_to_none=True)
             return None
@@ -321,3 +324,8 @@ def _rows(name: str, x: torch.Tensor, idx: torch.Tensor | slice, recurrent: bool
     """Rows ``idx`` of a prepared column: dim 0 of flat columns; for recurrent batches dim 1 of
     ``[T, N, ...]`` step columns and dim 0 of ``init_state [N, S]``."""
     return x[:, idx] if recurrent and name != "init_state" else x[idx]
+
+
+def _split(name: str, x: torch.Tensor, cuts: list[int], recurrent: bool) -> tuple[torch.Tensor, ...]:
+    """A prepared column cut into row spans at ``cuts`` (views; the rows as :func:`_rows` takes them)."""
+    return torch.tensor_split(x, cuts, dim=1 if recurrent and name != "init_state" else 0)
