@@ -51,7 +51,7 @@ def _discounted_sums(delta: torch.Tensor, discount: torch.Tensor) -> torch.Tenso
     backward recursion behind GAE and V-trace. The loop runs over T only; each step is N-wide."""
     out = torch.empty_like(delta)
     # Rows as views made once, and the step's two ops writing in place: 2 ATen calls a step
-    # instead of 6 (CartPole's 32-step rollout: ~200 calls of an update's ~2,200).
+    # instead of 6 (CartPole's 32-step rollout: ~70 calls instead of ~190, of an update's ~2,200).
     deltas, discounts, outs = delta.unbind(0), discount.unbind(0), out.unbind(0)
     running, scaled = torch.zeros_like(deltas[0]), torch.empty_like(deltas[0])
     for t in range(len(outs) - 1, -1, -1):
