@@ -43,15 +43,8 @@ from rl_system.run.startup import init_ray, probe_specs
 
 
 def _ms(fn, repeats: int) -> float:
-    """Median milliseconds of ``fn()`` over ``repeats`` calls, after two untimed ones."""
-    for _ in range(2):
-        fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
+    """Milliseconds per call of ``fn`` (:func:`~bench.harness.timing.median_us`'s stretches)."""
+    return median_us(fn, max(repeats, 5)) / 1e3
 
 
 def in_process_rows(cfg: RunConfig, repeats: int) -> tuple[list[tuple[str, float, str]], dict[str, Any]]:
