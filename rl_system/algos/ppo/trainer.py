@@ -320,12 +320,17 @@ def _rho_stats(prefix: str, rho: torch.Tensor, bar: float | None) -> dict[str, f
     return stats
 
 
+def _row_dim(name: str, recurrent: bool) -> int:
+    """The dim of a prepared column that holds its rows: dim 0 of flat columns; for recurrent
+    batches dim 1 of ``[T, N, ...]`` step columns and dim 0 of ``init_state [N, S]``."""
+    return 1 if recurrent and name != "init_state" else 0
+
+
 def _rows(name: str, x: torch.Tensor, idx: torch.Tensor | slice, recurrent: bool) -> torch.Tensor:
-    """Rows ``idx`` of a prepared column: dim 0 of flat columns; for recurrent batches dim 1 of
-    ``[T, N, ...]`` step columns and dim 0 of ``init_state [N, S]``."""
-    return x[:, idx] if recurrent and name != "init_state" else x[idx]
+    """Rows ``idx`` of a prepared column (along :func:`_row_dim`)."""
+    return x[:, idx] if _row_dim(name, recurrent) else x[idx]
 
 
 def _split(name: str, x: torch.Tensor, cuts: list[int], recurrent: bool) -> tuple[torch.Tensor, ...]:
-    """A prepared column cut into row spans at ``cuts`` (views; the rows as :func:`_rows` takes them)."""
-    return torch.tensor_split(x, cuts, dim=1 if recurrent and name != "init_state" else 0)
+    """A prepared column cut into row spans at ``cuts`` (views, along :func:`_row_dim`)."""
+    return torch.tensor_split(x, cuts, dim=_row_dim(name, recurrent))
