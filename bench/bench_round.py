@@ -6,7 +6,7 @@ this process, and the round's Ray traffic without the compute.
 In-process (each on the thread count its actor would use): a sampler step, a worker's ``sample``
 call with a new version's weights (unpickled, as the call receives them), the learner's
 ``update`` call on the round's payloads (decode, the trainer's update, the weights), the trainer's
-update alone, and the weights' pickle and unpickle-plus-first-use.
+update alone (in the learner's precision), and the weights' pickle and unpickle-plus-first-use.
 
 Ray traffic: stand-in actors that do no work but ship the round's real objects (the learner's
 metrics and weights, the workers' metas and payloads) in the round's pattern — every worker
@@ -36,6 +36,7 @@ from bench.harness.stamp import stamp
 from bench.harness.timing import median_us, with_threads
 from rl_system.actors.learner import Learner
 from rl_system.actors.worker import RolloutWorker
+from rl_system.algos.precision import update_autocast
 from rl_system.config import RunConfig, load_config
 from rl_system.device import resolve_threads
 from rl_system.rollout import codec, contract
@@ -80,9 +81,13 @@ def in_process_rows(cfg: RunConfig, repeats: int) -> tuple[list[tuple[str, float
         return learner.update(*payloads)
 
     batch = contract.concat([codec.decode(p)[0] for p in payloads])
+
+    def trainer_update():  # in the learner's precision, as its update call runs it
+        with update_autocast(learner.device.type, enabled=learner.precision == "bf16"):
+            return learner.algo.update(batch, 0.0)
+
     rows += [("learner.update (decode, update, weights)", with_threads(learner_threads, lambda: _ms(learner_update, repeats)), "ms"),
-             ("  of which the trainer's update", with_threads(learner_threads, lambda: _ms(
-                 lambda: learner.algo.update(batch, 0.0), repeats)), "ms")]
+             ("  of which the trainer's update", with_threads(learner_threads, lambda: _ms(trainer_update, repeats)), "ms")]
     weights = learner.get_weights()
     blob = pickle.dumps(weights, protocol=5)
     rows += [("weights: pickle", median_us(lambda: pickle.dumps(weights, protocol=5), 200), "µs"),
