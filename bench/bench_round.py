@@ -94,7 +94,8 @@ def in_process_rows(cfg: RunConfig, repeats: int) -> tuple[list[tuple[str, float
              ("weights: unpickle", median_us(lambda: len(pickle.loads(blob)), 200), "µs")]
     metrics, _ = learner_update()
     shipped = {"metrics": metrics, "weights": weights, "metas": metas, "payloads": payloads,
-               "weights_bytes": len(blob), "payload_bytes": [len(p) for p in payloads]}
+               "weights_bytes": len(blob), "payload_bytes": [len(p) for p in payloads],
+               "learner": f"{learner_threads} thread{'s' if learner_threads > 1 else ''}, {learner.precision}"}
     return rows, shipped
 
 
@@ -147,7 +148,7 @@ def markdown(result: dict[str, Any]) -> str:
     s = result["stamp"]
     lines = [f"`{result['command']}`", "",
              f"Measured {s['date_utc']} at commit `{s['commit']}` on {s['cpu']} ({s['cores']} cores), torch {s['torch']}; "
-             f"`{result['config']}`: weights {result['weights_bytes']:,} bytes pickled, payloads "
+             f"`{result['config']}` (learner: {result['learner']}): weights {result['weights_bytes']:,} bytes pickled, payloads "
              f"{', '.join(f'{b:,}' for b in result['payload_bytes'])} bytes.", "",
              "| piece | median | unit |", "|---|---:|---|"]
     lines += [f"| {piece} | {value:,.2f} | {unit} |" for piece, value, unit in result["rows"]]
@@ -169,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         ray.shutdown()
     result = {"stamp": stamp(), "command": command, "config": args.config, "rows": rows,
-              "weights_bytes": shipped["weights_bytes"], "payload_bytes": shipped["payload_bytes"]}
+              "weights_bytes": shipped["weights_bytes"], "payload_bytes": shipped["payload_bytes"],
+              "learner": shipped["learner"]}
     text = markdown(result)
     print(text)
     write_suite(args.out, "round", result, text)

@@ -30,5 +30,6 @@ def test_the_round_is_timed_piece_by_piece_in_process_and_over_ray(ray_session):
     text = bench_round.markdown({"stamp": {"date_utc": "d", "commit": "c", "cpu": "cpu", "cores": 2, "torch": "t"},
                                  "command": "python -m bench.bench_round", "config": "cartpole_ppo",
                                  "rows": rows + ray_rows, "weights_bytes": shipped["weights_bytes"],
-                                 "payload_bytes": shipped["payload_bytes"]})
+                                 "payload_bytes": shipped["payload_bytes"], "learner": shipped["learner"]})
     assert text.count("\n| ") == 1 + len(rows) + len(ray_rows)  # the header, one line a piece
+    assert "`cartpole_ppo` (learner: 1 thread, fp32)" in text  # what the learner's rows were timed with
