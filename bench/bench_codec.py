@@ -39,6 +39,7 @@ import lz4.block
 import numpy as np
 import torch
 
+from bench.harness.results import command_line
 from bench.harness.stamp import ROOT
 from rl_system.rollout import codec
 from rl_system.rollout.codec import decode, encode
@@ -340,7 +341,7 @@ def main(argv: list[str] | None = None) -> None:
                 for i, (_, p, _) in enumerate(got):
                     (pathlib.Path(args.save_rollouts) / f"{env}-{i}.rlro").write_bytes(p)
             todo += got
-    command = " ".join(["python -m bench.bench_codec", *(sys.argv[1:] if argv is None else argv)])
+    command = command_line("python -m bench.bench_codec", argv)
     print(f"# {command}\n# {os.cpu_count()} CPUs, torch {torch.__version__}, "
           f"lz4 {lz4.library_version_string()}, codec format v{codec.VERSION}")
     for label, payload, sample_s in todo:

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from bench.bench_update import REPO, build
-from bench.harness.results import RESULTS, write_suite
+from bench.harness.results import RESULTS, command_line, write_suite
 from bench.harness.stamp import stamp
 from bench.harness.timing import median_us
 from rl_system.algos import activations
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=RESULTS / "kernels")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
-    command = " ".join(["python -m bench.bench_kernels", *(sys.argv[1:] if argv is None else argv)])
+    command = command_line("python -m bench.bench_kernels", argv)
     result = {"stamp": stamp(), "command": command, "threads": args.threads, "cpu_bf16": torch.ops.mkldnn._is_mkldnn_bf16_supported(),
               "activations": activation_rows(), "matmul": matmul_rows(),
               "updates": update_rows(args.configs, args.repeats),

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import pickle
 import statistics
-import sys
 import time
 from typing import Any
 
@@ -31,7 +30,7 @@ import ray
 import torch
 
 from bench.bench_update import REPO
-from bench.harness.results import RESULTS, write_suite
+from bench.harness.results import RESULTS, command_line, write_suite
 from bench.harness.stamp import stamp
 from bench.harness.timing import median_us, with_threads
 from rl_system.actors.learner import Learner
@@ -163,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(RESULTS / "round"))
     args = ap.parse_args(argv)
     cfg = load_config(str(REPO / "launch" / "configs" / f"{args.config}.yaml"))
-    command = " ".join(["python -m bench.bench_round", *(sys.argv[1:] if argv is None else argv)])
+    command = command_line("python -m bench.bench_round", argv)
     rows, shipped = in_process_rows(cfg, args.repeats)
     try:
         rows += ray_rows(cfg, shipped, args.rounds)

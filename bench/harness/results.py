@@ -20,10 +20,18 @@ from typing import Any
 
 from bench.harness.stamp import RESULTS, stamp
 
-__all__ = ["RESULTS", "open_text", "read_json", "read_text", "run_index", "write_run", "write_suite", "write_tables"]
+__all__ = ["RESULTS", "command_line", "open_text", "read_json", "read_text", "run_index", "write_run", "write_suite", "write_tables"]
 
 #: the fields an aggregate keeps of each run beside the file it points to (enough to tell runs apart)
 INDEX_KEYS = ("peer", "env", "seed", "env_steps", "final_return", "commit")
+
+
+def command_line(command: str, argv: list[str] | None = None) -> str:
+    """The command a result records: ``command`` and its arguments, ``argv`` where ``main`` was
+    called with them (tests, other scripts), else the process's own."""
+    import sys
+
+    return " ".join([command, *(sys.argv[1:] if argv is None else argv)])
 
 
 def open_text(path: Path):
@@ -88,9 +96,7 @@ def write_tables(out: Path, name: str, runs: list[dict[str, Any]],
     """A learning suite's aggregate: ``out/<name>.json`` (the stamp and :func:`run_index` of
     ``runs``) and ``out/<name>.md`` (``markdown(stamp, runs, the command line)``); returns the
     Markdown."""
-    import sys
-
     st = stamp()
-    text = markdown(st, runs, " ".join([command, *(sys.argv[1:] if argv is None else argv)]))
+    text = markdown(st, runs, command_line(command, argv))
     write_suite(out, name, {"meta": st, "runs": run_index(runs, Path(out))}, text)
     return text
