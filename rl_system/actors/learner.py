@@ -18,7 +18,7 @@ from typing import Any
 import ray
 import torch
 
-from rl_system.actors import collective
+from rl_system import collective
 from rl_system.actors.weights import PolicyWeights
 from rl_system.algos import get_algorithm
 from rl_system.algos.precision import update_autocast
@@ -46,6 +46,7 @@ class Learner:
         self.device = resolve_device(self.cfg.learner.device)
         self.precision = resolve_precision(self.cfg.learner.precision, self.device)
         self.specs = (obs_spec, action_spec)
+        self.group: collective.Collective = collective.SOLO  # join_group: a learner group's
         self._build(self.cfg.seed)
         self.gate = PolicyVersionGate(self.cfg.max_policy_lag)
         self.version = 0
@@ -61,7 +62,7 @@ class Learner:
         torch.manual_seed(seed)
         algo = get_algorithm(self.cfg.algo)
         self.policy = algo.make_policy(*self.specs, self.cfg).to(self.device)
-        self.algo = algo.make_trainer(self.policy, self.cfg)
+        self.algo = algo.make_trainer(self.policy, self.cfg, self.group)
 
     def reseed(self, seed: int) -> tuple[int, dict[str, torch.Tensor]]:
         """Start learning over from ``seed`` (reseed on stall, ``ReseedConfig``); returns
@@ -90,8 +91,10 @@ class Learner:
 
     def join_group(self, rank: int, world: int, address: str, backend: str, timeout_s: float) -> int:
         """Join the learner group as ``rank`` of ``world`` (blocks until every rank has joined).
-        Every rank starts from the same seed, so the weights already agree."""
-        collective.install(collective.ProcessGroup(rank, world, address, backend, timeout_s))
+        Every rank starts from the same seed, so the weights already agree; the trainer is built
+        anew around the group (it has not trained yet)."""
+        self.group = collective.ProcessGroup(rank, world, address, backend, timeout_s)
+        self.algo = get_algorithm(self.cfg.algo).make_trainer(self.policy, self.cfg, self.group)
         self.rank = rank
         return rank
 
@@ -117,7 +120,7 @@ class Learner:
                 dropped += 1
         # The round's env steps over the group (the budget and LR annealing are global), decided
         # together: a learner left with nothing must not leave its peers in a collective.
-        steps_per_rank = collective.active().all_gather_ints(sum(cols["reward"].numel() for cols in rollouts))
+        steps_per_rank = self.group.all_gather_ints(sum(cols[rollout.REWARD].numel() for cols in rollouts))
         if min(steps_per_rank) == 0:
             raise StaleRolloutError(f"all {len(payloads)} rollouts of a learner's share are outside the "
                                     f"allowed policy lag")

@@ -11,7 +11,7 @@ one (data parallel).
   learner (:meth:`LearnerGroup.rank_of`), so ``compression: auto`` is decided against that
   learner's node.
 * **Weights and checkpoints.** All learners hold the same weights, optimiser state and RNG state
-  after every update (:mod:`rl_system.actors.collective`), so rank 0 alone returns the weights and
+  after every update (:mod:`rl_system.collective`), so rank 0 alone returns the weights and
   snapshots to the checkpointer, and any checkpoint resumes on any number of learners.
 * **Failures.** A learner that dies takes the group with it: :meth:`LearnerGroup.wait` raises
   the death (not the peers' broken collectives), and the run loop rebuilds the whole group from

@@ -37,8 +37,12 @@ class Algorithm:
     def make_sampler(self, env, policy, cfg, device) -> Sampler:
         return self.module.make_sampler(env, policy, cfg, device)
 
-    def make_trainer(self, policy, cfg) -> Trainer:
-        return self.module.make_trainer(policy, cfg)
+    def make_trainer(self, policy, cfg, group=None) -> Trainer:
+        """The learner's trainer, reducing over ``group`` (a learner group's
+        :class:`~rl_system.collective.Collective`; None: one learner)."""
+        from rl_system import collective
+
+        return self.module.make_trainer(policy, cfg, group or collective.SOLO)
 
 
 def __getattr__(name: str) -> Any:

@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch import nn
 
+from rl_system.collective import Collective
 from rl_system.config import RunConfig
 from rl_system.envs.base import ActionSpec, TensorSpec, VecEnv
 from rl_system.rollout.contract import Columns, Episodes
@@ -84,8 +85,11 @@ class ActorCriticNetwork(Protocol):
     Actions are ``[B]`` int64 (Discrete), ``[B, K]`` int64 (MultiDiscrete) or ``[B, *shape]``
     float32 (Box; the env clips to its bounds, ``logp`` is of the unclipped sample).
 
-    Optional: ``observe(obs)``, called by the learner after each update with the round's
-    observations (``[B, ...]``), to update running statistics such as an observation normaliser.
+    Optional: ``observe(obs, group)``, called by the learner after each update with the round's
+    observations (``[B, ...]``), to update running statistics such as an observation normaliser;
+    ``group`` (:class:`~rl_system.collective.Collective`) is the learner group, over which the
+    statistics are made global (``group.moments(x)``). An ``observe(obs)`` without it keeps each
+    learner's own statistics.
     """
 
     def act(self, obs: dict[str, torch.Tensor], deterministic: bool = False
@@ -144,4 +148,4 @@ class AlgorithmModule(Protocol):
 
     def make_sampler(self, env: VecEnv, policy: nn.Module, cfg: RunConfig, device: torch.device) -> Sampler: ...
 
-    def make_trainer(self, policy: nn.Module, cfg: RunConfig) -> Trainer: ...
+    def make_trainer(self, policy: nn.Module, cfg: RunConfig, group: Collective) -> Trainer: ...

@@ -44,6 +44,17 @@ OBS = "obs."
 LAST, INIT, FINAL = "last_", "init_", "final_"
 _ENV_MAJOR = (LAST, INIT, FINAL)
 
+# The step columns every algorithm's rollout holds (an algorithm's own live in its package,
+# e.g. rl_system.algos.hmasd.columns); each name is written here once.
+ACTION, LOGP, VALUE, REWARD = "action", "logp", "value", "reward"
+"""The action taken, its log-probability under the acting policy, the critic's value, the reward."""
+TERMINATED, TRUNCATED = "terminated", "truncated"
+"""Bool ``[T, N]``: the episode ended on this step (a terminal state / a time limit or similar)."""
+TRUNC_VALUE = "trunc_value"
+"""``V(final obs)`` where the episode was truncated on this step (0 elsewhere): its bootstrap."""
+DISC_RETURN = "disc_return"
+"""The running discounted return (reward scaling's statistics, ``ppo.normalize_reward``)."""
+
 
 class Layout(Enum):
     STEP = "step"  # [T, N, ...]
@@ -78,6 +89,12 @@ def final_column(name: str) -> str:
 def observations(columns: Columns) -> Columns:
     """The observation columns as an observation dict: ``{"lidar": cols["obs.lidar"], ...}``."""
     return {name.removeprefix(OBS): v for name, v in columns.items() if name.startswith(OBS)}
+
+
+LAST_VALUE = LAST + VALUE
+"""``[N, ...]``: the critic's value after the rollout's last step (GAE's bootstrap)."""
+INIT_STATE = INIT + "state"
+"""``[N, S]``: a recurrent policy's state before the rollout's first step."""
 
 
 def concat(rollouts: list[Columns]) -> Columns:

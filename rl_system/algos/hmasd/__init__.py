@@ -39,7 +39,8 @@ def make_sampler(env, policy, cfg, device):
     return HMASDSampler(env, policy, cfg.hmasd, cfg.workers.rollout_len, device)
 
 
-def make_trainer(policy, cfg):
+def make_trainer(policy, cfg, group=None):
+    from rl_system import collective
     from rl_system.algos.hmasd.trainer import HMASDTrainer
 
-    return HMASDTrainer(policy, cfg.hmasd)
+    return HMASDTrainer(policy, cfg.hmasd, group or collective.SOLO)

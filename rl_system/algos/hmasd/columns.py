@@ -24,12 +24,10 @@ With the hierarchy or the novelty bonus (the observation after each step, for th
 * :data:`FINAL_STATE` ``[E, S]``, :data:`FINAL_AGENT_OBS` ``[E, n, O]`` -- where an episode ended.
 """
 
-from rl_system.rollout.contract import final_column, init_column, last_column, obs_column
+from rl_system.rollout.contract import (ACTION, LAST_VALUE, LOGP, REWARD, TERMINATED, TRUNC_VALUE, TRUNCATED, VALUE,
+                                        final_column, init_column, last_column, obs_column)
 
 STATE, AGENT_OBS = obs_column("state"), obs_column("obs")
-ACTION, LOGP, VALUE, REWARD = "action", "logp", "value", "reward"
-TERMINATED, TRUNCATED, TRUNC_VALUE = "terminated", "truncated", "trunc_value"
-LAST_VALUE = last_column(VALUE)
 INIT_H_ACTOR, INIT_H_CRITIC = init_column("h_actor"), init_column("h_critic")
 
 SKILL_TEAM, SKILL_AGENT = "skill_team", "skill_agent"
@@ -38,3 +36,8 @@ LAST_HIGH_VALUE = last_column(HIGH_VALUE)
 
 LAST_STATE, LAST_AGENT_OBS = last_column(STATE), last_column(AGENT_OBS)
 FINAL_STATE, FINAL_AGENT_OBS = final_column(STATE), final_column(AGENT_OBS)
+
+__all__ = ["ACTION", "AGENT_OBS", "FINAL_AGENT_OBS", "FINAL_STATE", "HIGH_LOGP", "HIGH_TRUNC_VALUE", "HIGH_VALUE",
+           "INIT_H_ACTOR", "INIT_H_CRITIC", "LAST_AGENT_OBS", "LAST_HIGH_VALUE", "LAST_STATE", "LAST_VALUE", "LOGP",
+           "REWARD", "SKILL_AGENT", "SKILL_TEAM", "STATE", "TERMINATED", "TRUNCATED", "TRUNC_VALUE", "VALUE",
+           "WINDOW_START"]

@@ -8,18 +8,18 @@ import math
 import torch
 from torch import nn
 
-from rl_system.actors import collective
+from rl_system import collective
 
 
 def skill_usage(Z: torch.Tensor, z: torch.Tensor, n_Z: int, n_z: int,
-                group: collective.Collective | None = None) -> dict[str, float]:
+                group: collective.Collective = collective.SOLO) -> dict[str, float]:
     """What the coordinator planned in a round, over its windows (``Z [W]`` team skills,
     ``z [W, n]`` agent skills; a learner group's windows together): the share of each team skill,
     and the entropy of the team- and agent-skill choices relative to uniform (1: every skill used
     equally, 0: one skill only)."""
     out: dict[str, float] = {}
     counts = torch.cat([torch.bincount(Z.reshape(-1), minlength=n_Z), torch.bincount(z.reshape(-1), minlength=n_z)])
-    counts = (group or collective.Collective()).all_reduce(counts.double())
+    counts = group.all_reduce(counts.double())
     team, agent = counts[:n_Z], counts[n_Z:]
     if team.sum() == 0:
         return out

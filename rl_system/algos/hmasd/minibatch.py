@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-from rl_system.actors import collective
+from rl_system import collective
 
 
 def to_chunks(x: torch.Tensor, L: int) -> torch.Tensor:

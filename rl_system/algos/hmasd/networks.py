@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rl_system.actors import collective
+from rl_system import collective
 from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.novelty import RandomNetworkDistillation
 from rl_system.algos.precision import Float32Linear
@@ -50,10 +50,10 @@ class ValueNorm(nn.Module):
         return mean.float(), var.sqrt().float()
 
     @torch.no_grad()
-    def update(self, x: torch.Tensor) -> None:
-        """Fold a batch of targets in (a learner group's batches together)."""
+    def update(self, x: torch.Tensor, group: collective.Collective = collective.SOLO) -> None:
+        """Fold a batch of targets in (a learner ``group``'s batches together)."""
         x = x.detach().double()
-        w, group = self.beta, collective.active()
+        w = self.beta
         self.running_mean.mul_(w).add_(group.mean(x) * (1 - w))
         self.running_mean_sq.mul_(w).add_(group.mean(x.square()) * (1 - w))
         self.debiasing_term.mul_(w).add_(1 - w)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from rl_system.actors import collective
+from rl_system import collective
 
 
 def _mlp(obs_dim: int, hidden: int) -> nn.Sequential:
@@ -53,21 +53,22 @@ class RandomNetworkDistillation(nn.Module):
 
 
 @torch.no_grad()
-def novelty_bonus(rnd: RandomNetworkDistillation, error: torch.Tensor, norm: str) -> torch.Tensor:
+def novelty_bonus(rnd: RandomNetworkDistillation, error: torch.Tensor, norm: str,
+                  group: collective.Collective = collective.SOLO) -> torch.Tensor:
     """The round's errors ``[...]`` divided by the scale of ``norm`` ("round": their mean;
     "initial": the first round's mean, recorded in ``rnd`` on the first call) -> ``[...]``. The
-    mean is a learner group's (:mod:`rl_system.actors.collective`), so every learner scales alike."""
+    mean is the learner ``group``'s (:mod:`rl_system.collective`), so every learner scales alike."""
     if norm == "round":
-        return error / collective.active().mean(error).clamp_min(1e-12)
+        return error / group.mean(error).clamp_min(1e-12)
     if float(rnd.initial_error) == 0.0:
-        rnd.initial_error.copy_(collective.active().mean(error).clamp_min(1e-12))
+        rnd.initial_error.copy_(group.mean(error).clamp_min(1e-12))
     return error / rnd.initial_error
 
 
 def success_share(reward: torch.Tensor, terminated: torch.Tensor, truncated: torch.Tensor,
-                  group: collective.Collective | None = None) -> torch.Tensor:
+                  group: collective.Collective = collective.SOLO) -> torch.Tensor:
     """Share of the episodes ending in ``[T, N]`` (over ``group``'s learners) that terminated on a
     positive reward (0 when none ended) -> ``[]``."""
     counts = torch.stack([(terminated & (reward > 0)).sum(), (terminated | truncated).sum()]).float()
-    won, ended = (group or collective.Collective()).all_reduce(counts)
+    won, ended = group.all_reduce(counts)
     return won / ended.clamp_min(1)

@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from rl_system.actors import collective
+from rl_system import collective
 from rl_system.algos.hmasd import columns as col
 from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.networks import HMASDPolicy
@@ -67,7 +67,8 @@ def next_inputs(now: torch.Tensor, last: torch.Tensor, final: torch.Tensor, done
 
 
 @torch.no_grad()
-def low_level_reward(policy: HMASDPolicy, cfg: HMASDConfig, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def low_level_reward(policy: HMASDPolicy, cfg: HMASDConfig, batch: dict[str, torch.Tensor],
+                     group: collective.Collective = collective.SOLO) -> dict[str, torch.Tensor]:
     """The low level's reward per agent step ``[T, N, n]``, with the current networks: Eq.
     (low-level reward) ``lambda_e * r_t + lambda_D * log q_D(Z | s_{t+1}) + lambda_d * log q_d(z_i |
     o_{i,t+1}, Z)`` (with ``logq_floor`` each log-probability clamped from below at chance,
@@ -106,9 +107,9 @@ def low_level_reward(policy: HMASDPolicy, cfg: HMASDConfig, batch: dict[str, tor
         weight = torch.tensor(cfg.novelty_coef)
         if cfg.novelty_gate == "success":
             weight = weight * (1 - success_share(batch[col.REWARD], batch[col.TERMINATED], batch[col.TRUNCATED],
-                                                 collective.active()))
+                                                 group))
         out["novelty_weight"] = weight
-        bonus = weight * novelty_bonus(policy.novelty, out["novelty_error"], cfg.novelty_norm)
+        bonus = weight * novelty_bonus(policy.novelty, out["novelty_error"], cfg.novelty_norm, group)
         reward = reward + bonus
         out.setdefault("terms", {})["novelty"] = bonus
     out["reward"] = reward

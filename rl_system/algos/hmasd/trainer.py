@@ -21,7 +21,7 @@ Order of one ``update(batch, progress)``:
    coordinator's steps is shrunk until its KL to the sampling policy, over all of the round's
    windows, is within that bound (:mod:`rl_system.algos.hmasd.trust`).
 
-In a learner group (:mod:`rl_system.actors.collective`) each learner holds a contiguous range of the
+In a learner group (:mod:`rl_system.collective`) each learner holds a contiguous range of the
 round's envs; the chunk and window permutations are drawn over the global batch (same seed on every
 learner), each learner takes its rows of each minibatch, every mean is a global one (losses as
 sums over the global count, normalisers and advantage statistics reduced), and the gradients are
@@ -30,13 +30,11 @@ all-reduced before the per-network clipping: N learners take the one-learner ste
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
-from torch import nn
 
-from rl_system.actors import collective
+from rl_system import collective
 from rl_system.algos.adam import make_adam
 from rl_system.algos.advantages import compute_gae
 from rl_system.algos.hmasd import columns as col
@@ -50,6 +48,7 @@ from rl_system.algos.hmasd.returns import low_level_reward, window_gae
 from rl_system.algos.hmasd.trust import TrustRegion
 from rl_system.algos.recurrent import episode_starts
 from rl_system.algos.surrogate import approx_kl
+from rl_system.algos.update import Trainer, UpdateCore
 
 
 @dataclass
@@ -69,26 +68,24 @@ class Prepared:
     stats: dict[str, float]
 
 
-class HMASDTrainer:
-    def __init__(self, policy: HMASDPolicy, cfg: HMASDConfig):
+class HMASDTrainer(Trainer):
+    """A :class:`~rl_system.algos.protocols.Trainer`: the round's preparation (intrinsic rewards,
+    both levels' returns, the chunks' hiddens) and HMASD's loss on the shared update core
+    (:mod:`rl_system.algos.update`), each network's gradients clipped on their own."""
+
+    def __init__(self, policy: HMASDPolicy, cfg: HMASDConfig, group: collective.Collective = collective.SOLO):
         self.policy, self.cfg = policy, cfg
         # torch.optim.Adam's default steps (the preset's results were proven on them), without torch.optim
         self.optimizer = make_adam(policy.parameters(), lr=cfg.lr, eps=1e-5, fused=False)
         self.groups = policy.param_groups()
-        self.params = list(policy.parameters())
-        self.skipped_updates = 0
-        self.lr_scale = 1.0  # a rollback on collapse lowers it (rl_system.run.rollback)
+        self.core = UpdateCore(self.optimizer, policy.parameters(), lr=cfg.lr, anneal_lr=cfg.anneal_lr,
+                               max_grad_norm=cfg.max_grad_norm, clip_groups=list(self.groups.values()), group=group)
         self.lambda_h = cfg.lambda_h
         """The coordinator's entropy bonus in this update (``lambda_h_gate`` scales it per round)."""
         self.lambda_l = cfg.lambda_l
         """The actor's entropy bonus in this update (``lambda_l_gate`` scales it per round)."""
         self.high_region = (TrustRegion(self.groups["coordinator"], cfg.high_target_kl)
                             if policy.hierarchy and cfg.high_target_kl is not None else None)
-
-    @property
-    def group(self) -> collective.Collective:
-        """The learner group this trainer reduces over (joined after construction)."""
-        return collective.active()
 
     def state_dict(self) -> dict:
         return self.optimizer.state_dict()
@@ -117,7 +114,7 @@ class HMASDTrainer:
                                                                batch[col.INIT_H_ACTOR], batch[col.INIT_H_CRITIC],
                                                                data["reset"])
 
-        intr = low_level_reward(policy, cfg, batch)
+        intr = low_level_reward(policy, cfg, batch, group)
         low_r = intr["reward"]
         if "next_obs" in intr:
             data["next_obs"] = intr["next_obs"]
@@ -186,7 +183,7 @@ class HMASDTrainer:
         cfg, group = self.cfg, self.group
         norm_adv = cfg.norm_adv if level == "low" else cfg.high_norm_adv
         if cfg.value_norm:
-            norm.update(ret)
+            norm.update(ret, group)
             target, old_v = norm.normalize(ret), norm.normalize(value)
         else:
             target, old_v = ret, value
@@ -199,28 +196,23 @@ class HMASDTrainer:
     def update(self, batch: dict[str, torch.Tensor], progress: float) -> dict[str, float]:
         """One round: the learning rate for ``progress``, :meth:`prepare`, the entropy bonuses for
         the round, then ``num_epochs`` x ``num_minibatches`` steps over chunks and windows."""
-        lr = self._set_lr(progress)
+        lr = self.core.set_lr(progress)
         # Rewards, advantages and the chunks' initial hiddens in float32 even under bf16 autocast
         # (rl_system.algos.precision): a no-grad pass, a small share of the update.
         with torch.autocast(batch[col.REWARD].device.type, enabled=False):
             prep = self.prepare(batch)
         self._set_bonuses(batch, prep.stats)
         plan = self._plan(batch, prep)
-        sums, counts, steps, skipped = self._epochs(plan)
-        self.skipped_updates += skipped
-        metrics = {k: v / counts[k] for k, v in sums.items()}  # each over the minibatches that had it
+        if self.high_region is not None:
+            self.high_region.start()
+        done = self.core.run_epochs(self.cfg.num_epochs, plan.minibatches,
+                                    lambda item: self._minibatch_step(plan, *item))
+        metrics = done.means()  # each over the minibatches that had it
         metrics.update(prep.stats)
         if self.high_region is not None:
             metrics.update(self.high_region.metrics("high_"))
-        metrics.update(lr=lr, minibatch_steps=steps, skipped_minibatches=skipped, chunk_len=plan.L)
+        metrics.update(lr=lr, minibatch_steps=done.steps, skipped_minibatches=done.skipped, chunk_len=plan.L)
         return metrics
-
-    def _set_lr(self, progress: float) -> float:
-        cfg = self.cfg
-        lr = (cfg.lr * max(1.0 - progress, 0.0) if cfg.anneal_lr else cfg.lr) * self.lr_scale
-        for g in self.optimizer.param_groups:
-            g["lr"] = lr
-        return lr
 
     def _set_bonuses(self, batch: dict[str, torch.Tensor], stats: dict[str, float]) -> None:
         """The round's entropy bonuses: ``lambda_h`` and ``lambda_l``, each times the round's
@@ -251,36 +243,6 @@ class HMASDTrainer:
         to_local = (shard.inverse(device), collective.inverse(prep.window_gid, W)) if group.world > 1 else None
         return MinibatchPlan(low, prep.high, L, C, W, min(cfg.num_minibatches, C), to_local)
 
-    def _epochs(self, plan: MinibatchPlan) -> tuple[dict[str, float], dict[str, int], int, int]:
-        """``num_epochs`` passes of minibatch steps: each a random share of the chunks and of the
-        windows (permutations drawn over the group's whole batch). Returns the metric sums, the
-        minibatches each was summed over, the steps taken and the steps skipped (not finite)."""
-        region = self.high_region
-        sums: dict[str, float] = {}
-        counts: dict[str, int] = {}
-        steps, skipped = 0, 0
-        if region is not None:
-            region.start()
-        for _ in range(self.cfg.num_epochs):
-            for ci, wi, rows in plan.minibatches():
-                if region is not None and not region.active:
-                    # the coordinator sits out the rest of the round
-                    wi, rows = torch.zeros(0, dtype=torch.long, device=plan.low["reset"].device), (rows[0], 0)
-                if region is not None and rows[1]:
-                    region.before_step()
-                out = self._minibatch_step(take_rows(plan.low, ci, env_major=("hid_actor", "hid_critic")),
-                                           take_rows(plan.high, wi), rows)
-                if out is None:
-                    skipped += 1
-                    continue
-                if region is not None and rows[1]:
-                    region.after_step(lambda: self._high_kl(plan.high))
-                for k, v in out.items():
-                    sums[k] = sums.get(k, 0.0) + v
-                    counts[k] = counts.get(k, 0) + 1
-                steps += 1
-        return sums, counts, steps, skipped
-
     @torch.no_grad()
     def _high_kl(self, hb: dict[str, torch.Tensor]) -> float:
         """The coordinator's approximate KL to the sampling policy over all of the round's windows
@@ -293,33 +255,35 @@ class HMASDTrainer:
         total = self.group.all_reduce(total)
         return float(total[0] / total[1].clamp(min=1))
 
-    def _minibatch_step(self, mb: dict[str, torch.Tensor], hb: dict[str, torch.Tensor],
+    def _minibatch_step(self, plan: MinibatchPlan, ci: torch.Tensor | None, wi: torch.Tensor | None,
                         rows: tuple[int, int]) -> dict[str, float] | None:
-        """One gradient step on this learner's chunks ``mb`` and windows ``hb`` of a global
-        minibatch of ``rows = (chunks, windows)``; None (weights untouched) if not finite."""
-        cfg = self.cfg
-        self.optimizer.zero_grad(set_to_none=True)
-        out = minibatch_losses(self.policy, cfg, (self.lambda_l, self.lambda_h), mb, hb, rows)
+        """One gradient step on this learner's chunks ``ci`` and windows ``wi`` of a global minibatch
+        of ``rows = (chunks, windows)``; None (weights untouched) if not finite. With the
+        coordinator's KL bound, its step is shrunk or undone after the fact, and once undone the
+        coordinator sits out the round's other minibatches."""
+        region = self.high_region
+        if region is not None and not region.active:
+            wi, rows = torch.zeros(0, dtype=torch.long, device=plan.low["reset"].device), (rows[0], 0)
+        if region is not None and rows[1]:
+            region.before_step()
+        mb = take_rows(plan.low, ci, env_major=("hid_actor", "hid_critic"))
+        hb = take_rows(plan.high, wi)
         keys = stat_keys(self.policy, with_high=rows[1] > 0)
-        zero = torch.zeros((), device=mb["reset"].device)
-        values = torch.stack([out.get(k, zero).detach().float() for k in keys])
-        if self.group.world > 1:
-            flat = self.group.all_reduce(torch.cat([collective.flat_grads(self.params), values]))
-            collective.set_grads(self.params, flat[:-len(keys)])
-            values = flat[-len(keys):]
-            if self.policy.hierarchy and not rows[1]:
-                # No windows anywhere in the group: the coordinator has no gradient, not a zero one
-                # (Adam would still move it with its momentum).
+
+        def gradients() -> torch.Tensor:
+            self.core.zero_grad()
+            out = minibatch_losses(self.policy, self.cfg, (self.lambda_l, self.lambda_h), mb, hb, rows)
+            zero = torch.zeros((), device=mb["reset"].device)
+            return torch.stack([out.get(k, zero).detach().float() for k in keys])
+
+        def drop_idle_coordinator() -> None:
+            # No windows anywhere in the group: the coordinator has no gradient, not a zero one
+            # (Adam would still move it with its momentum).
+            if self.group.world > 1 and self.policy.hierarchy and not rows[1]:
                 for p in self.groups["coordinator"]:
                     p.grad = None
-        stats = dict(zip(keys, values.tolist()))
-        finite = all(math.isfinite(v) for v in stats.values())
-        for params in self.groups.values():
-            norm = nn.utils.clip_grad_norm_(params, cfg.max_grad_norm, foreach=True)
-            finite = finite and math.isfinite(float(norm))
-        if not finite:
-            # A NaN/Inf would poison the weights and Adam's moments: drop this step entirely.
-            self.optimizer.zero_grad(set_to_none=True)
-            return None
-        self.optimizer.step()
+
+        stats = self.core.step(gradients, keys, after_reduce=drop_idle_coordinator)
+        if stats is not None and region is not None and rows[1]:
+            region.after_step(lambda: self._high_kl(plan.high))
         return stats

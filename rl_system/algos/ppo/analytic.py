@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from rl_system.algos.activations import Tanh, inplace_activation
+from rl_system.algos.ppo import columns as col
 from rl_system.algos.ppo.policy import ActorCritic
 from rl_system.algos.surrogate import ppo_row_grads
 from rl_system.envs.base import ACTION_MASK
@@ -157,13 +158,13 @@ class AnalyticGrad:
         acts, vals = self.actor.forward(xa), self.critic.forward(xc)
         if policy.discrete:
             mask = obs.get(ACTION_MASK)
-            logp, entropy, backward = _categorical(policy.masked_log_probs(acts[-1], obs), mb["action"], mask)
+            logp, entropy, backward = _categorical(policy.masked_log_probs(acts[-1], obs), mb[col.ACTION], mask)
         else:
-            logp, entropy, backward = _gaussian(policy, acts[-1], mb["action"])
+            logp, entropy, backward = _gaussian(policy, acts[-1], mb[col.ACTION])
         new_value = vals[-1].squeeze(-1)
         vclip = cfg.clip_coef if cfg.clip_vloss else None
-        sums, d_logp, d_value = ppo_row_grads(logp - mb["logp"], adv, new_value, mb["value"], mb["ret"],
-                                              cfg.clip_coef, vclip, mb.get("is_weight"))
+        sums, d_logp, d_value = ppo_row_grads(logp - mb[col.LOGP], adv, new_value, mb[col.VALUE], mb[col.RETURN],
+                                              cfg.clip_coef, vclip, mb.get(col.IS_WEIGHT))
         ent = entropy.sum()
         scale = 1.0 / rows  # the loss is (pg - ent_coef * ent + vf_coef * v) / rows
         self.actor.backward(acts, backward(d_logp * scale, -cfg.ent_coef * scale))

@@ -24,8 +24,12 @@ from types import SimpleNamespace
 
 import torch
 
+from rl_system.algos.ppo import columns as col
 from rl_system.envs.base import ActionSpec, TensorSpec
 from rl_system.rollout.contract import Columns, obs_column
+
+_STEP = (col.ACTION, col.LOGP, col.VALUE, col.REWARD, col.TERMINATED, col.TRUNCATED, col.TRUNC_VALUE)
+"""The step columns every rollout holds; each is the buffer's attribute of the same name."""
 
 
 class RolloutBuffer:
@@ -53,19 +57,16 @@ class RolloutBuffer:
     def rows(self) -> list[SimpleNamespace]:
         """Per step ``t``, the ``[N, ...]`` views ``column[t]`` of the step columns (``obs`` a dict
         by key): made once, so a sampler's step writes without indexing."""
-        names = ["action", "logp", "value", "reward", "terminated", "truncated", "trunc_value", "disc_return"]
-        cols = {name: getattr(self, name) for name in names if getattr(self, name) is not None}
+        cols = {name: getattr(self, name) for name in (*_STEP, col.DISC_RETURN) if getattr(self, name) is not None}
         return [SimpleNamespace(obs={k: v[t] for k, v in self.obs.items()}, **{k: v[t] for k, v in cols.items()})
                 for t in range(self.rollout_len)]
 
     def columns(self) -> Columns:
         """The columns a learner needs, by name (views, no copies)."""
         cols = {obs_column(k): v for k, v in self.obs.items()}
-        cols.update(action=self.action, logp=self.logp, value=self.value, reward=self.reward,
-                    terminated=self.terminated, truncated=self.truncated,
-                    trunc_value=self.trunc_value, last_value=self.last_value)
+        cols.update({name: getattr(self, name) for name in (*_STEP, col.LAST_VALUE)})
         if self.disc_return is not None:
-            cols["disc_return"] = self.disc_return
+            cols[col.DISC_RETURN] = self.disc_return
         if self.init_state is not None:
-            cols["init_state"] = self.init_state
+            cols[col.INIT_STATE] = self.init_state
         return cols

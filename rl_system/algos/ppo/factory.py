@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from rl_system.algos.ppo.policy import ActorCritic, RecurrentActorCritic
+from rl_system.collective import SOLO, Collective
 from rl_system.algos.ppo.sampler import PolicySampler
 from rl_system.algos.ppo.trainer import PPO
 from rl_system.algos.protocols import is_recurrent
@@ -64,5 +65,5 @@ def make_sampler(env, policy: nn.Module, cfg: RunConfig, device: torch.device) -
                          return_gamma=cfg.ppo.gamma if cfg.ppo.normalize_reward else None)
 
 
-def make_trainer(policy: nn.Module, cfg: RunConfig) -> PPO:
-    return PPO(policy, cfg.ppo, compile=cfg.learner.compile, gradients=cfg.learner.gradients)
+def make_trainer(policy: nn.Module, cfg: RunConfig, group: Collective = SOLO) -> PPO:
+    return PPO(policy, cfg.ppo, compile=cfg.learner.compile, gradients=cfg.learner.gradients, group=group)

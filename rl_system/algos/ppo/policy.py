@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rl_system.actors import collective
+from rl_system import collective
 from rl_system.algos.activations import Tanh
 from rl_system.algos.ppo.config import ModelConfig
 from rl_system.algos.ppo.encoders import ObsEncoders, onehot_width, plan
@@ -65,10 +65,10 @@ class RunningNorm(nn.Module):
         self.register_buffer("count", torch.tensor(1e-4, dtype=torch.float64))
 
     @torch.no_grad()
-    def update(self, x: torch.Tensor) -> None:
-        """Fold a batch ``x[B, dim]`` into the statistics; in a learner group the batch is every
-        learner's rows together (:mod:`rl_system.actors.collective`), so all hold the same statistics."""
-        b, b_mean, b_var = collective.active().moments(x)
+    def update(self, x: torch.Tensor, group: collective.Collective = collective.SOLO) -> None:
+        """Fold a batch ``x[B, dim]`` into the statistics; in a learner ``group`` the batch is every
+        learner's rows together (:mod:`rl_system.collective`), so all hold the same statistics."""
+        b, b_mean, b_var = group.moments(x)
         delta, total = b_mean - self.mean, self.count + b
         m2 = self.var * self.count + b_var * b + delta.square() * self.count * b / total
         self.mean += delta * b / total
@@ -152,11 +152,11 @@ class ActorCritic(nn.Module):
         xc = xa if self.critic_encoders is None else _cat(flat + self.critic_encoders(obs))
         return xa, xc
 
-    def observe(self, obs: dict[str, torch.Tensor]) -> None:
+    def observe(self, obs: dict[str, torch.Tensor], group: collective.Collective = collective.SOLO) -> None:
         """Fold a batch of observations ``[B, ...]`` into the running normaliser (the learner
-        calls it after each update)."""
+        calls it after each update; ``group``: the learner group the statistics are global over)."""
         if self.obs_norm is not None:
-            self.obs_norm.update(self.flatten(obs))
+            self.obs_norm.update(self.flatten(obs), group)
 
     def _log_probs(self, x: torch.Tensor, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         """Masked log-probabilities: ``[B, n]`` (Discrete) or ``[B, K, M]`` (MultiDiscrete)."""

@@ -16,39 +16,44 @@ sb3-contrib's RecurrentPPO do); the first ``ppo.burn_in`` steps only warm the st
 
 from __future__ import annotations
 
-import math
+import inspect
 import warnings
+from collections.abc import Iterator
 
 import torch
 from torch import nn
 
-from rl_system.actors import collective
+from rl_system import collective
 from rl_system.algos.adam import make_adam
 from rl_system.algos.advantages import compute_gae, compute_vtrace
 from rl_system.algos.compiled import CompiledOrEager
 from rl_system.algos.ppo import analytic
+from rl_system.algos.ppo import columns as col
 from rl_system.algos.ppo.config import PPOConfig
 from rl_system.algos.ppo.policy import RunningNorm
 from rl_system.algos.protocols import is_recurrent
 from rl_system.algos.recurrent import episode_starts
 from rl_system.algos.surrogate import ppo_sums
+from rl_system.algos.update import Epoch, Minibatches, Trainer, UpdateCore
 from rl_system.rollout.contract import OBS, observations
 
 
-class PPO:
-    """A :class:`~rl_system.algos.protocols.Trainer`: owns the optimiser; ``update(batch, progress)`` runs the epochs over one round's batch."""
+class PPO(Trainer):
+    """A :class:`~rl_system.algos.protocols.Trainer`: owns the optimiser; ``update(batch, progress)``
+    prepares the round's batch (GAE or V-trace) and runs the clipped-surrogate loss on the shared
+    update core (:mod:`rl_system.algos.update`)."""
 
     def __init__(self, policy: nn.Module, cfg: PPOConfig, compile: bool = False,  # noqa: A002 - the config key's name
-                 gradients: str = "autograd"):
+                 gradients: str = "autograd", group: collective.Collective = collective.SOLO):
         self.policy, self.cfg = policy, cfg
         self.optimizer = make_adam(policy.parameters(), lr=cfg.lr, eps=1e-5)
-        self.skipped_updates = 0
-        self.lr_scale = 1.0  # a rollback on collapse lowers it (rl_system.run.rollback)
+        self.core = UpdateCore(self.optimizer, policy.parameters(), lr=cfg.lr, anneal_lr=cfg.anneal_lr,
+                               max_grad_norm=cfg.max_grad_norm, group=group)
         device = next(policy.parameters()).device
         # Running variance of the discounted return; the learner's alone (workers ship raw rewards).
         self.return_norm = RunningNorm(1).to(device) if cfg.normalize_reward else None
         self.recurrent = is_recurrent(policy)
-        self.params = list(policy.parameters())
+        self._observe_takes_group = takes_group(getattr(policy, "observe", None))
         self.rho_stats: dict[str, float] = {}  # V-trace's importance weights in the last update
         self.loss_fn = CompiledOrEager(self._losses) if compile else self._losses
         self.closed_form = self._closed_form(gradients)
@@ -65,11 +70,6 @@ class PPO:
         warnings.warn(f"learner.gradients: closed_form cannot serve this policy ({reason}); the update uses "
                       f"autograd", stacklevel=3)
         return None
-
-    @property
-    def group(self) -> collective.Collective:
-        """The learner group this trainer reduces over (joined after construction)."""
-        return collective.active()
 
     def state_dict(self) -> dict:
         """Optimiser state and reward-scaling statistics (what a checkpoint needs besides the
@@ -90,43 +90,44 @@ class PPO:
         """``[T, N]`` rewards, divided by the running std of the discounted return (updated with
         this batch's ``disc_return`` first, as SB3 does) and clipped, where ``normalize_reward``."""
         if self.return_norm is None:
-            return batch["reward"]
-        if "disc_return" not in batch:
+            return batch[col.REWARD]
+        if col.DISC_RETURN not in batch:
             raise ValueError("ppo.normalize_reward needs the samplers' disc_return column")
-        self.return_norm.update(batch["disc_return"].reshape(-1, 1))
-        std = (self.return_norm.var + 1e-8).sqrt().to(batch["reward"].dtype)
+        self.return_norm.update(batch[col.DISC_RETURN].reshape(-1, 1), self.group)
+        std = (self.return_norm.var + 1e-8).sqrt().to(batch[col.REWARD].dtype)
         clip = self.cfg.reward_clip
-        return (batch["reward"] / std).clamp(-clip, clip)
+        return (batch[col.REWARD] / std).clamp(-clip, clip)
 
     def prepare(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Adds advantages and returns, then flattens ``[T, N, ...]`` to ``[T*N, ...]``
         (recurrent policies: keeps ``[T, N, ...]`` and adds ``reset`` and ``init_state``)."""
         cfg = self.cfg
-        done = batch["terminated"] | batch["truncated"]
+        done = batch[col.TERMINATED] | batch[col.TRUNCATED]
         # trunc_value is V(final_obs), already in the (scaled) units the critic learns.
-        reward = self.scaled_reward(batch) + cfg.gamma * batch["trunc_value"]
-        adv, ret = compute_gae(reward, batch["value"], done, batch["last_value"], cfg.gamma, cfg.gae_lambda)
+        reward = self.scaled_reward(batch) + cfg.gamma * batch[col.TRUNC_VALUE]
+        adv, ret = compute_gae(reward, batch[col.VALUE], done, batch[col.LAST_VALUE], cfg.gamma, cfg.gae_lambda)
         data = {k: v for k, v in batch.items() if k.startswith(OBS)}
-        data.update(action=batch["action"], logp=batch["logp"], value=batch["value"], advantage=adv, ret=ret)
+        data.update({col.ACTION: batch[col.ACTION], col.LOGP: batch[col.LOGP], col.VALUE: batch[col.VALUE],
+                     col.ADVANTAGE: adv, col.RETURN: ret})
         proximal = cfg.ratio_anchor == "proximal"
         if cfg.value_target == "vtrace" or proximal:
             prox_logp = self._proximal_logp(batch, done)
-            log_rho = prox_logp - batch["logp"]
+            log_rho = prox_logp - batch[col.LOGP]
             rho = log_rho.exp()
             self.rho_stats = {}
         if cfg.value_target == "vtrace":
-            data["ret"] = compute_vtrace(reward, batch["value"], done, batch["last_value"], log_rho, cfg.gamma,
+            data[col.RETURN] = compute_vtrace(reward, batch[col.VALUE], done, batch[col.LAST_VALUE], log_rho, cfg.gamma,
                                          cfg.gae_lambda, cfg.vtrace_rho_bar, cfg.vtrace_c_bar)
             self.rho_stats.update(_rho_stats("vtrace", rho, cfg.vtrace_rho_bar))
         if proximal:
             # The decoupled objective: clip around the policy the update starts from and weight
             # each row by pi / mu.
-            data["logp"] = prox_logp
+            data[col.LOGP] = prox_logp
             bar = cfg.proximal_rho_bar
-            data["is_weight"] = rho if bar is None else rho.clamp(max=bar)
+            data[col.IS_WEIGHT] = rho if bar is None else rho.clamp(max=bar)
             self.rho_stats.update(_rho_stats("proximal", rho, bar))
         if self.recurrent:
-            data.update(reset=episode_starts(done), init_state=batch["init_state"])
+            data.update({col.RESET: episode_starts(done), col.INIT_STATE: batch[col.INIT_STATE]})
             return data
         return {k: v.flatten(0, 1) for k, v in data.items()}
 
@@ -137,86 +138,69 @@ class PPO:
         pass over the batch."""
         obs = observations(batch)
         if self.recurrent:
-            logp, _, _ = self.policy.evaluate_sequence(obs, batch["action"], batch["init_state"], episode_starts(done))
+            logp, _, _ = self.policy.evaluate_sequence(obs, batch[col.ACTION], batch[col.INIT_STATE], episode_starts(done))
         else:
-            T, N = batch["logp"].shape
+            T, N = batch[col.LOGP].shape
             flat = {k: v.flatten(0, 1) for k, v in obs.items()}
-            logp, _, _ = self.policy.evaluate(flat, batch["action"].flatten(0, 1))
+            logp, _, _ = self.policy.evaluate(flat, batch[col.ACTION].flatten(0, 1))
             logp = logp.reshape(T, N)
         return logp
 
     def update(self, batch: dict[str, torch.Tensor], progress: float) -> dict[str, float]:
         """One PPO update on a round's batch. ``progress`` in [0, 1] drives LR annealing.
 
-        In a learner group (:mod:`rl_system.actors.collective`) ``batch`` is this learner's envs of the
+        In a learner group (:mod:`rl_system.collective`) ``batch`` is this learner's envs of the
         round; the epochs still walk the global batch: every learner draws the same permutation of
         the global rows (same seed, same RNG use), takes the rows it holds of each minibatch and
         sums its losses over them, divided by the global minibatch size; the all-reduced gradients
         are then exactly the one-learner gradients of the whole minibatch."""
-        cfg, policy = self.cfg, self.policy
-        lr = (cfg.lr * max(1.0 - progress, 0.0) if cfg.anneal_lr else cfg.lr) * self.lr_scale
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
+        cfg, core = self.cfg, self.core
+        lr = core.set_lr(progress)
         data = self.prepare(batch)
         self._closed_form_ran = False
-        shard = collective.Shard.of(batch["reward"].shape, self.group)
+        shard = collective.Shard.of(batch[col.REWARD].shape, self.group)
         # Feedforward: minibatches of steps; recurrent: of whole env sequences (dim 1).
-        B = shard.global_envs if self.recurrent else shard.global_envs * shard.T
-        mb_size = math.ceil(B / min(cfg.num_minibatches, B))
+        source = Minibatches(data, shard, cfg.num_minibatches, sequences=self.recurrent, env_major=(col.INIT_STATE,))
         seq_rows = shard.T - cfg.burn_in if self.recurrent else 1  # loss rows per minibatch entry
-        stats = dict.fromkeys(_STATS, 0.0)
-        n, skipped, stop = 0, 0, False
-        # With closed-form gradients nothing needs autograd: the epochs run in inference mode,
-        # which takes ~6% off CartPole's update (14.2 against 15.1 ms).
-        with torch.inference_mode(self._closed_form_serves(data["logp"])):
-            for _ in range(cfg.num_epochs):
-                perm = torch.randperm(B, device=data["logp"].device)
-                local, bounds = shard.localize(perm, self.recurrent)
-                shuffled = {k: _rows(k, v, local, self.recurrent) for k, v in data.items()}  # one gather
-                starts = range(0, B, mb_size)
-                spans = [(bounds(a), bounds(min(a + mb_size, B))) for a in starts]
-                adv_stats = self._advantage_stats(shuffled["advantage"], spans)
-                # Every minibatch's rows as views, one split per column and epoch (consecutive spans).
-                cuts = [hi for _, hi in spans[:-1]]
-                chunks = {k: _split(k, v, cuts, self.recurrent) for k, v in shuffled.items()}
-                for i, start in enumerate(starts):
-                    mb = {k: c[i] for k, c in chunks.items()}
-                    out = self._minibatch_step(mb, (min(start + mb_size, B) - start) * seq_rows, adv_stats[i])
-                    if out is None:
-                        skipped += 1
-                        continue
-                    for k in stats:
-                        stats[k] += out[k]
-                    n += 1
-                    if cfg.target_kl is not None and out["approx_kl"] > cfg.target_kl:
-                        stop = True
-                        break
-                if stop:
-                    break
-        self.skipped_updates += skipped
-        observe = getattr(policy, "observe", None)
+        # With closed-form gradients nothing needs autograd: the epochs run in inference mode.
+        with torch.inference_mode(self._closed_form_serves(data[col.LOGP])):
+            done = core.run_epochs(cfg.num_epochs, lambda: self._minibatches(source, seq_rows),
+                                   lambda item: self._minibatch_step(*item), cfg.target_kl)
+        observe = getattr(self.policy, "observe", None)
         if observe is not None:
             # After the epochs, so the ratio of the first minibatch is exactly 1.
-            observe({k: v.flatten(0, 1) for k, v in observations(batch).items()})
-        metrics = {k: v / max(n, 1) for k, v in stats.items()}
+            obs = {k: v.flatten(0, 1) for k, v in observations(batch).items()}
+            if self._observe_takes_group:
+                observe(obs, self.group)
+            else:
+                observe(obs)
+        metrics = done.means(_STATS)
         metrics.update(self.rho_stats)
         if isinstance(self.loss_fn, CompiledOrEager):
             metrics["compiled"] = float(self.loss_fn.compiled)
         if self._report_closed_form:
             metrics["closed_form"] = float(self._closed_form_ran)
-        metrics.update(lr=lr, minibatch_steps=n, skipped_minibatches=skipped,
-                       explained_variance=self.group.explained_variance(data["value"].flatten(), data["ret"].flatten()))
+        metrics.update(lr=lr, minibatch_steps=done.steps, skipped_minibatches=done.skipped,
+                       explained_variance=self.group.explained_variance(data[col.VALUE].flatten(), data[col.RETURN].flatten()))
         return metrics
 
-    def _advantage_stats(self, adv: torch.Tensor, spans: list[tuple[int, int]]) -> list[tuple | None]:
-        """Per minibatch (this learner's rows ``spans`` of the shuffled ``adv``): the mean and
-        standard deviation of the whole minibatch's advantages over the group, for every minibatch
-        of an epoch in one all-reduce (None for one learner: each minibatch takes its own)."""
+    def _minibatches(self, source: Minibatches, seq_rows: int) -> Iterator[tuple[dict, int, tuple | None]]:
+        """One epoch: ``(minibatch, its loss rows over the group, its advantage statistics)``."""
+        epoch = source.epoch()
+        adv_stats = self._advantage_stats(source, epoch)
+        for mb, i, size in epoch:
+            yield mb, size * seq_rows, adv_stats[i]
+
+    def _advantage_stats(self, source: Minibatches, epoch: Epoch) -> list[tuple | None]:
+        """Per minibatch of ``epoch``: the mean and standard deviation of the whole minibatch's
+        advantages over the group, for every minibatch of an epoch in one all-reduce (None for one
+        learner: each minibatch takes its own)."""
         if self.group.world == 1 or not self.cfg.norm_adv:
-            return [None] * len(spans)
-        sums = torch.zeros(len(spans), 3, dtype=torch.float64, device=adv.device)
-        for i, (lo, hi) in enumerate(spans):
-            a = _rows("advantage", adv, slice(lo, hi), self.recurrent)
+            return [None] * len(epoch.spans)
+        adv = epoch.shuffled[col.ADVANTAGE]
+        sums = torch.zeros(len(epoch.spans), 3, dtype=torch.float64, device=adv.device)
+        for i, (lo, hi) in enumerate(epoch.spans):
+            a = source.take(col.ADVANTAGE, adv, slice(lo, hi))
             a = a[self.cfg.burn_in:] if self.recurrent else a  # the rows the losses see
             a = a.double()
             sums[i, 0], sums[i, 1], sums[i, 2] = a.numel(), a.sum(), a.square().sum()
@@ -233,17 +217,17 @@ class PPO:
         mean and std over the group (None: of ``mb``, one learner)."""
         cfg = self.cfg
         if self.recurrent:
-            new_logp, entropy, new_value = self.policy.evaluate_sequence(observations(mb), mb["action"],
-                                                                         mb["init_state"], mb["reset"])
+            new_logp, entropy, new_value = self.policy.evaluate_sequence(observations(mb), mb[col.ACTION],
+                                                                         mb[col.INIT_STATE], mb[col.RESET])
             # Burn-in steps only warm the state: the losses see steps burn_in.. of each sequence.
-            mb = {k: v[cfg.burn_in:].flatten(0, 1) for k, v in mb.items() if k not in ("init_state", "reset")}
+            mb = {k: v[cfg.burn_in:].flatten(0, 1) for k, v in mb.items() if k not in (col.INIT_STATE, col.RESET)}
             new_logp, entropy, new_value = (x[cfg.burn_in:].flatten() for x in (new_logp, entropy, new_value))
         else:
-            new_logp, entropy, new_value = self.policy.evaluate(observations(mb), mb["action"])
-        adv = self._normalized_advantage(mb["advantage"], rows, adv_stats)
+            new_logp, entropy, new_value = self.policy.evaluate(observations(mb), mb[col.ACTION])
+        adv = self._normalized_advantage(mb[col.ADVANTAGE], rows, adv_stats)
         vclip = cfg.clip_coef if cfg.clip_vloss else None
-        pg, v, kl, clip = ppo_sums(new_logp - mb["logp"], adv, new_value, mb["value"], mb["ret"], cfg.clip_coef, vclip,
-                                   mb.get("is_weight"))
+        pg, v, kl, clip = ppo_sums(new_logp - mb[col.LOGP], adv, new_value, mb[col.VALUE], mb[col.RETURN], cfg.clip_coef, vclip,
+                                   mb.get(col.IS_WEIGHT))
         ent = entropy.sum()
         loss = (pg - cfg.ent_coef * ent + cfg.vf_coef * v) / rows
         with torch.no_grad():
@@ -261,33 +245,22 @@ class PPO:
     def _minibatch_step(self, mb: dict[str, torch.Tensor], rows: int, adv_stats: tuple | None = None
                         ) -> dict[str, float] | None:
         """One gradient step on a minibatch of ``rows`` loss rows (this learner holds ``mb``, maybe
-        none of them); returns None (weights untouched) if the loss or grads are not finite."""
-        cfg = self.cfg
-        closed = bool(mb["logp"].numel()) and self._use_closed_form(mb["logp"])
-        if closed:  # writes every gradient in full: nothing to zero
-            sums = self.closed_form.step(mb, rows, self._normalized_advantage(mb["advantage"], rows, adv_stats))
+        none of them); None (weights untouched) if the loss or grads are not finite."""
+        core, clip = self.core, None
+        if not mb[col.LOGP].numel():  # a learner group member holding no row of this minibatch still joins the reduce
+            def gradients() -> torch.Tensor:
+                core.zero_grad()
+                return torch.zeros(len(_STATS), device=mb[col.LOGP].device)
+        elif self._use_closed_form(mb[col.LOGP]):  # writes every gradient in full: nothing to zero
+            def gradients() -> torch.Tensor:
+                return self.closed_form.step(mb, rows, self._normalized_advantage(mb[col.ADVANTAGE], rows, adv_stats))
+
+            def clip() -> list[torch.Tensor]:
+                return [self.closed_form.clip_grad_norm(self.cfg.max_grad_norm)]
         else:
-            self.optimizer.zero_grad(set_to_none=True)
-            if mb["logp"].numel():
-                loss, sums = self.loss_fn(mb, rows, adv_stats)
-                loss.backward()
-            else:  # a learner group member holding no row of this minibatch still joins the reduce
-                sums = torch.zeros(len(_STATS), device=mb["logp"].device)
-        if self.group.world > 1:
-            flat = self.group.all_reduce(torch.cat([collective.flat_grads(self.params), sums]))
-            collective.set_grads(self.params, flat[:-len(_STATS)])
-            sums = flat[-len(_STATS):]
-        means = (sums / rows).tolist()
-        pg, v, ent = means[:3]
-        loss = pg - cfg.ent_coef * ent + cfg.vf_coef * v
-        grad_norm = (self.closed_form.clip_grad_norm(cfg.max_grad_norm) if closed
-                     else nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm, foreach=True))
-        if not (math.isfinite(loss) and math.isfinite(grad_norm)):
-            # A NaN/Inf would poison the weights and Adam's moments: drop this step entirely.
-            self.optimizer.zero_grad(set_to_none=True)
-            return None
-        self.optimizer.step()
-        return dict(zip(_STATS, means))
+            def gradients() -> torch.Tensor:
+                return core.backward(lambda: self.loss_fn(mb, rows, adv_stats))
+        return core.step(gradients, _STATS, rows, clip=clip)
 
     def _closed_form_serves(self, like: torch.Tensor) -> bool:
         """Whether this update's steps take the closed-form gradients (decided as
@@ -320,17 +293,11 @@ def _rho_stats(prefix: str, rho: torch.Tensor, bar: float | None) -> dict[str, f
     return stats
 
 
-def _row_dim(name: str, recurrent: bool) -> int:
-    """The dim of a prepared column that holds its rows: dim 0 of flat columns; for recurrent
-    batches dim 1 of ``[T, N, ...]`` step columns and dim 0 of ``init_state [N, S]``."""
-    return 1 if recurrent and name != "init_state" else 0
-
-
-def _rows(name: str, x: torch.Tensor, idx: torch.Tensor | slice, recurrent: bool) -> torch.Tensor:
-    """Rows ``idx`` of a prepared column (along :func:`_row_dim`)."""
-    return x[:, idx] if _row_dim(name, recurrent) else x[idx]
-
-
-def _split(name: str, x: torch.Tensor, cuts: list[int], recurrent: bool) -> tuple[torch.Tensor, ...]:
-    """A prepared column cut into row spans at ``cuts`` (views, along :func:`_row_dim`)."""
-    return torch.tensor_split(x, cuts, dim=_row_dim(name, recurrent))
+def takes_group(observe) -> bool:
+    """Whether a network's ``observe`` takes the learner group as its second argument (networks
+    whose ``observe(obs)`` does not keep per-learner statistics in a group)."""
+    if observe is None:
+        return False
+    params = inspect.signature(observe).parameters.values()
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)

@@ -2,16 +2,17 @@
 
 A learner trains on its share of a round (a contiguous range of the round's envs) and every
 quantity that is global for one learner stays global for N: the trainers and normalisers reduce
-through the process's :class:`Collective` (:func:`active`), so N learners given one global batch
-take the same steps as one learner given all of it.
+through the :class:`Collective` the learner hands its trainer when it builds it, so N learners
+given one global batch take the same steps as one learner given all of it. It lives below both
+the actors (which set groups up) and the algorithms (which reduce through them).
 
 * :class:`Collective` (world size 1) is the single learner: every reduction is the identity and
   costs nothing, so the default path is the one-learner code, unchanged in speed.
 * :class:`ProcessGroup` wraps a ``torch.distributed`` group (gloo on CPU, NCCL on GPU) that
   :mod:`rl_system.actors.learner_group` sets up through Ray.
 
-A user's network with its own running statistics (``observe``) makes them global the same way:
-``collective.active().all_reduce(t)`` sums ``t`` over the group in place.
+A user's network with its own running statistics makes them global the same way: its
+``observe(obs, group)`` receives the group, and ``group.all_reduce(t)`` sums ``t`` over it in place.
 """
 
 from __future__ import annotations
@@ -88,6 +89,10 @@ class Collective:
         _, _, var = self.moments(target.reshape(-1, 1))
         _, _, var_err = self.moments((target - pred).reshape(-1, 1))
         return float("nan") if float(var) == 0 else float(1 - var_err / var)
+
+
+SOLO = Collective()
+"""The one-learner group (what a trainer built outside a learner group reduces through)."""
 
 
 class ProcessGroup(Collective):
@@ -187,20 +192,6 @@ class Means:
             return {}
         flat = group.all_reduce(torch.stack(self.parts)).tolist()
         return {n: flat[2 * i] / flat[2 * i + 1] if flat[2 * i + 1] else float("nan") for i, n in enumerate(self.names)}
-
-
-_ACTIVE: Collective = Collective()
-
-
-def active() -> Collective:
-    """The group this process's learner belongs to (world size 1 unless it joined a group)."""
-    return _ACTIVE
-
-
-def install(group: Collective) -> None:
-    """Make ``group`` this process's group (a learner actor joining a learner group)."""
-    global _ACTIVE
-    _ACTIVE = group
 
 
 def flat_grads(params: list[torch.nn.Parameter]) -> torch.Tensor:
