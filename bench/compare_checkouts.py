@@ -5,6 +5,7 @@ to the target.
 
     python -m bench.compare_checkouts 7ffcb2a HEAD                    # the default set of runs
     python -m bench.compare_checkouts HEAD~1 HEAD --runs cartpole_s0 hmasd
+    python -m bench.compare_checkouts HEAD~1 HEAD --runs all     # every network and update path
 
 Each commit is checked out into a temporary git worktree and trained from there (its own
 ``rl_system`` and ``envs``, ahead of whatever is installed), so neither the working tree nor the
@@ -23,12 +24,25 @@ from pathlib import Path
 from bench.compare_runs import compare
 
 REPO = Path(__file__).resolve().parents[1]
-RUNS = {  # name -> config and overrides
-    "cartpole_s0": ("launch/configs/cartpole_ppo.yaml", ["seed=0", "checkpoint.every_rounds=10"]),
+RUNS = {  # name -> config and overrides; one run per network and update path the trainers take
+    "cartpole_s0": ("launch/configs/cartpole_ppo.yaml", ["seed=0", "checkpoint.every_rounds=10"]),  # closed form
     "cartpole_s1": ("launch/configs/cartpole_ppo.yaml", ["seed=1", "checkpoint.every_rounds=10"]),
-    "hmasd": ("launch/configs/alice_bob_hmasd.yaml", ["max_env_steps=200000", "checkpoint.every_rounds=5"]),
+    "cartpole_autograd": ("launch/configs/cartpole_ppo.yaml", ["learner.gradients=autograd", "max_env_steps=200000",
+                                                               "checkpoint.every_rounds=10"]),
+    "memory_gru": ("launch/configs/cartpole_memory_ppo.yaml", ["max_env_steps=100000", "checkpoint.every_rounds=10"]),
     "minatar": ("launch/configs/minatar_breakout_ppo.yaml", ["max_env_steps=100000", "checkpoint.every_rounds=5"]),
+    "hopper_compiled": ("launch/configs/hopper_ppo.yaml", ["learner.gradients=autograd", "learner.compile=true",
+                                                          "max_env_steps=40960", "checkpoint.every_rounds=5"]),
+    "air_combat": ("launch/configs/air_combat_ppo.yaml", ["max_env_steps=327680", "checkpoint.every_rounds=2"]),
+    "hmasd": ("launch/configs/alice_bob_hmasd.yaml", ["max_env_steps=200000", "checkpoint.every_rounds=5"]),
+    "mappo": ("launch/configs/alice_bob_mappo.yaml", ["max_env_steps=200000", "checkpoint.every_rounds=5"]),
+    "cartpole_2learners": ("launch/configs/cartpole_ppo.yaml", [
+        "learner.num_learners=2", "learner.num_cpus=0.5", "learner.gradients=autograd", "max_env_steps=150000",
+        "checkpoint.every_rounds=10"]),
+    "hmasd_2learners": ("launch/configs/alice_bob_hmasd.yaml", [
+        "learner.num_learners=2", "learner.num_cpus=0.5", "max_env_steps=100000", "checkpoint.every_rounds=5"]),
 }
+DEFAULT_RUNS = ["cartpole_s0", "cartpole_s1", "hmasd", "minatar"]
 
 
 def checkout(rev: str, where: Path) -> Path:
@@ -54,8 +68,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("before")
     ap.add_argument("after")
-    ap.add_argument("--runs", nargs="+", choices=sorted(RUNS), default=list(RUNS))
+    ap.add_argument("--runs", nargs="+", choices=[*sorted(RUNS), "all"], default=DEFAULT_RUNS,
+                    help="which runs (default: %(default)s; all: every one)")
     args = ap.parse_args()
+    if "all" in args.runs:
+        args.runs = list(RUNS)
     try:
         return _compare(args)
     except subprocess.CalledProcessError as err:

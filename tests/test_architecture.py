@@ -1,5 +1,6 @@
 """The house's rules, read from the source (no imports run): no import circles in ``rl_system/``
-or ``envs/``, and no module of ``rl_system/`` over 400 lines (past that it holds two roles)."""
+or ``envs/``, no arrow from the algorithms or the collective up into the rooms that drive them,
+and no module of ``rl_system/`` over 400 lines (past that it holds two roles)."""
 
 from __future__ import annotations
 
@@ -138,6 +139,21 @@ def later():
     assert imports_in(source, "rl_system.run.collect") == {
         "rl_system.run.loop", "rl_system.rollout.contract", "rl_system.config"}
     assert "rl_system.api" in imports_of("rl_system")  # rl_system.__getattr__ imports the API lazily
+
+
+UPPER_ROOMS = ("actors", "run", "cli", "api", "tuning", "observe", "policy", "checkpoint")
+"""The rooms that drive training: the algorithms and the collective sit below them."""
+
+
+def _room(module: str) -> str:
+    return module.split(".")[1] if module.count(".") else ""
+
+
+@pytest.mark.parametrize("room", ["rl_system.algos", "rl_system.collective"])
+def test_the_algorithms_and_the_collective_import_no_room_above_them(room):
+    upward = sorted(f"{m} -> {t}" for m in MODULES if m == room or m.startswith(room + ".")
+                    for t in imports_of(m) if _room(t) in UPPER_ROOMS)
+    assert not upward, "an arrow runs back up:\n" + "\n".join(upward)
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if not m.startswith("rl_system.envs")))
