@@ -109,18 +109,21 @@ def train(config: ConfigLike, overrides: Sequence[str] = (), run_dir: str | Path
     one started here and stopped at the end. ``resume``: a run directory, a checkpoint file or
     ``"latest"``. ``callbacks``: called with a :class:`RoundInfo` after every round; one returning
     True stops the run. ``log_level``: what the console shows (every level goes to the run's
-    ``console.log``). Raises :class:`ConfigError` for a bad config and
-    :class:`~rl_system.errors.TrainingError` for a run that failed (one line each; its subclasses
-    ``ResumeError`` and ``RayStartError`` for a resume target or a Ray that are not there)."""
+    ``console.log``); ``quiet``: no progress lines (level ``warning`` whatever ``log_level`` says).
+    Raises :class:`ConfigError` for a bad config and :class:`~rl_system.errors.TrainingError` for a
+    run that failed (one line each; its subclasses ``ResumeError`` and ``RayStartError`` for a resume
+    target or a Ray that are not there)."""
+    from rl_system.observe.metrics import console_level
+
     cfg = as_config(config, overrides)
     summary = run_training(cfg, run_dir=run_dir, address=address, resume=resume, callbacks=callbacks,
-                           log_level=log_level, quiet=quiet)
+                           log_level=console_level(log_level, quiet))
     return _result(summary, cfg)
 
 
 def run_training(cfg: RunConfig, run_dir: str | Path | None = None, address: str | None = None,
                  resume: str | Path | None = None, callbacks: Iterable[Callback] = (), log_level: str = "warning",
-                 quiet: bool = False, clock: Any = None, say: Callable[[str, bool], None] | None = None,
+                 clock: Any = None, say: Callable[[str, bool], None] | None = None,
                  on_ray_started: Callable[[], None] | None = None) -> dict[str, Any]:
     """The steps of a run, each timed on ``clock`` (a :class:`~rl_system.run.phases.PhaseClock`): find
     the checkpoint to resume, probe the env and the policy (a config they reject fails here, before
@@ -168,7 +171,7 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, address: str
         if on_ray_started is not None:
             on_ray_started()
         reporter = _Callbacks(callbacks) if callbacks else None
-        return RunLoop(cfg, out_dir, quiet=quiet, resume_state=state, specs=specs, log_level=log_level,
+        return RunLoop(cfg, out_dir, resume_state=state, specs=specs, log_level=log_level,
                        reporter=reporter, clock=clock).run(address)
     finally:
         if ours:

@@ -107,7 +107,7 @@ def test_resume_before_or_after_the_restart_matches_the_uninterrupted_run(ray_se
     expected = final_model(tmp_path / "a")
     for version in (1, 4):  # round 1 (before the reseed) and round 3 (after it: one more version)
         found = find_resume(str(tmp_path / "a" / "checkpoints" / f"ckpt-v{version:08d}.rlck"), cfg, None)
-        summary = RunLoop(cfg, tmp_path / f"from-v{version}", quiet=True, resume_state=found.state).run()
+        summary = RunLoop(cfg, tmp_path / f"from-v{version}", log_level="warning", resume_state=found.state).run()
         assert summary["reseeds"] == full["reseeds"], version
         resumed = final_model(tmp_path / f"from-v{version}")
         assert all(torch.equal(expected[k], resumed[k]) for k in expected), version

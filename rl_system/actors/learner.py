@@ -40,6 +40,7 @@ class StaleRolloutError(RuntimeError):
 class Learner:
     def __init__(self, cfg: dict[str, Any] | RunConfig, obs_spec: dict[str, TensorSpec],
                  action_spec: ActionSpec):
+        # The driver hands over the validated model; a plain dict (a config from elsewhere) is validated here.
         self.cfg = cfg if isinstance(cfg, RunConfig) else RunConfig.model_validate(cfg)
         torch.set_num_threads(resolve_threads(self.cfg.learner.torch_threads, self.cfg.learner.num_cpus))
         configure_malloc(self.cfg.malloc)

@@ -89,7 +89,7 @@ class LearnerGroup:
                 opts.update(scope.learner(rank))
             elif self.pg is not None:
                 opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(self.pg, placement_group_bundle_index=rank)
-            self.actors.append(cls.options(**opts).remote(cfg.model_dump(), *specs))
+            self.actors.append(cls.options(**opts).remote(cfg, *specs))  # the validated model itself
         self.nodes: list[str] = []
 
     @property

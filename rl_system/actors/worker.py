@@ -26,6 +26,7 @@ from rl_system.rollout.staging import HostStaging
 
 class RolloutWorker:
     def __init__(self, worker_id: int, cfg: dict[str, Any] | RunConfig):
+        # The driver hands over the validated model; a plain dict (a config from elsewhere) is validated here.
         self.cfg = cfg if isinstance(cfg, RunConfig) else RunConfig.model_validate(cfg)
         wc = self.cfg.workers
         torch.set_num_threads(resolve_threads(wc.torch_threads, wc.num_cpus))

@@ -47,6 +47,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     with clock.phase("imports"):  # Ray, torch and the run's modules (kept out of `--help`)
         import rl_system.run.loop  # noqa: F401 - timed here; run_training uses it
         from rl_system.api import run_training
+        from rl_system.observe.metrics import console_level
         from rl_system.errors import RayStartError, ResumeError, TrainingError
 
     def say(text: str, warning: bool = False) -> None:
@@ -58,7 +59,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     try:
         summary = run_training(cfg, run_dir=args.run_dir, address=args.address, resume=args.resume,
-                               log_level=args.log_level, quiet=args.quiet, clock=clock, say=say,
+                               log_level=console_level(args.log_level, args.quiet), clock=clock, say=say,
                                on_ray_started=on_ray_started)
     except (ResumeError, RayStartError) as err:
         return fail(str(err), 1)

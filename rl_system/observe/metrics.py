@@ -64,6 +64,12 @@ LEVELS = ("debug", "info", "warning", "error")
 """Console levels, most verbose first (``rl-system train --log-level``)."""
 
 
+def console_level(log_level: str, quiet: bool) -> str:
+    """The console's level for a ``--log-level`` and a ``--quiet`` (no progress lines: ``warning``),
+    decided once where a person said them."""
+    return "warning" if quiet else log_level
+
+
 class RunLogger:
     """The run's console and its log file, plus TensorBoard.
 

@@ -25,7 +25,7 @@ from rl_system.config import ConfigError, RunConfig
 from rl_system.errors import TrainingError, one_line
 from rl_system.filesystems import write_json
 from rl_system.observe import grafana
-from rl_system.observe.metrics import RunLogger
+from rl_system.observe.metrics import RunLogger, console_level
 from rl_system.observe.telemetry import Telemetry
 from rl_system.observe.trackers import open_trackers
 from rl_system.rollout.contract import RolloutMeta
@@ -58,12 +58,12 @@ class RunLoop:
     learner-side algorithm is a *trainer*, :class:`rl_system.algos.Trainer`; this is the loop
     around it.) What the run changes as it goes is :attr:`ctx`, a :class:`RunContext`."""
 
-    def __init__(self, cfg: RunConfig, run_dir: Path | None = None, quiet: bool = False,
+    def __init__(self, cfg: RunConfig, run_dir: Path | None = None,
                  resume_state: dict[str, Any] | None = None, specs: tuple[Any, Any] | None = None,
                  log_level: str = "info", namespace: str | None = None, reporter: RoundReporter | None = None,
                  clock: PhaseClock | None = None):
         """``specs``: what :func:`probe_specs` returned for ``cfg``, where the caller already probed.
-        ``quiet`` is ``log_level="warning"``: no progress lines, only what went wrong.
+        ``log_level``: what the console shows (``warning``: no progress lines, only what went wrong).
         ``namespace``: the Ray namespace of the run's named actors (default: the job's).
         ``reporter``: told of every round (a Tune trial reports through it).
         ``clock``: where the run's phases are timed (the CLI's, which also holds the process's)."""
@@ -73,7 +73,7 @@ class RunLoop:
         run_dir = Path(run_dir) if run_dir else default_run_dir(cfg)
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.model_dump(), sort_keys=False))
-        log = RunLogger(run_dir, tensorboard=cfg.tensorboard, level="warning" if quiet else log_level,
+        log = RunLogger(run_dir, tensorboard=cfg.tensorboard, level=log_level,
                         trackers=open_trackers(cfg, run_dir))
         self.ctx = RunContext(cfg, specs or probe_specs(cfg), run_dir, log, clock)
         self.collector = RolloutCollector(self.ctx)
@@ -86,7 +86,8 @@ class RunLoop:
         ctx, cfg, wc = self.ctx, self.cfg, self.cfg.workers
         if check_placement(cfg):
             ctx.log.warn("the actors fit only once the cluster has grown: waiting for the autoscaler")
-        cfg_dict = cfg.model_dump()
+        # The validated model itself crosses (pickled inline with the actor's constructor, so a
+        # restart has it): actors do not validate it again.
         worker_cls = ray.remote(RolloutWorker)
         scope = ctx.scope = ActorScope.current(cfg, self.namespace)
         ctx.workers = [
@@ -94,7 +95,7 @@ class RunLoop:
             # lost node takes fewer workers with it); in a reserved placement group, their bundles.
             worker_cls.options(**scope.named(f"rollout-worker-{i}"), num_cpus=wc.num_cpus, num_gpus=wc.num_gpus,
                                max_restarts=wc.max_restarts, max_task_retries=0, resources=wc.resources,
-                               **{"scheduling_strategy": "SPREAD", **scope.worker(i)}).remote(i, cfg_dict)
+                               **{"scheduling_strategy": "SPREAD", **scope.worker(i)}).remote(i, cfg)
             for i in range(wc.num_workers)
         ]
         ctx.storage = RunStorage(cfg, ctx.run_dir, ctx.log, scope)
@@ -363,5 +364,6 @@ def _status_of(err: BaseException) -> str:
 
 def train(cfg: RunConfig, run_dir: Path | None = None, address: str | None = None,
           quiet: bool = False) -> dict[str, Any]:
-    """Train with ``cfg``; returns the summary also written to ``<run_dir>/summary.json``."""
-    return RunLoop(cfg, run_dir, quiet=quiet).run(address)
+    """Train with ``cfg``; returns the summary also written to ``<run_dir>/summary.json``.
+    ``quiet``: no progress lines (the console's level ``warning``)."""
+    return RunLoop(cfg, run_dir, log_level=console_level("info", quiet)).run(address)

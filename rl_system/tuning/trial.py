@@ -137,5 +137,5 @@ def run_trial(params: dict[str, Any], base: dict[str, Any], metric: str,
         shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
     start_steps = resume_state["driver"]["env_steps"] if resume_state else 0
     reporter = TuneReporter(metric, checkpoint_every_steps, start_steps)
-    RunLoop(cfg, run_dir, quiet=True, resume_state=resume_state, reporter=reporter,
+    RunLoop(cfg, run_dir, log_level="warning", resume_state=resume_state, reporter=reporter,
             namespace=f"rl_system-{ctx.get_trial_id()}").run()
