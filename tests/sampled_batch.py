@@ -12,7 +12,10 @@ from rl_system.config import load_config
 def sampled(config: str, overrides: list[str], num_envs: int = 8):
     """``(trainer, batch, cfg)``: ``config`` with ``overrides``, its policy seeded with 0, and one
     rollout of ``num_envs`` envs that policy sampled (``[T, N, ...]`` columns, cloned)."""
-    from rl_system.algos.ppo import make_policy, make_sampler, make_trainer
+    from rl_system.algos import get_algorithm
+
+    _PPO = get_algorithm("ppo")
+    make_policy, make_sampler, make_trainer = _PPO.make_policy, _PPO.make_sampler, _PPO.make_trainer
     from rl_system.envs import make_env
 
     cfg = load_config(config, [f"workers.num_envs={num_envs}", *overrides])

@@ -10,10 +10,11 @@ pytest.importorskip("minatar")
 pytest.importorskip("stable_baselines3")
 
 from bench.peers import sb3_minatar
-from rl_system.algos.ppo import make_policy
+from rl_system.algos import get_algorithm
 from rl_system.config import load_config
 from rl_system.envs import make_env
 
+make_policy = get_algorithm("ppo").make_policy  # the factory over a run config
 CONFIG = "launch/configs/minatar_breakout_ppo.yaml"
 
 

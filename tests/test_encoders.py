@@ -6,12 +6,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rl_system.algos.ppo import make_policy
+from rl_system.algos import get_algorithm
 from rl_system.algos.ppo.encoders import ConvEncoder, _CircularConv1d, chw, layout_of, plan
 from rl_system.config import ConfigError, EncoderConfig, load_config
 from rl_system.envs import make_env
 from rl_system.envs.base import Discrete, TensorSpec
 from rl_system.rollout.codec import decode, encode
+
+_PPO = get_algorithm("ppo")  # the factories over a run config
+make_policy = _PPO.make_policy
 
 IMAGE = TensorSpec((3, 40, 40), torch.uint8, 0.0, 255.0)
 PLANES = TensorSpec((10, 10, 4), torch.bool, 0.0, 1.0)

@@ -14,7 +14,7 @@ from torch import nn
 
 from rl_system.actors.learner import Learner, StaleRolloutError
 from rl_system.actors.worker import RolloutWorker
-from rl_system.algos.hmasd import make_policy, make_sampler, make_trainer
+from rl_system.algos import get_algorithm
 from rl_system.algos.hmasd.networks import HMASDPolicy, SkillCoordinator
 from rl_system.algos.hmasd.returns import low_level_reward, window_gae
 from rl_system.algos.hmasd.trust import TrustRegion
@@ -22,6 +22,9 @@ from rl_system.config import RunConfig, load_config
 from rl_system.envs.alice_bob import AliceBobVecEnv
 from rl_system.observe.metrics import read_scalars
 from rl_system.rollout.contract import concat
+
+_HMASD = get_algorithm("hmasd")  # the factories over a run config
+make_policy, make_sampler, make_trainer = _HMASD.make_policy, _HMASD.make_sampler, _HMASD.make_trainer
 
 
 def run_config(hierarchy: bool = True, num_envs: int = 3, rollout_len: int = 10, **hmasd) -> RunConfig:

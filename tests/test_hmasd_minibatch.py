@@ -9,8 +9,11 @@ import pytest
 import torch
 from test_hmasd import make_sampler_for, run_config, training_batch
 
-from rl_system.algos.hmasd import make_trainer
+from rl_system.algos import get_algorithm
 from rl_system.algos.hmasd.minibatch import MinibatchPlan
+
+_HMASD = get_algorithm("hmasd")  # the factories over a run config
+make_trainer = _HMASD.make_trainer
 
 
 def gather_every_row(self: MinibatchPlan):

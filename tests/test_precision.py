@@ -14,11 +14,14 @@ from sampled_batch import sampled
 from test_hmasd import make_sampler_for, run_config, training_batch
 from torch import nn
 
-from rl_system.algos.hmasd import columns as col
-from rl_system.algos.hmasd import make_trainer as make_hmasd_trainer
-from rl_system.algos.ppo.trainer import observations
+from rl_system.algos import get_algorithm
 from rl_system.algos.activations import Tanh
+from rl_system.algos.hmasd import columns as col
+from rl_system.algos.ppo.trainer import observations
 from rl_system.algos.precision import Float32Head, update_autocast
+
+_HMASD = get_algorithm("hmasd")  # the factories over a run config
+make_hmasd_trainer = _HMASD.make_trainer
 
 MINATAR = "launch/configs/minatar_breakout_ppo.yaml"
 

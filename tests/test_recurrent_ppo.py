@@ -11,7 +11,7 @@ import re
 import pytest
 import torch
 
-from rl_system.algos.ppo import make_policy, make_sampler, make_trainer
+from rl_system.algos import get_algorithm
 from rl_system.algos.recurrent import RecurrentCore, episode_starts, unroll
 from rl_system.checkpoint.resume import find_resume
 from rl_system.checkpoint.store import CheckpointStore
@@ -19,6 +19,9 @@ from rl_system.cli.main import main
 from rl_system.config import load_config
 from rl_system.envs import make_env
 from rl_system.run.loop import RunLoop, train
+
+_PPO = get_algorithm("ppo")  # the factories over a run config
+make_policy, make_sampler, make_trainer = _PPO.make_policy, _PPO.make_sampler, _PPO.make_trainer
 
 MEMORY = "launch/configs/cartpole_memory_ppo.yaml"
 FAST = ["tensorboard=false", "log_every_s=30"]

@@ -54,7 +54,10 @@ class A2C(Trainer):
 
 
 def _cartpole(num_envs: int, seed: int = 0):
-    from rl_system.algos.ppo import make_policy, make_sampler
+    from rl_system.algos import get_algorithm
+
+    _PPO = get_algorithm("ppo")
+    make_policy, make_sampler = _PPO.make_policy, _PPO.make_sampler
     from rl_system.config import load_config
     from rl_system.envs import make_env
 

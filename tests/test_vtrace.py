@@ -67,7 +67,10 @@ def test_importance_weights_are_truncated_at_rho_bar():
 def test_the_learner_weighs_a_batch_its_own_policy_sampled_with_one(overrides):
     """The trainer's forward pass: on a batch sampled by the very weights it holds, every
     importance weight is 1 (up to float noise) and the V-trace targets are the GAE returns."""
-    from rl_system.algos.ppo import make_trainer
+    from rl_system.algos import get_algorithm
+
+    _PPO = get_algorithm("ppo")
+    make_trainer = _PPO.make_trainer
 
     trainer, batch, cfg = sampled(CARTPOLE, ["max_policy_lag=1", "ppo.value_target=vtrace", "workers.rollout_len=24",
                                              *overrides])

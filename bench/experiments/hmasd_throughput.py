@@ -17,10 +17,13 @@ import time
 
 import torch
 
-from rl_system.algos.hmasd import make_policy, make_sampler, make_trainer
+from rl_system.algos import get_algorithm
 from rl_system.config import RunConfig
 from rl_system.envs.alice_bob import AliceBobVecEnv
 from rl_system.rollout.contract import concat
+
+_HMASD = get_algorithm("hmasd")  # the factories over a run config
+make_policy, make_sampler, make_trainer = _HMASD.make_policy, _HMASD.make_sampler, _HMASD.make_trainer
 
 
 def main() -> None:

@@ -14,9 +14,12 @@ import time
 
 import torch
 
-from rl_system.algos.ppo import make_policy, make_sampler, make_trainer
+from rl_system.algos import get_algorithm
 from rl_system.config import load_config
 from rl_system.envs import make_env
+
+_PPO = get_algorithm("ppo")  # the factories over a run config
+make_policy, make_sampler, make_trainer = _PPO.make_policy, _PPO.make_sampler, _PPO.make_trainer
 
 CONFIG = "launch/configs/cartpole_memory_ppo.yaml"
 

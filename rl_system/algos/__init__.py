@@ -26,23 +26,30 @@ _ALGORITHMS = {
 
 @dataclass(frozen=True)
 class Algorithm:
-    """An algorithm module by name (see :class:`AlgorithmModule`)."""
+    """An algorithm module by name (see :class:`AlgorithmModule`). Its factories take the run
+    config and hand each module factory only its sections: the algorithm's settings (the section
+    named like it, ``ppo:`` / ``hmasd:``), the network's (``module.POLICY_SECTION``), the
+    rollout length, the learner's."""
 
     name: str
     module: AlgorithmModule
 
+    def settings(self, cfg):
+        """The algorithm's own section of the run config."""
+        return getattr(cfg, self.name)
+
     def make_policy(self, obs_spec, action_spec, cfg):
-        return self.module.make_policy(obs_spec, action_spec, cfg)
+        return self.module.make_policy(obs_spec, action_spec, getattr(cfg, self.module.POLICY_SECTION))
 
     def make_sampler(self, env, policy, cfg, device) -> Sampler:
-        return self.module.make_sampler(env, policy, cfg, device)
+        return self.module.make_sampler(env, policy, self.settings(cfg), cfg.workers.rollout_len, device)
 
     def make_trainer(self, policy, cfg, group=None) -> Trainer:
         """The learner's trainer, reducing over ``group`` (a learner group's
         :class:`~rl_system.collective.Collective`; None: one learner)."""
         from rl_system import collective
 
-        return self.module.make_trainer(policy, cfg, group or collective.SOLO)
+        return self.module.make_trainer(policy, self.settings(cfg), cfg.learner, group or collective.SOLO)
 
 
 def __getattr__(name: str) -> Any:

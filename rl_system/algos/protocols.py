@@ -10,8 +10,8 @@ An algorithm has two halves that meet only through the rollout columns
 
 The policy is an ``nn.Module`` holding every network (and normaliser buffer); its
 ``state_dict()`` is what the workers receive as "the weights" of a policy version.
-An algorithm module (:class:`AlgorithmModule`) builds all three from the env's specs and the
-run config.
+An algorithm module (:class:`AlgorithmModule`) builds all three from the env's specs and its
+sections of the run config.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from rl_system.collective import Collective
-from rl_system.config import RunConfig
+from rl_system.config import LearnerConfig
 from rl_system.envs.base import ActionSpec, TensorSpec, VecEnv
 from rl_system.rollout.contract import Columns, Episodes
 
@@ -141,11 +141,16 @@ def is_recurrent(policy: nn.Module | type) -> bool:
 
 
 class AlgorithmModule(Protocol):
-    """What ``algo: <name>`` names: a module with these three factories."""
+    """What ``algo: <name>`` names: a module with these three factories, each given only its
+    sections of the run config (:class:`rl_system.algos.Algorithm` picks them): ``settings`` is the
+    section named like the algorithm (``ppo:``, ``hmasd:``), the policy's is ``POLICY_SECTION``."""
 
-    def make_policy(self, obs_spec: dict[str, TensorSpec], action_spec: ActionSpec,
-                    cfg: RunConfig) -> nn.Module: ...
+    POLICY_SECTION: str
+    """The run config's section the policy is built from (``"model"`` for PPO's network)."""
 
-    def make_sampler(self, env: VecEnv, policy: nn.Module, cfg: RunConfig, device: torch.device) -> Sampler: ...
+    def make_policy(self, obs_spec: dict[str, TensorSpec], action_spec: ActionSpec, section: Any) -> nn.Module: ...
 
-    def make_trainer(self, policy: nn.Module, cfg: RunConfig, group: Collective) -> Trainer: ...
+    def make_sampler(self, env: VecEnv, policy: nn.Module, settings: Any, rollout_len: int,
+                     device: torch.device) -> Sampler: ...
+
+    def make_trainer(self, policy: nn.Module, settings: Any, learner: LearnerConfig, group: Collective) -> Trainer: ...

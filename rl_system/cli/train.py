@@ -47,8 +47,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     with clock.phase("imports"):  # Ray, torch and the run's modules (kept out of `--help`)
         import rl_system.run.loop  # noqa: F401 - timed here; run_training uses it
         from rl_system.api import run_training
-        from rl_system.observe.metrics import console_level
         from rl_system.errors import RayStartError, ResumeError, TrainingError
+        from rl_system.observe.metrics import console_level
 
     def say(text: str, warning: bool = False) -> None:
         print(f"rl-system: {text}" if warning else text, file=sys.stderr if warning else sys.stdout)

@@ -16,13 +16,16 @@ from __future__ import annotations
 # Networks, sampler and trainer are imported when first needed (importing the package stays cheap).
 from rl_system.algos.hmasd.config import HMASDConfig
 
-__all__ = ["HMASDConfig", "make_policy", "make_sampler", "make_trainer"]
+__all__ = ["POLICY_SECTION", "HMASDConfig", "make_policy", "make_sampler", "make_trainer"]
 
 
-def make_policy(obs_spec, action_spec, cfg):
-    """An :class:`~rl_system.algos.hmasd.networks.HMASDPolicy`. ``cfg`` is the run config; the env
-    must be multi-agent: observations ``"state" [S]`` and ``"obs" [n, O]``, :class:`AgentDiscrete`
-    actions."""
+POLICY_SECTION = "hmasd"
+"""HMASD's networks are built from its own section."""
+
+
+def make_policy(obs_spec, action_spec, hmasd: HMASDConfig):
+    """An :class:`~rl_system.algos.hmasd.networks.HMASDPolicy`. The env must be multi-agent:
+    observations ``"state" [S]`` and ``"obs" [n, O]``, :class:`AgentDiscrete` actions."""
     from rl_system.algos.hmasd.networks import HMASDPolicy
     from rl_system.envs.base import AgentDiscrete
 
@@ -30,17 +33,18 @@ def make_policy(obs_spec, action_spec, cfg):
         raise ValueError("algo hmasd needs a multi-agent env: observations 'state' and 'obs', AgentDiscrete actions "
                          f"(got {sorted(obs_spec)} and {type(action_spec).__name__})")
     n, O = obs_spec["obs"].shape
-    return HMASDPolicy(obs_spec["state"].shape[0], O, n, action_spec.n, cfg.hmasd)
+    return HMASDPolicy(obs_spec["state"].shape[0], O, n, action_spec.n, hmasd)
 
 
-def make_sampler(env, policy, cfg, device):
+def make_sampler(env, policy, hmasd: HMASDConfig, rollout_len: int, device):
     from rl_system.algos.hmasd.sampler import HMASDSampler
 
-    return HMASDSampler(env, policy, cfg.hmasd, cfg.workers.rollout_len, device)
+    return HMASDSampler(env, policy, hmasd, rollout_len, device)
 
 
-def make_trainer(policy, cfg, group=None):
+def make_trainer(policy, hmasd: HMASDConfig, learner=None, group=None):
+    """The trainer; ``learner`` (the ``learner:`` section) sets nothing of HMASD's update yet."""
     from rl_system import collective
     from rl_system.algos.hmasd.trainer import HMASDTrainer
 
-    return HMASDTrainer(policy, cfg.hmasd, group or collective.SOLO)
+    return HMASDTrainer(policy, hmasd, group or collective.SOLO)

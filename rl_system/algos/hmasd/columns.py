@@ -24,8 +24,20 @@ With the hierarchy or the novelty bonus (the observation after each step, for th
 * :data:`FINAL_STATE` ``[E, S]``, :data:`FINAL_AGENT_OBS` ``[E, n, O]`` -- where an episode ended.
 """
 
-from rl_system.rollout.contract import (ACTION, LAST_VALUE, LOGP, REWARD, TERMINATED, TRUNC_VALUE, TRUNCATED, VALUE,
-                                        final_column, init_column, last_column, obs_column)
+from rl_system.rollout.contract import (
+                                        ACTION,
+                                        LAST_VALUE,
+                                        LOGP,
+                                        REWARD,
+                                        TERMINATED,
+                                        TRUNC_VALUE,
+                                        TRUNCATED,
+                                        VALUE,
+                                        final_column,
+                                        init_column,
+                                        last_column,
+                                        obs_column,
+)
 
 STATE, AGENT_OBS = obs_column("state"), obs_column("obs")
 INIT_H_ACTOR, INIT_H_CRITIC = init_column("h_actor"), init_column("h_critic")

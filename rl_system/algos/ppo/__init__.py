@@ -20,6 +20,7 @@ from typing import Any
 _EXPORTS = {
     "ActorCritic": "policy", "RecurrentActorCritic": "policy", "PPO": "trainer", "PolicySampler": "sampler",
     "make_policy": "factory", "make_sampler": "factory", "make_trainer": "factory", "network_class": "factory",
+    "POLICY_SECTION": "factory",
 }
 __all__ = sorted(_EXPORTS)
 

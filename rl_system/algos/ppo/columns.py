@@ -11,8 +11,18 @@ Prepared (flat ``[T*N]``, or ``[T, N]`` for recurrent policies): :data:`ADVANTAG
 episode began before this step; recurrent only).
 """
 
-from rl_system.rollout.contract import (ACTION, DISC_RETURN, INIT_STATE, LAST_VALUE, LOGP, REWARD, TERMINATED,
-                                        TRUNC_VALUE, TRUNCATED, VALUE)
+from rl_system.rollout.contract import (
+                                        ACTION,
+                                        DISC_RETURN,
+                                        INIT_STATE,
+                                        LAST_VALUE,
+                                        LOGP,
+                                        REWARD,
+                                        TERMINATED,
+                                        TRUNC_VALUE,
+                                        TRUNCATED,
+                                        VALUE,
+)
 
 ADVANTAGE, RETURN, IS_WEIGHT, RESET = "advantage", "ret", "is_weight", "reset"
 

@@ -8,12 +8,13 @@ import inspect
 import torch
 from torch import nn
 
+from rl_system.algos.ppo.config import ModelConfig, PPOConfig
 from rl_system.algos.ppo.policy import ActorCritic, RecurrentActorCritic
-from rl_system.collective import SOLO, Collective
 from rl_system.algos.ppo.sampler import PolicySampler
 from rl_system.algos.ppo.trainer import PPO
 from rl_system.algos.protocols import is_recurrent
-from rl_system.config import ConfigError, RunConfig
+from rl_system.collective import SOLO, Collective
+from rl_system.config import ConfigError, LearnerConfig
 from rl_system.envs import EntryPointError, import_entry_point
 from rl_system.envs.base import AgentDiscrete
 from rl_system.errors import one_line
@@ -42,28 +43,31 @@ def network_class(target: str) -> type[nn.Module]:
     return cls
 
 
-def make_policy(obs_spec, action_spec, cfg: RunConfig) -> nn.Module:
+POLICY_SECTION = "model"
+"""PPO's network is built from the ``model:`` section."""
+
+
+def make_policy(obs_spec, action_spec, model: ModelConfig) -> nn.Module:
     """The built-in :class:`ActorCritic` (:class:`RecurrentActorCritic` with ``model.recurrent``),
     or ``model.network`` built from the specs."""
     if isinstance(action_spec, AgentDiscrete):
         raise ConfigError(f"algo ppo trains single-agent envs; this env has {action_spec} actions (multi-agent): "
                           f"use algo: hmasd (hmasd.hierarchy: false is recurrent MAPPO)")
-    if cfg.model.network is None:
-        cls = RecurrentActorCritic if cfg.model.recurrent != "none" else ActorCritic
-        return cls(obs_spec, action_spec, cfg.model)
-    cls = network_class(cfg.model.network)
+    if model.network is None:
+        cls = RecurrentActorCritic if model.recurrent != "none" else ActorCritic
+        return cls(obs_spec, action_spec, model)
+    cls = network_class(model.network)
     try:
-        policy = cls(obs_spec, action_spec, cfg.model)
+        policy = cls(obs_spec, action_spec, model)
     except Exception as err:  # noqa: BLE001 - a user's constructor can fail in any way
-        raise ConfigError(f"model.network: {cfg.model.network}(obs_spec, action_spec, model_cfg) failed: "
+        raise ConfigError(f"model.network: {model.network}(obs_spec, action_spec, model_cfg) failed: "
                           f"{one_line(err, with_type=True)}") from None
     return policy
 
 
-def make_sampler(env, policy: nn.Module, cfg: RunConfig, device: torch.device) -> PolicySampler:
-    return PolicySampler(env, policy, cfg.workers.rollout_len, device,
-                         return_gamma=cfg.ppo.gamma if cfg.ppo.normalize_reward else None)
+def make_sampler(env, policy: nn.Module, ppo: PPOConfig, rollout_len: int, device: torch.device) -> PolicySampler:
+    return PolicySampler(env, policy, rollout_len, device, return_gamma=ppo.gamma if ppo.normalize_reward else None)
 
 
-def make_trainer(policy: nn.Module, cfg: RunConfig, group: Collective = SOLO) -> PPO:
-    return PPO(policy, cfg.ppo, compile=cfg.learner.compile, gradients=cfg.learner.gradients, group=group)
+def make_trainer(policy: nn.Module, ppo: PPOConfig, learner: LearnerConfig, group: Collective = SOLO) -> PPO:
+    return PPO(policy, ppo, compile=learner.compile, gradients=learner.gradients, group=group)
