@@ -175,7 +175,7 @@ def make_env(name: str, num_envs: int, device: str | torch.device = "cpu", seed:
                 env.close()
             raise EntryPointError(f"env {name!r}: the factory returned {got}, expected an rl_system.envs.base.VecEnv")
     try:
-        validate_specs(env.observation_spec, env.action_spec, getattr(env, "num_agents", 1))
+        validate_specs(env.observation_spec, env.action_spec)
     except (TypeError, ValueError):
         env.close()
         raise

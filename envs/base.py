@@ -14,10 +14,20 @@ is a torch tensor on ``env.device`` with a leading batch dimension ``N = num_env
   ``terminated | truncated``, and ``final_obs`` holds the observation the episode ended on, which
   a learner needs to bootstrap the value of truncated episodes.
 
-Multi-agent (cooperative) envs follow the same API with ``num_agents`` set and an
-:class:`AgentDiscrete` action spec: observations are ``"state"`` (the global state, ``[N, S]``)
-and ``"obs"`` (per-agent observations, ``[N, num_agents, O]``); actions are ``[N, num_agents]``;
-``reward`` is the team reward ``[N]`` and ``terminated``/``truncated`` are per env ``[N]``.
+Multi-agent envs follow the same API with ``num_agents = n`` set and a per-agent action spec
+(:data:`AgentActionSpec`: :class:`AgentDiscrete`, :class:`AgentMultiDiscrete` or :class:`AgentBox`):
+
+* observations: :data:`STATE` ``[N, S]``, the global state (an env without one gives its agents'
+  observations together), and :data:`AGENT_OBS` ``[N, n, O]``, each agent's observation (agents
+  whose observations differ in width are zero-padded to the widest; a policy tells them apart by
+  their agent index). Optional: :data:`ACTION_MASK` ``[N, n, width]`` bool, each agent's legal
+  actions (agents with fewer discrete actions than the widest have the rest masked), and
+  :data:`AGENT_ACTIVE` ``[N, n]`` bool, the agents still in their episode (an agent that finished
+  before the others is inactive until the env's episode ends: its actions are ignored, its reward is
+  0 and a learner leaves its steps out);
+* actions: ``[N, n]`` (discrete), ``[N, n, K]`` (multi-discrete), ``[N, n, *shape]`` (continuous);
+* ``reward``: ``[N]``, a team reward, or ``[N, n]``, each agent's own;
+* ``terminated``/``truncated``: per env ``[N]`` (an env's episode ends for all its agents at once).
 """
 
 from __future__ import annotations
@@ -82,6 +92,45 @@ class AgentDiscrete:
 
 
 @dataclass(frozen=True)
+class AgentMultiDiscrete:
+    """``K = len(nvec)`` discrete sub-actions per agent of a multi-agent env: int64 ``[N, num_agents, K]``."""
+
+    nvec: tuple[int, ...]
+    num_agents: int
+    shape: tuple[int, ...] = field(default=(), init=False)
+    dtype: torch.dtype = field(default=torch.int64, init=False)
+
+    def __post_init__(self) -> None:
+        nvec = tuple(int(n) for n in self.nvec)
+        if not nvec or any(n < 1 for n in nvec):
+            raise ValueError(f"AgentMultiDiscrete needs a non-empty nvec of positive ints, got {self.nvec!r}")
+        object.__setattr__(self, "nvec", nvec)
+        object.__setattr__(self, "shape", (self.num_agents, len(nvec)))
+
+    def __str__(self) -> str:
+        return f"AgentMultiDiscrete({self.nvec}, num_agents={self.num_agents})"
+
+
+@dataclass(frozen=True)
+class AgentBox:
+    """A continuous action of ``agent_shape`` per agent in ``[low, high]`` (per-dimension tuples,
+    the same for every agent): float32 ``[N, num_agents, *agent_shape]``."""
+
+    agent_shape: tuple[int, ...]
+    low: tuple[float, ...]
+    high: tuple[float, ...]
+    num_agents: int
+    shape: tuple[int, ...] = field(default=(), init=False)
+    dtype: torch.dtype = field(default=torch.float32, init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", (self.num_agents, *self.agent_shape))
+
+    def __str__(self) -> str:
+        return f"AgentBox(shape={self.agent_shape}, num_agents={self.num_agents})"
+
+
+@dataclass(frozen=True)
 class MultiDiscrete:
     """``K = len(nvec)`` discrete sub-actions taken together, sub-action ``k`` in ``[0, nvec[k])``
     (Gymnasium's ``MultiDiscrete``): int64 ``[N, K]``. The policy factorises over sub-actions."""
@@ -101,33 +150,45 @@ class MultiDiscrete:
         return f"MultiDiscrete({self.nvec})"
 
 
-ActionSpec = Discrete | Box | AgentDiscrete | MultiDiscrete
+AgentActionSpec = AgentDiscrete | AgentMultiDiscrete | AgentBox
+"""The action specs of multi-agent envs (one action per agent)."""
+ActionSpec = Discrete | Box | MultiDiscrete | AgentDiscrete | AgentMultiDiscrete | AgentBox
 ACTION_MASK = "action_mask"
 """The observation key of the legal-action flags."""
+STATE, AGENT_OBS, AGENT_ACTIVE = "state", "obs", "agent_active"
+"""A multi-agent env's observation keys: the global state ``[S]``, the agents' observations
+``[n, O]``, and (optional) which agents are still in their episode ``[n]`` bool."""
+
+
+def is_multi_agent(spec: ActionSpec) -> bool:
+    """Whether ``spec`` is a multi-agent env's (one action per agent)."""
+    return isinstance(spec, (AgentDiscrete, AgentMultiDiscrete, AgentBox))
 
 
 def mask_width(spec: ActionSpec) -> int | None:
     """The width an ``action_mask`` must have for ``spec`` (``None``: masks do not apply)."""
     if isinstance(spec, Discrete):
         return spec.n
-    if isinstance(spec, MultiDiscrete):
+    if isinstance(spec, (MultiDiscrete, AgentMultiDiscrete)):
         return sum(spec.nvec)
     if isinstance(spec, AgentDiscrete):
         return spec.n
     return None
 
 
-def validate_specs(observation_spec: dict[str, TensorSpec], action_spec: ActionSpec, num_agents: int = 1) -> None:
+def validate_specs(observation_spec: dict[str, TensorSpec], action_spec: ActionSpec) -> None:
     """Check that an env's declared specs are well formed and agree with each other; raises
     ``TypeError``/``ValueError`` with one line naming what is wrong and what was expected."""
-    if not isinstance(action_spec, (Discrete, Box, AgentDiscrete, MultiDiscrete)):
-        raise TypeError(f"action_spec must be Discrete, MultiDiscrete, Box or AgentDiscrete from rl_system.envs.base, "
-                        f"got {type(action_spec).__name__}")
+    if not isinstance(action_spec, (Discrete, Box, MultiDiscrete, AgentDiscrete, AgentMultiDiscrete, AgentBox)):
+        raise TypeError(f"action_spec must be Discrete, MultiDiscrete, Box, AgentDiscrete, AgentMultiDiscrete or "
+                        f"AgentBox from rl_system.envs.base, got {type(action_spec).__name__}")
     if not isinstance(observation_spec, dict) or not observation_spec:
         raise TypeError(f"observation_spec must be a non-empty dict of TensorSpec, got {observation_spec!r}")
     for key, spec in observation_spec.items():
         if not isinstance(key, str) or not isinstance(spec, TensorSpec):
             raise TypeError(f"observation_spec[{key!r}] must be a TensorSpec under a str key, got {spec!r}")
+    if is_multi_agent(action_spec):
+        _validate_agents(observation_spec, action_spec.num_agents)
     mask = observation_spec.get(ACTION_MASK)
     if mask is None:
         return
@@ -135,11 +196,27 @@ def validate_specs(observation_spec: dict[str, TensorSpec], action_spec: ActionS
     if width is None:
         raise ValueError(f"observation {ACTION_MASK!r} is reserved for legal-action flags; a {type(action_spec).__name__} "
                          "action has none (rename the observation)")
-    expected = (num_agents, width) if isinstance(action_spec, AgentDiscrete) else (width,)
+    expected = (action_spec.num_agents, width) if is_multi_agent(action_spec) else (width,)
     if mask.dtype != torch.bool or tuple(mask.shape) != expected:
-        what = f"sum(nvec) = {width} flags" if isinstance(action_spec, MultiDiscrete) else f"{width} flags"
+        what = (f"sum(nvec) = {width} flags" if isinstance(action_spec, (MultiDiscrete, AgentMultiDiscrete))
+                else f"{width} flags")
         raise ValueError(f"observation {ACTION_MASK!r} must be bool of shape {expected} ({what} for "
                          f"{action_spec}), got {mask.dtype} {tuple(mask.shape)}")
+
+
+def _validate_agents(observation_spec: dict[str, TensorSpec], n: int) -> None:
+    """A multi-agent env's observation keys (module docstring): ``state [S]``, ``obs [n, O]``,
+    ``agent_active [n]`` bool."""
+    state, obs, active = (observation_spec.get(k) for k in (STATE, AGENT_OBS, AGENT_ACTIVE))
+    if state is None or len(state.shape) != 1:
+        raise ValueError(f"a multi-agent env's observation {STATE!r} must be the global state [S], "
+                         f"got {None if state is None else state.shape}")
+    if obs is None or len(obs.shape) != 2 or obs.shape[0] != n:
+        raise ValueError(f"a multi-agent env's observation {AGENT_OBS!r} must be [num_agents={n}, O], "
+                         f"got {None if obs is None else obs.shape}")
+    if active is not None and (active.dtype != torch.bool or tuple(active.shape) != (n,)):
+        raise ValueError(f"observation {AGENT_ACTIVE!r} must be bool of shape ({n},), got {active.dtype} "
+                         f"{tuple(active.shape)}")
 
 
 class StepResult(NamedTuple):
@@ -185,7 +262,8 @@ def check_action(action: torch.Tensor, spec: ActionSpec, num_envs: int, device: 
     # small batch steps in tens of them.
     if action.dtype == spec.dtype and action.device == device:
         return action
-    if isinstance(spec, (Discrete, AgentDiscrete, MultiDiscrete)) and (action.is_floating_point() or action.is_complex()):
+    if isinstance(spec, (Discrete, AgentDiscrete, MultiDiscrete, AgentMultiDiscrete)) and (
+            action.is_floating_point() or action.is_complex()):
         raise TypeError(f"actions are discrete: expected an integer tensor (int64), got {action.dtype}")
     return action.to(device=device, dtype=spec.dtype)
 
