@@ -11,6 +11,10 @@
   (Gymnasium's own convention), so an env that module registers can be made on every worker.
 * ``"envpool:<id>"``: an EnvPool task (``envpool.list_all_envs()``, e.g. ``"envpool:Hopper-v5"``)
   run through :class:`rl_system.envs.envpool_adapter.EnvPoolVecEnv` (the ``envpool`` extra).
+* ``"vmas:<scenario>"``: a VMAS scenario (``"vmas:balance"``), VMAS's own torch batch as a
+  multi-agent env (:mod:`rl_system.envs.vmas_adapter`, the ``vmas`` extra).
+* ``"pettingzoo:<module>:<env_fn>"``: any PettingZoo ``ParallelEnv`` (``"pettingzoo:mpe2.simple_spread_v3:parallel_env"``),
+  N copies stepped as one multi-agent batch (:mod:`rl_system.envs.pettingzoo_adapter`).
 
 A name that cannot be resolved raises :class:`EntryPointError` (a ``ValueError``) with one line
 saying what was expected.
@@ -48,6 +52,8 @@ _REGISTRY: dict[str, str | Callable[..., VecEnv]] = {
 
 GYM_PREFIX = "gym:"
 ENVPOOL_PREFIX = "envpool:"
+VMAS_PREFIX = "vmas:"
+PETTINGZOO_PREFIX = "pettingzoo:"
 
 
 class EntryPointError(ValueError):
@@ -167,6 +173,14 @@ def make_env(name: str, num_envs: int, device: str | torch.device = "cpu", seed:
         from rl_system.envs.envpool_adapter import EnvPoolVecEnv
 
         env = EnvPoolVecEnv(name[len(ENVPOOL_PREFIX):], num_envs=num_envs, device=device, seed=seed, **kwargs)
+    elif name.startswith(VMAS_PREFIX):
+        from rl_system.envs.vmas_adapter import VmasVecEnv
+
+        env = VmasVecEnv(name[len(VMAS_PREFIX):], num_envs=num_envs, device=device, seed=seed, **kwargs)
+    elif name.startswith(PETTINGZOO_PREFIX):
+        from rl_system.envs.pettingzoo_adapter import PettingZooVecEnv
+
+        env = PettingZooVecEnv(name[len(PETTINGZOO_PREFIX):], num_envs=num_envs, device=device, seed=seed, **kwargs)
     else:
         env = resolve(name)(num_envs=num_envs, device=device, seed=seed, **kwargs)
         if not isinstance(env, VecEnv):
