@@ -1,6 +1,6 @@
 """Learning algorithms, selected by ``algo:`` in the run config.
 
-Each algorithm is a package (:mod:`.ppo`, :mod:`.hmasd`) that fulfils the contracts in
+Each algorithm is a package (:mod:`.ppo`, :mod:`.hmasd`, :mod:`.mappo`) that fulfils the contracts in
 :mod:`.protocols`: a policy module (the weights shipped per version), a worker-side
 :class:`~.protocols.Sampler` and a learner-side :class:`~.protocols.Trainer`. The columns they
 exchange are declared in :mod:`rl_system.rollout.contract`.
@@ -21,6 +21,7 @@ __all__ = ["Algorithm", "AlgorithmModule", "Sampler", "Trainer", "get_algorithm"
 _ALGORITHMS = {
     "ppo": "rl_system.algos.ppo",
     "hmasd": "rl_system.algos.hmasd",
+    "mappo": "rl_system.algos.mappo",
 }
 
 

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import torch
 
+PPO_STATS = ("pg_loss", "v_loss", "entropy", "approx_kl", "clip_frac")
+"""The statistics of a PPO minibatch step, in the order :func:`ppo_sums`' callers stack them
+(policy loss, value loss, entropy, approximate KL, clipped share), reported as global minibatch means."""
+
 
 def approx_kl(log_ratio: torch.Tensor) -> torch.Tensor:
     """Per-row approximate KL of the new policy to the sampling one, ``(r - 1) - log r`` with

@@ -28,6 +28,7 @@ _EXPORTS = {
     **dict.fromkeys(("apply_override", "build_config", "load_config", "set_key"), "rl_system.config.load"),
     **dict.fromkeys(("EncoderConfig", "ModelConfig", "PPOConfig"), "rl_system.algos.ppo.config"),
     "HMASDConfig": "rl_system.algos.hmasd.config",
+    "MAPPOConfig": "rl_system.algos.mappo.config",
 }
 __all__ = sorted(_EXPORTS)
 

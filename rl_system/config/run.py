@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from rl_system.algos.hmasd.config import HMASDConfig
+from rl_system.algos.mappo.config import MAPPOConfig
 from rl_system.algos.ppo.config import ModelConfig, PPOConfig
 from rl_system.config.base import Strict
 from rl_system.config.sections import (
@@ -24,7 +25,7 @@ from rl_system.config.sections import (
 class RunConfig(Strict):
     """Top-level config of a training run."""
 
-    algo: Literal["ppo", "hmasd"] = "ppo"
+    algo: Literal["ppo", "hmasd", "mappo"] = "ppo"
     seed: int = 0
     env: EnvConfig = Field(default_factory=EnvConfig)
     workers: WorkersConfig = Field(default_factory=WorkersConfig)
@@ -33,6 +34,8 @@ class RunConfig(Strict):
     ppo: PPOConfig = Field(default_factory=PPOConfig)
     hmasd: HMASDConfig = Field(default_factory=HMASDConfig)
     """HMASD hyperparameters (``algo: hmasd``); see :mod:`rl_system.algos.hmasd`."""
+    mappo: MAPPOConfig = Field(default_factory=MAPPOConfig)
+    """Multi-agent PPO (``algo: mappo``: MAPPO or IPPO); see :mod:`rl_system.algos.mappo`."""
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     selfplay: SelfPlayConfig = Field(default_factory=SelfPlayConfig)
     reseed: ReseedConfig = Field(default_factory=ReseedConfig)

@@ -128,10 +128,12 @@ class HMASDSampler:
             buf[col.VALUE][t].copy_(self._den_low(value))
             step = env.step(action)
             done = step.terminated | step.truncated
-            buf[col.REWARD][t].copy_(step.reward)
+            # HMASD learns from a team reward [N]: an env's per-agent rewards [N, n] are summed.
+            reward = step.reward.sum(1) if step.reward.dim() == 2 else step.reward
+            buf[col.REWARD][t].copy_(reward)
             buf[col.TERMINATED][t].copy_(step.terminated)
             buf[col.TRUNCATED][t].copy_(step.truncated)
-            self.episodes.record(t, step.reward, done, step.info)
+            self.episodes.record(t, reward, done, step.info)
             fin = step.final_obs
             # Time-limit truncation: both levels bootstrap from the final observation, valued here
             # by the same policy version (only on steps where some env was truncated).

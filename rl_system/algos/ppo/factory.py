@@ -16,7 +16,7 @@ from rl_system.algos.protocols import is_recurrent
 from rl_system.collective import SOLO, Collective
 from rl_system.config import ConfigError, LearnerConfig
 from rl_system.envs import EntryPointError, import_entry_point
-from rl_system.envs.base import AgentDiscrete
+from rl_system.envs.base import is_multi_agent
 from rl_system.errors import one_line
 
 _METHODS = ("act", "evaluate", "value")
@@ -50,9 +50,9 @@ POLICY_SECTION = "model"
 def make_policy(obs_spec, action_spec, model: ModelConfig) -> nn.Module:
     """The built-in :class:`ActorCritic` (:class:`RecurrentActorCritic` with ``model.recurrent``),
     or ``model.network`` built from the specs."""
-    if isinstance(action_spec, AgentDiscrete):
+    if is_multi_agent(action_spec):
         raise ConfigError(f"algo ppo trains single-agent envs; this env has {action_spec} actions (multi-agent): "
-                          f"use algo: hmasd (hmasd.hierarchy: false is recurrent MAPPO)")
+                          f"use algo: mappo (MAPPO or IPPO) or algo: hmasd")
     if model.network is None:
         cls = RecurrentActorCritic if model.recurrent != "none" else ActorCritic
         return cls(obs_spec, action_spec, model)

@@ -33,7 +33,7 @@ from rl_system.algos.ppo.config import PPOConfig
 from rl_system.algos.ppo.policy import RunningNorm
 from rl_system.algos.protocols import is_recurrent
 from rl_system.algos.recurrent import episode_starts
-from rl_system.algos.surrogate import ppo_sums
+from rl_system.algos.surrogate import PPO_STATS, ppo_sums
 from rl_system.algos.update import Epoch, Minibatches, Trainer, UpdateCore
 from rl_system.rollout.contract import OBS, observations
 
@@ -174,7 +174,7 @@ class PPO(Trainer):
                 observe(obs, self.group)
             else:
                 observe(obs)
-        metrics = done.means(_STATS)
+        metrics = done.means(PPO_STATS)
         metrics.update(self.rho_stats)
         if isinstance(self.loss_fn, CompiledOrEager):
             metrics["compiled"] = float(self.loss_fn.compiled)
@@ -213,7 +213,7 @@ class PPO(Trainer):
                 ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(loss, sums)`` over this learner's rows of a minibatch of ``rows`` loss rows in all:
         the loss (its share of the global minibatch mean, differentiable) and the sums of the
-        minibatch statistics :data:`_STATS` (no grad). ``adv_stats``: the minibatch's advantage
+        minibatch statistics :data:`PPO_STATS` (no grad). ``adv_stats``: the minibatch's advantage
         mean and std over the group (None: of ``mb``, one learner)."""
         cfg = self.cfg
         if self.recurrent:
@@ -250,7 +250,7 @@ class PPO(Trainer):
         if not mb[col.LOGP].numel():  # a learner group member holding no row of this minibatch still joins the reduce
             def gradients() -> torch.Tensor:
                 core.zero_grad()
-                return torch.zeros(len(_STATS), device=mb[col.LOGP].device)
+                return torch.zeros(len(PPO_STATS), device=mb[col.LOGP].device)
         elif self._use_closed_form(mb[col.LOGP]):  # writes every gradient in full: nothing to zero
             def gradients() -> torch.Tensor:
                 return self.closed_form.step(mb, rows, self._normalized_advantage(mb[col.ADVANTAGE], rows, adv_stats))
@@ -260,7 +260,7 @@ class PPO(Trainer):
         else:
             def gradients() -> torch.Tensor:
                 return core.backward(lambda: self.loss_fn(mb, rows, adv_stats))
-        return core.step(gradients, _STATS, rows, clip=clip)
+        return core.step(gradients, PPO_STATS, rows, clip=clip)
 
     def _closed_form_serves(self, like: torch.Tensor) -> bool:
         """Whether this update's steps take the closed-form gradients (decided as
@@ -281,8 +281,6 @@ class PPO(Trainer):
         return True
 
 
-_STATS = ("pg_loss", "v_loss", "entropy", "approx_kl", "clip_frac")
-"""The per-minibatch statistics the trainer reports (global minibatch means)."""
 
 
 def _rho_stats(prefix: str, rho: torch.Tensor, bar: float | None) -> dict[str, float]:

@@ -1,0 +1,43 @@
+"""Multi-agent PPO's settings: the ``mappo:`` section (:class:`MAPPOConfig`)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from rl_system.config.base import Strict
+
+
+class MAPPOConfig(Strict):
+    """MAPPO (Yu et al. 2022, "The Surprising Effectiveness of PPO in Cooperative Multi-Agent
+    Games") and IPPO (de Witt et al. 2020), one algorithm: ``critic`` says which."""
+
+    critic: Literal["central", "local"] = "central"
+    """``central`` (MAPPO): each agent's value from the global ``state``; ``local`` (IPPO): from
+    the agent's own observation."""
+    share_params: bool = True
+    """One actor and one critic for all agents (each input carries the agent's index, one-hot), or
+    a network per agent (their layers batched over the agents)."""
+    reward: Literal["agent", "team"] = "agent"
+    """What each agent learns from: ``agent``, its own reward (a team reward ``[N]`` counts for every
+    agent); ``team``, the sum of the agents' rewards."""
+    hidden_sizes: list[int] = Field(default_factory=lambda: [64, 64])
+    activation: Literal["tanh", "relu"] = "tanh"
+    init_log_std: float = 0.0
+    """Continuous actions: the initial log standard deviation of each action dimension."""
+    lr: float = Field(5e-4, gt=0)
+    anneal_lr: bool = False
+    gamma: float = Field(0.99, gt=0, le=1)
+    gae_lambda: float = Field(0.95, ge=0, le=1)
+    num_epochs: int = Field(10, gt=0)
+    num_minibatches: int = Field(1, gt=0)
+    clip_coef: float = Field(0.2, gt=0)
+    clip_vloss: bool = True
+    ent_coef: float = Field(0.01, ge=0)
+    vf_coef: float = Field(1.0, ge=0)
+    max_grad_norm: float = Field(10.0, gt=0)
+    norm_adv: bool = True
+    """Normalise advantages over the round's batch (the group's active agent steps)."""
+    target_kl: float | None = Field(None, gt=0)
+    """Stop the epoch loop early when the approximate KL exceeds this."""

@@ -1,0 +1,120 @@
+"""Multi-agent PPO's trainer (learner side): GAE per agent, then the clipped-surrogate loss on the
+shared update core (:mod:`rl_system.algos.update`). The preparation and the loss are all that is
+written here.
+
+A minibatch is a set of env steps, each with all its agents (``[B, n, ...]``); the losses are
+means over the minibatch's *active* agent steps (an agent that finished before the env's episode
+carries no loss after that), over the learner group's whole minibatch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+
+from rl_system import collective
+from rl_system.algos.adam import make_adam
+from rl_system.algos.advantages import compute_gae
+from rl_system.algos.mappo import columns as col
+from rl_system.algos.mappo.config import MAPPOConfig
+from rl_system.algos.surrogate import PPO_STATS, ppo_sums
+from rl_system.algos.update import Minibatches, Trainer, UpdateCore
+from rl_system.envs.base import AGENT_ACTIVE
+from rl_system.rollout.contract import OBS, obs_column, observations
+
+
+class MAPPO(Trainer):
+    """A :class:`~rl_system.algos.protocols.Trainer` for :class:`~.networks.MultiAgentActorCritic`."""
+
+    def __init__(self, policy: torch.nn.Module, cfg: MAPPOConfig, group: collective.Collective = collective.SOLO):
+        self.policy, self.cfg = policy, cfg
+        self.optimizer = make_adam(policy.parameters(), lr=cfg.lr, eps=1e-5)
+        self.core = UpdateCore(self.optimizer, policy.parameters(), lr=cfg.lr, anneal_lr=cfg.anneal_lr,
+                               max_grad_norm=cfg.max_grad_norm, group=group)
+
+    def state_dict(self) -> dict:
+        return {"optimizer": self.optimizer.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+
+    @torch.no_grad()
+    def prepare(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Per-agent GAE (an agent's return ends where its own episode or the env's does), advantages
+        normalised over the group's active agent steps, then every column flat ``[T*N, n, ...]``."""
+        cfg = self.cfg
+        value = batch[col.VALUE]
+        done = (batch[col.TERMINATED] | batch[col.TRUNCATED]).unsqueeze(-1).expand_as(value)
+        if col.AGENT_DONE in batch:
+            done = done | batch[col.AGENT_DONE]
+        reward = batch[col.REWARD] + cfg.gamma * batch[col.TRUNC_VALUE]
+        adv, ret = compute_gae(reward, value, done, batch[col.LAST_VALUE], cfg.gamma, cfg.gae_lambda)
+        active = batch.get(obs_column(AGENT_ACTIVE))  # [T, N, n] bool, for envs whose agents can finish early
+        if cfg.norm_adv:
+            mean, std = self.group.mean_std(adv if active is None else adv[active])
+            adv = (adv - mean) / (std + 1e-8)
+        data = {k: v for k, v in batch.items() if k.startswith(OBS)}
+        data.update({col.ACTION: batch[col.ACTION], col.LOGP: batch[col.LOGP], col.VALUE: value,
+                     col.ADVANTAGE: adv, col.RETURN: ret})
+        if active is not None:
+            data[col.ACTIVE] = active
+        return {k: v.flatten(0, 1) for k, v in data.items()}
+
+    def update(self, batch: dict[str, torch.Tensor], progress: float) -> dict[str, float]:
+        """One update on a round's batch; ``progress`` in [0, 1] drives LR annealing."""
+        cfg, core = self.cfg, self.core
+        lr = core.set_lr(progress)
+        data = self.prepare(batch)
+        source = Minibatches(data, collective.Shard.of(batch[col.REWARD].shape, self.group), cfg.num_minibatches)
+        done = core.run_epochs(cfg.num_epochs, lambda: self._minibatches(source), lambda item: self._step(*item),
+                               cfg.target_kl)
+        active = data.get(col.ACTIVE)
+        value, ret = (data[col.VALUE], data[col.RETURN]) if active is None else (data[col.VALUE][active],
+                                                                                 data[col.RETURN][active])
+        metrics = done.means(PPO_STATS)
+        metrics.update(lr=lr, minibatch_steps=done.steps, skipped_minibatches=done.skipped,
+                       explained_variance=self.group.explained_variance(value.flatten(), ret.flatten()))
+        return metrics
+
+    def _minibatches(self, source: Minibatches) -> Iterator[tuple[dict[str, torch.Tensor], int]]:
+        """One epoch: ``(minibatch, its active agent steps over the group)``, the counts of every
+        minibatch of the epoch reduced in one call."""
+        epoch = source.epoch()
+        active = epoch.shuffled.get(col.ACTIVE)
+        n = epoch.shuffled[col.LOGP].shape[1]
+        counts = torch.tensor([float((hi - lo) * n if active is None else active[lo:hi].sum())
+                               for lo, hi in epoch.spans], dtype=torch.float64)
+        if self.group.world > 1:
+            counts = self.group.all_reduce(counts.to(self.group.device)).cpu()
+        for (mb, i, _), rows in zip(epoch, counts.tolist()):
+            yield mb, max(int(rows), 1)
+
+    def _step(self, mb: dict[str, torch.Tensor], rows: int) -> dict[str, float] | None:
+        """One gradient step on this learner's share ``mb`` of a minibatch of ``rows`` active agent steps."""
+        core = self.core
+        if not mb[col.LOGP].shape[0]:  # a learner group member holding no row of this minibatch still joins the reduce
+            def gradients() -> torch.Tensor:
+                core.zero_grad()
+                return torch.zeros(len(PPO_STATS), device=mb[col.LOGP].device)
+        else:
+            def gradients() -> torch.Tensor:
+                return core.backward(lambda: self._loss(mb, rows))
+        return core.step(gradients, PPO_STATS, rows)
+
+    def _loss(self, mb: dict[str, torch.Tensor], rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(loss, sums)``: this learner's share of the minibatch mean (differentiable) and the
+        sums of :data:`PPO_STATS` over its active agent steps."""
+        cfg = self.cfg
+        logp, entropy, value = self.policy.evaluate(observations(mb), mb[col.ACTION])
+        old = (mb[col.LOGP], mb[col.ADVANTAGE], mb[col.VALUE], mb[col.RETURN])
+        active = mb.get(col.ACTIVE)
+        if active is not None:  # only the agents still in their episode
+            logp, entropy, value = logp[active], entropy[active], value[active]
+            old = tuple(x[active] for x in old)
+        old_logp, adv, old_v, ret = old
+        vclip = cfg.clip_coef if cfg.clip_vloss else None
+        pg, v, kl, clipped = ppo_sums(logp - old_logp, adv, value, old_v, ret, cfg.clip_coef, vclip)
+        ent = entropy.sum()
+        loss = (pg - cfg.ent_coef * ent + cfg.vf_coef * v) / rows
+        return loss, torch.stack([pg, v, ent, kl, clipped]).detach()

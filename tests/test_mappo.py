@@ -1,0 +1,126 @@
+"""Multi-agent PPO (``algo: mappo``): the network's shapes for every per-agent action kind, shared and
+per-agent parameters, central (MAPPO) and local (IPPO) critics; learning a cooperative cue game
+in-process (discrete, continuous, agents that leave early); a run through Ray to its target."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from examples.cue_match.env import CueMatch
+from rl_system.algos import get_algorithm
+from rl_system.algos.mappo import columns as col
+from rl_system.config import ConfigError, load_config
+from rl_system.envs.base import AgentBox, AgentDiscrete, AgentMultiDiscrete, TensorSpec
+
+MAPPO = get_algorithm("mappo")
+SPECS = {"state": TensorSpec((6,)), "obs": TensorSpec((3, 4))}
+
+
+def _cfg(*overrides: str):
+    return load_config(None, ["algo=mappo", "env.name=examples.cue_match.env:CueMatch", *overrides])
+
+
+@pytest.mark.parametrize("action_spec", [AgentDiscrete(5, 3), AgentMultiDiscrete((2, 3), 3),
+                                         AgentBox((2,), (-1.0, -1.0), (1.0, 1.0), 3)], ids=str)
+@pytest.mark.parametrize("share", ["true", "false"])
+@pytest.mark.parametrize("critic", ["central", "local"])
+def test_act_and_evaluate_give_one_value_per_agent(action_spec, share, critic):
+    policy = MAPPO.make_policy(SPECS, action_spec, _cfg(f"mappo.share_params={share}", f"mappo.critic={critic}"))
+    obs = {"state": torch.randn(7, 6), "obs": torch.randn(7, 3, 4)}
+    action, logp, value = policy.act(obs)
+    assert action.shape == (7, *action_spec.shape) and logp.shape == value.shape == (7, 3)
+    logp2, entropy, value2 = policy.evaluate(obs, action)
+    assert torch.allclose(logp, logp2, atol=1e-5) and torch.allclose(value, value2) and entropy.shape == (7, 3)
+    logp2.sum().backward()
+    assert all(p.grad is not None for n, p in policy.named_parameters() if n.startswith("actor"))
+
+
+def test_a_per_agent_network_acts_for_each_agent_from_its_own_weights():
+    policy = MAPPO.make_policy(SPECS, AgentDiscrete(5, 3), _cfg("mappo.share_params=false"))
+    obs = {"state": torch.randn(4, 6), "obs": torch.randn(4, 3, 4)}
+    before = policy.evaluate(obs, torch.zeros(4, 3, dtype=torch.long))[0]
+    with torch.no_grad():
+        policy.actor[0].weight[1].add_(1.0)  # agent 1's first layer only
+    after = policy.evaluate(obs, torch.zeros(4, 3, dtype=torch.long))[0]
+    assert torch.equal(before[:, [0, 2]], after[:, [0, 2]]) and not torch.equal(before[:, 1], after[:, 1])
+
+
+def test_a_central_critic_reads_the_state_a_local_one_the_agents_observation():
+    obs = {"state": torch.randn(4, 6), "obs": torch.randn(4, 3, 4)}
+    for critic, changed in (("central", "state"), ("local", "obs")):
+        policy = MAPPO.make_policy(SPECS, AgentDiscrete(5, 3), _cfg(f"mappo.critic={critic}"))
+        other = dict(obs, **{changed: obs[changed] + 1})
+        assert not torch.equal(policy.value(obs), policy.value(other))
+        unchanged = "obs" if changed == "state" else "state"
+        assert torch.equal(policy.value(obs), policy.value(dict(obs, **{unchanged: obs[unchanged] + 1})))
+
+
+def _train(rounds: int, env_kwargs: dict, *overrides: str) -> tuple[list[float], dict, object]:
+    """``rounds`` of in-process training on 32 CueMatch envs: the mean episode return of each
+    round, the last round's columns, the trainer."""
+    cfg = _cfg("workers.rollout_len=16", *overrides)
+    env = CueMatch(32, seed=0, **env_kwargs)
+    torch.manual_seed(0)
+    policy = MAPPO.make_policy(env.observation_spec, env.action_spec, cfg)
+    sampler, trainer = MAPPO.make_sampler(env, policy, cfg, torch.device("cpu")), MAPPO.make_trainer(policy, cfg)
+    sampler.reset(seed=0)
+    returns, cols = [], {}
+    for r in range(rounds):
+        cols, episodes = sampler.collect()
+        trainer.update({k: v.clone() for k, v in cols.items()}, r / rounds)
+        returns.append(float(episodes.returns.mean()))
+    return returns, cols, trainer
+
+
+@pytest.mark.parametrize("critic,share", [("central", "true"), ("local", "false")], ids=["mappo", "ippo_per_agent"])
+def test_mappo_and_ippo_learn_the_cue_game(critic, share):
+    returns, cols, _ = _train(30, {}, f"mappo.critic={critic}", f"mappo.share_params={share}", "mappo.lr=3e-3")
+    assert returns[0] < 4.5 and returns[-1] >= 7.2, returns  # 8 steps: random play ~2.7-3.5, perfect 8
+    last_agent = cols[col.ACTION][..., -1]
+    assert not bool((last_agent == 2).any())  # its masked action is never taken
+
+
+def test_continuous_actions_learn_the_cue_game():
+    returns, _, _ = _train(40, {"continuous": True}, "mappo.lr=3e-3", "mappo.ent_coef=0")
+    assert returns[0] < -4.0 and returns[-1] >= -1.6, returns  # |error| 0.2 a step at most
+
+
+def test_agents_that_leave_early_carry_no_loss_after_they_left():
+    returns, cols, trainer = _train(30, {"early": True}, "mappo.lr=3e-3")
+    done = cols[col.AGENT_DONE]
+    assert bool(done[:, :, 0].any()) and not bool(done[:, :, 1].any())  # only agent 0 leaves early
+    # Agent 0 acts for 4 of the 8 steps: mean return over the agents (4 + 8) / 2 = 6 when learned.
+    assert returns[-1] >= 5.0, returns  # random play: (4 / 3 + 8 / 2) / 2 = 2.7
+    data = trainer.prepare({k: v.clone() for k, v in cols.items()})
+    inactive = ~data[col.ACTIVE]
+    assert bool(inactive[:, 0].any()) and not bool(inactive[:, 1].any())
+    # The loss ignores inactive agent steps: scrambling their actions leaves it unchanged.
+    scrambled = dict(data, **{col.ACTION: torch.where(inactive, 1 - data[col.ACTION].clamp(max=1),
+                                                      data[col.ACTION])})
+    rows = int(data[col.ACTIVE].sum())
+    assert torch.equal(trainer._loss(data, rows)[0], trainer._loss(scrambled, rows)[0])
+
+
+def test_ppo_and_hmasd_refuse_what_they_cannot_train_in_one_line(tmp_path):
+    from rl_system.run.startup import probe_specs
+
+    with pytest.raises(ConfigError, match=r"algo ppo trains single-agent envs.*use algo: mappo"):
+        probe_specs(load_config(None, ["env.name=examples.cue_match.env:CueMatch"]))
+    with pytest.raises(ConfigError, match=r"hmasd on env .*needs a multi-agent env.*AgentBox"):
+        probe_specs(load_config(None, ["algo=hmasd", "env.name=examples.cue_match.env:CueMatch",
+                                       "env.kwargs={continuous: true}"]))
+    with pytest.raises(ConfigError, match=r"mappo on env 'CartPole': algo mappo needs a multi-agent env"):
+        probe_specs(load_config(None, ["algo=mappo", "env.name=CartPole"]))
+
+
+def test_a_mappo_run_reaches_its_target_through_ray_and_resumes(tmp_path):
+    from rl_system import train
+
+    overrides = ["workers.num_envs=32", "workers.rollout_len=16", "mappo.lr=3e-3", "target_return=7.0",
+                 "return_window=64", "max_env_steps=200000", "checkpoint.every_rounds=5", "tensorboard=false"]
+    result = train(_cfg(*overrides), run_dir=tmp_path / "run")
+    assert result.reached_target, result
+    again = train(_cfg(*overrides, "stop_at_target=false", f"max_env_steps={result.env_steps + 4096}"),
+                  run_dir=tmp_path / "resumed", resume=tmp_path / "run")
+    assert again.env_steps > result.env_steps
