@@ -3,12 +3,11 @@
 glibc's ``malloc`` serves a large block (above its mmap threshold, 128 KiB to start, raised as
 such blocks are freed) with a fresh ``mmap`` and unmaps it on ``free``; whatever it does keep at
 the top of the heap it trims back to the kernel once more than twice that threshold lies free.
-An update allocates and frees the same activations every minibatch (MinAtar's conv output is a
-3.2-6.4 MB tensor), so every minibatch pays the kernel to map, zero and fault those pages in
-again: 49k-131k minor page faults per update of ``minatar_breakout_ppo.yaml``'s batch, and
-0 with the thresholds fixed (``python -m bench.bench_update --configs minatar_breakout_ppo``;
-docs/ppo.md, "Speed of the update"). This is what jemalloc or tcmalloc under ``LD_PRELOAD``
-buys PyTorch on CPUs, without a second allocator to install.
+An update allocates and frees the same large activations every minibatch (MinAtar's conv
+outputs), so every minibatch pays the kernel to map, zero and fault those pages in again; with the
+thresholds fixed those page faults are gone (``python -m bench.bench_update --configs
+minatar_breakout_ppo`` counts them; docs/ppo.md, "Speed of the update"). This is what jemalloc or
+tcmalloc under ``LD_PRELOAD`` buys PyTorch on CPUs, without a second allocator to install.
 
 ``retain``: blocks up to 32 MiB (glibc's ceiling for the threshold) come from the heap, and up
 to 256 MiB of free heap is kept for the next minibatch. ``system``: glibc's defaults. Where the

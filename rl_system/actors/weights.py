@@ -14,11 +14,10 @@ class PolicyWeights(dict):
     (:class:`~rl_system.checkpoint.writer.PackedTensor`).
 
     Every round the learner returns the weights and every worker loads them, so their pickling is
-    on the round's critical path. PyTorch pickles a tensor through its storage, ~45 µs a tensor
-    each way on a 2-core EPYC VM (CartPole's 12 tensors: 0.54 ms to pickle, 0.86 ms to unpickle),
-    where Ray moves a NumPy array as one out-of-band buffer (0.03 and 0.01 ms for all 12).
-    Unpickled it is a ``PolicyWeights`` of fresh, writable tensors again, so whoever holds it,
-    in the learner's process or after the trip, holds plain tensors by name."""
+    on the round's critical path. PyTorch pickles a tensor through its storage, at a fixed cost per
+    tensor each way, where Ray moves a NumPy array as one out-of-band buffer (docs/lab/results.md,
+    2026-12-02). Unpickled it is a ``PolicyWeights`` of fresh, writable tensors again, so whoever
+    holds it, in the learner's process or after the trip, holds plain tensors by name."""
 
     def __reduce__(self) -> tuple[Any, ...]:
         packed = {k: PackedTensor(v) if isinstance(v, torch.Tensor) else v for k, v in self.items()}

@@ -1,20 +1,19 @@
 """Activations for the update's hot path.
 
 PyTorch's x86 wheels compute ``torch.tanh`` on the CPU with MKL's vector math (VML), which runs
-its vectorised code only on Intel CPUs; elsewhere it takes a generic path. On a 2-core AMD EPYC VM
-(torch 2.13, AVX-512) ``torch.tanh`` of a ``[512, 64]`` float32 tensor takes 71-78 µs and
-``torch.sigmoid`` 8-9 µs; on 2-core Xeon VMs ``torch.tanh`` takes 7-19 µs, ahead of ``sigmoid``,
-and a Xeon told to use MKL's generic code (``MKL_ENABLE_INSTRUCTIONS=SSE4_2``) takes 587 µs for
-a ``[4096, 64]`` tanh instead of 71, the EPYC's 567-612 µs (``python -m bench.bench_kernels``).
+its vectorised code only on Intel CPUs; elsewhere it takes a generic path, many times slower than
+``torch.sigmoid`` of the same tensor, while on Intel CPUs ``torch.tanh`` is the faster of the two
+(docs/ppo.md, "Speed of the update"; docs/lab/results.md, 2026-12-01 and 2026-12-03; ``python -m
+bench.bench_kernels``).
 
 Where the generic path runs (:data:`SIGMOID_TANH`), :class:`Tanh` computes
-``tanh(x) = 2·sigmoid(2x) − 1`` (exact in real arithmetic; in float32 within 1.8e-7 of
-``torch.tanh`` everywhere) on large CPU tensors, in place where it can, with ``tanh``'s own
-backward (``grad · (1 − y²)``): forward plus backward of a ``[4096, 64]`` tensor on the EPYC 358 µs
-instead of 770 µs. On an Intel CPU that form costs 2-2.7× ``torch.tanh``'s forward plus backward
-(393 against 185 µs), so there :class:`Tanh` is ``torch.tanh``. Small tensors (a sampler's step)
-and GPU tensors always take ``torch.tanh``. The choice is made once from the CPU's vendor, not by
-timing, so a seed repeats bit for bit on the same machine.
+``tanh(x) = 2·sigmoid(2x) − 1`` (exact in real arithmetic; in float32 within 2e-7 of
+``torch.tanh`` everywhere, which tests/test_bench_kernels.py holds it to) on large CPU tensors, in
+place where it can, with ``tanh``'s own backward (``grad · (1 − y²)``), which beats the generic
+``torch.tanh``'s forward plus backward. On an Intel CPU that form is the slower one, so there
+:class:`Tanh` is ``torch.tanh``. Small tensors (a sampler's step) and GPU tensors always take
+``torch.tanh``. The choice is made once from the CPU's vendor, not by timing, so a seed repeats
+bit for bit on the same machine.
 """
 
 from __future__ import annotations
@@ -25,8 +24,8 @@ import torch
 from torch import nn
 
 FAST_MIN_NUMEL = 16_384
-"""Below this many elements ``torch.tanh`` is as fast (the custom backward's Python call costs
-~5 µs)."""
+"""Below this many elements ``torch.tanh`` is as fast: the custom backward's Python call costs
+about what the sigmoid form saves (docs/lab/results.md, 2026-12-01)."""
 
 
 def mkl_tanh_is_generic() -> bool:

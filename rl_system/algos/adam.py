@@ -5,11 +5,11 @@ bit (the same ``torch._fused_adam_`` kernel on the same tensors) and writes and 
 ``state_dict`` layout, so a checkpoint of either loads into the other. Why not ``torch.optim``:
 
 * its first call imports ``torch._dynamo`` (every ``Optimizer`` method is wrapped to keep dynamo
-  out), about 2 s of a learner's start-up on 2 cores that a run without ``learner.compile`` never uses,
-  on the critical path of every run and every learner restart;
-* each ``step()`` spends tens of µs in Python (hooks, a profiler scope, dynamo graph breaks,
-  regrouping the tensors) around the kernel, which a PPO update of many small minibatches pays
-  at every step (``python -m bench.bench_kernels``, its Adam table).
+  out), seconds of a learner's start-up that a run without ``learner.compile`` never uses, on the
+  critical path of every run and every learner restart;
+* each ``step()`` spends time in Python (hooks, a profiler scope, dynamo graph breaks, regrouping
+  the tensors) around the kernel, which a PPO update of many small minibatches pays at every step
+  (docs/user_guide.md, "Start-up and shutdown"; ``python -m bench.bench_kernels``, its Adam table).
 
 :class:`LoopAdam` is the same for ``torch.optim.Adam``'s per-tensor loop, the path torch takes
 on CPU when neither ``fused`` nor ``foreach`` is asked for (HMASD's optimiser, whose results were
@@ -80,7 +80,8 @@ class FusedAdam:
     def _bucket(self) -> list[tuple[list, ...]]:
         """The kernel's tensor lists, one set per device and dtype, of every parameter that has a
         gradient. :meth:`step` keeps them while the gradients are the same tensors (closed-form
-        gradients write into the same views every step), which saves a CartPole step ~10 µs."""
+        gradients write into the same views every step), so a step does not rebuild them
+        (docs/lab/results.md, 2026-12-03)."""
         buckets: dict[tuple[torch.device, torch.dtype], tuple[list, ...]] = {}
         for p in self.params:
             if p.grad is None:

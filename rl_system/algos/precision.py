@@ -1,19 +1,19 @@
 """What runs in bfloat16 under ``learner.precision: bf16``.
 
 The learner runs the update inside :func:`update_autocast`: matrix products and convolutions of
-the encoders and recurrent cores take bf16 (2-3x the fp32 rate on CPUs with AVX-512 BF16 or AMX,
-and on GPUs' tensor cores); the weights, the optimiser and the losses stay float32. PPO's output
-MLPs (:class:`Float32Head`) stay float32 too, at 7% of MinAtar's bf16 update. HMASD's heads and
-discriminators, where that costs a third of the bf16 update, run in bf16 but for their last
-layer (:class:`Float32Linear`), so log-probabilities and values are float32 in both (docs/ppo.md,
-"Speed of the update"); HMASD's round preparation runs in float32.
+the encoders and recurrent cores take bf16, which CPUs with AVX-512 BF16 or AMX and GPUs' tensor
+cores multiply faster than float32; the weights, the optimiser and the losses stay float32.
+PPO's output MLPs (:class:`Float32Head`) stay float32 too, a small share of its update. HMASD's
+heads and discriminators, where whole float32 heads would give back much of bf16's gain, run in
+bf16 but for their last layer (:class:`Float32Linear`), so log-probabilities and values are
+float32 in both (docs/ppo.md, "Speed of the update"; docs/lab/results.md and docs/lab/hmasd.md,
+2026-12-02); HMASD's round preparation runs in float32.
 
-The region must not cache its casts. Measured on a trained MinAtar policy (one 4-epoch update of
-32 minibatch steps from the same state, same RNG), against the fp32 update: with autocast's
-default cache the bf16 update moved the weights 1.7x as far and in another direction (cosine
-0.48), because every minibatch after the first ran on the round's first weights; without it,
-cosine 0.95 with the heads in float32 and 0.95 without, against 0.94 between two fp32 updates that
-differ only in their thread count (docs/ppo.md, "Speed of the update").
+The region must not cache its casts: with autocast's cache every minibatch after the first runs
+on the round's first weights, and the bf16 update then moves the weights much further than the
+float32 one and in another direction; uncached, it stays as close to float32's as two float32
+updates on different thread counts are to each other (docs/ppo.md, "Speed of the update";
+docs/lab/hmasd.md, 2026-12-02).
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ class Float32Head(nn.Sequential):
 
     Without gradients (a sampler's step), a ``[B, F]`` input takes :meth:`_infer`: the same
     ``addmm`` calls ``nn.Linear`` makes and the activations in place, without the modules' calls
-    around them. Same bits; a [32, 32] head on 64 rows takes 11 µs instead of 24 (a sampler step
-    calls two)."""
+    around them: the same bits without the per-module Python overhead, which a sampler would pay
+    for two heads every step (docs/lab/results.md, 2026-12-03)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if torch.is_autocast_enabled(x.device.type):
@@ -106,8 +106,8 @@ class Float32Linear(nn.Linear):
     """A last linear layer (logits, values, discriminator scores) that computes in float32 inside
     an autocast region, on the bf16 features before it: the log-probabilities of PPO's ratio and
     the values keep float32's digits at the cost of one small matmul, where a whole
-    :class:`Float32Head` costs a third of HMASD's bf16 update. Same ``state_dict`` keys as
-    ``nn.Linear``."""
+    :class:`Float32Head` would cost a large share of HMASD's bf16 update (docs/lab/hmasd.md,
+    2026-12-02). Same ``state_dict`` keys as ``nn.Linear``."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if torch.is_autocast_enabled(x.device.type):

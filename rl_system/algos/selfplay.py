@@ -78,10 +78,6 @@ class SnapshotPool:
         version, ref = self.assigned.get(w, self.SCRIPTED)
         worker.set_opponent.remote(ref, version)
 
-    @property
-    def opponent_versions(self) -> list[int]:
-        return [v for v, _ in self.assigned.values()]
-
     # -- checkpoint: the snapshots' weights themselves, so a resumed run keeps its pool --------
     def state(self) -> dict[str, Any]:
         weights = ray.get([ref for _, ref in self.snapshots]) if self.snapshots else []

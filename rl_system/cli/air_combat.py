@@ -16,8 +16,6 @@ from rl_system.cli.common import env_kwarg, fail
 from rl_system.cli.evaluate import Extra, register_extra
 from rl_system.config import ConfigError, apply_override
 
-PHYSICS_KWARGS = ("time_scale", "scripted_evade_range_m")
-
 
 def add_parser(sub: Any) -> None:
     a = sub.add_parser("air-combat", help="AirCombat tools: the missile's launch envelope")

@@ -77,32 +77,31 @@ class LearnerConfig(Strict):
     """How long a learner waits in a collective for its peers before it fails (a peer that died)."""
     compile: bool = False
     """Compile the PPO loss's forward and backward with ``torch.compile`` (inductor: fused C++/
-    OpenMP kernels on CPU, Triton on GPU). The first update pays the compile (2-6 s on a 2-core VM,
-    35 s for a GRU's unrolled sequence, less from the on-disk cache); each update after it is ~30% faster for small MLPs, where eager
-    PyTorch spends most of a minibatch step dispatching ops (``bench/bench_update.py --compile``).
-    Pays for runs of hundreds of updates (MuJoCo), not for CartPole's few seconds. A machine
-    without a C++ compiler falls back to eager with one warning (``train/compiled`` 0)."""
+    OpenMP kernels on CPU, Triton on GPU). The first update pays the compile (seconds; longer for a
+    GRU's unrolled sequence, less from the on-disk cache); each update after it is faster for small
+    MLPs, where eager PyTorch spends most of a minibatch step dispatching ops (docs/ppo.md, "Speed
+    of the update"; ``bench/bench_update.py --compile``). Pays for runs of hundreds of updates
+    (MuJoCo), not for CartPole's few seconds. A machine without a C++ compiler falls back to eager
+    with one warning (``train/compiled`` 0)."""
     gradients: Literal["autograd", "closed_form"] = "autograd"
     """How PPO's minibatch gradients are computed. ``closed_form``: written out for the built-in
     feedforward actor-critic (:mod:`rl_system.algos.ppo.analytic`: flat observations, ``tanh`` /
     ``relu`` / ``elu`` MLP heads, Discrete or Box actions), about half the ATen calls of
-    autograd's loss and backward and no graph, so a small MLP's update takes 0.55-0.85x the time; the gradients agree with
-    autograd's to float32 rounding (not bit for bit, so a seed's run differs from ``autograd``'s).
-    A policy it cannot serve (encoders with weights, a recurrent core, MultiDiscrete actions, a
-    ``model.network``) and a ``bf16`` update use autograd, with one warning (``train/closed_form``
-    says which ran)."""
+    autograd's loss and backward and no graph, so a small MLP's update is faster (docs/ppo.md,
+    "Speed of the update"); the gradients agree with autograd's to float32 rounding (not bit for
+    bit, so a seed's run differs from ``autograd``'s). A policy it cannot serve (encoders with
+    weights, a recurrent core, MultiDiscrete actions, a ``model.network``) and a ``bf16`` update
+    use autograd, with one warning (``train/closed_form`` says which ran)."""
     precision: Literal["fp32", "bf16", "auto"] = "fp32"
     """``bf16``: the update under ``torch.autocast`` to bfloat16, without its cast cache
     (:func:`rl_system.algos.precision.update_autocast`): the encoders' and recurrent cores' matrix
     products and convolutions take bf16, while the output layers, HMASD's round preparation, the
     losses, the weights and the optimiser stay float32. Faster where the hardware multiplies bf16
     natively and the update is arithmetic: GPUs with bf16 tensor cores, and CPUs with AVX-512 BF16
-    or AMX (MinAtar's CNN update 2.5x, HMASD's 1.6x on a 2-core Zen 4 VM, ``python -m
-    bench.bench_kernels``; small MLPs get slower). MinAtar Breakout with two learner threads ran
-    1.5x the env steps/s of fp32 (21.4-30.4 at 5M env steps, seeds 0-2); the MinAtar and HMASD
-    presets ship ``auto`` (docs/ppo.md, "The mode each shipped config runs").
-    ``auto``: ``bf16`` where the learner's device has native bf16
-    (:func:`rl_system.device.bf16_fast`), else ``fp32`` (``system/bf16`` says which)."""
+    or AMX (a CNN's or HMASD's update; small MLPs get slower; ``python -m bench.bench_kernels``,
+    docs/ppo.md, "Speed of the update"). The MinAtar and HMASD presets ship ``auto`` (docs/ppo.md,
+    "The mode each shipped config runs"). ``auto``: ``bf16`` where the learner's device has native
+    bf16 (:func:`rl_system.device.bf16_fast`), else ``fp32`` (``system/bf16`` says which)."""
 
 
 class CheckpointConfig(Strict):

@@ -80,8 +80,8 @@ _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _AUTO_SAMPLE = 1 << 16  # bytes tried each way by filters="auto" (4 windows of 16 KiB)
 _AUTO_WINDOWS = 4
 # filters="auto" keeps a filter only if it saves this fraction of the column's bytes: about what
-# the filter's encode + decode time is worth on a 1 Gbit/s link (8 ns/byte) on one core of the
-# 2-core EPYC VM of docs/wire_cost.md: shuffle + unshuffle ~0.8 ns/byte, xor + unxor ~0.15.
+# the filter's encode + decode time is worth on a 1 Gbit/s link (8 ns/byte), at the filter speeds
+# docs/wire_cost.md gives.
 _AUTO_COST = {"shuffle": 0.10, "xor": 0.02}
 
 

@@ -62,10 +62,6 @@ class ValueNorm(nn.Module):
         mean, std = self.mean_std()
         return (x - mean) / std
 
-    def denormalize(self, x: torch.Tensor) -> torch.Tensor:
-        mean, std = self.mean_std()
-        return x * std + mean
-
 
 class _Attention(nn.Module):
     """Multi-head attention over a handful of tokens, optional causal mask."""

@@ -2,9 +2,9 @@
 
 PPO's clipped loss only stops the gradient of samples whose ratio has left ``[1 - clip, 1 + clip]``;
 it does not bound how far one step moves a near-deterministic policy. On AliceBob a solved run's
-coordinator once took a round with approximate KL 0.133 against 6e-5 to 3e-4 in the rounds before,
-and the team's success fell from 1.00 to 0.02 (docs/lab/hmasd.md, 2026-11-28/29).
-``hmasd.high_target_kl`` puts a :class:`TrustRegion` on the coordinator.
+coordinator once took one update far past the KL of the rounds before, and the team's success
+collapsed with it (docs/lab/hmasd.md, 2026-11-28, seed 106). ``hmasd.high_target_kl`` puts a
+:class:`TrustRegion` on the coordinator.
 
 After each of the network's steps the caller measures the KL of the new weights to the policy that
 sampled the round (one forward pass over the round's samples, no gradients). A step that leaves the
@@ -16,8 +16,8 @@ the round's epochs.
 
 Why a line search and not "undo and sit out": with Adam a single step moves every weight by about
 ``lr`` whatever the gradient's size, and near a sharpened plan that one step can exceed the target.
-Undoing it then undid every round from there on: the coordinator froze, for 137 rounds to the end
-of the run on one seed, with its plan half-learned (docs/lab/hmasd.md, 2026-11-28/29, "the coordinator's KL bound").
+Undoing it then undid every round from there on: the coordinator froze to the end of the run with
+its plan half-learned (docs/lab/hmasd.md, 2026-11-28/29, "the coordinator's KL bound").
 Adam's moments keep each step's gradient either way: it was a gradient of this round's data.
 """
 
