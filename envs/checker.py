@@ -7,7 +7,8 @@ actions and returns one :class:`Finding` per check:
 ``specs``       the declared specs are well formed and agree (``action_mask`` width)
 ``reset``       ``reset()`` returns exactly the declared keys, shapes ``[N, *shape]``, dtypes,
                 device, finite values within declared bounds
-``step``        every ``StepResult`` field likewise (reward float32 ``[N]``, flags bool ``[N]``,
+``step``        every ``StepResult`` field likewise (reward float32 ``[N]``, or ``[N, n]`` per agent of
+                a multi-agent env, flags bool ``[N]``,
                 ``final_obs`` with the observation's keys, ``info`` entries ``[N, ...]``)
 ``action_mask`` every row leaves each (sub-)action at least one legal choice
 ``autoreset``   an ended episode's ``final_obs`` differs from the ``obs`` returned with it
@@ -31,7 +32,16 @@ from typing import Any, Callable
 import torch
 
 from rl_system.envs import make_env
-from rl_system.envs.base import ACTION_MASK, AgentDiscrete, Box, MultiDiscrete, StepResult, VecEnv
+from rl_system.envs.base import (
+    ACTION_MASK,
+    AgentBox,
+    AgentMultiDiscrete,
+    Box,
+    MultiDiscrete,
+    StepResult,
+    VecEnv,
+    is_multi_agent,
+)
 
 Obs = dict[str, torch.Tensor]
 
@@ -74,26 +84,29 @@ def random_actions(env: VecEnv, obs: Obs, generator: torch.Generator) -> torch.T
     spec, n = env.action_spec, env.num_envs
     mask = obs.get(ACTION_MASK)
     mask = mask.detach().to("cpu") if mask is not None else None
-    if isinstance(spec, Box):
-        low = torch.tensor(spec.low).reshape(spec.shape)
-        high = torch.tensor(spec.high).reshape(spec.shape)
+    if isinstance(spec, (Box, AgentBox)):
+        per = spec.agent_shape if isinstance(spec, AgentBox) else spec.shape  # bounds per (agent's) action
+        low = torch.tensor(spec.low).reshape(per).expand(spec.shape)
+        high = torch.tensor(spec.high).reshape(per).expand(spec.shape)
         u = torch.rand((n, *spec.shape), generator=generator)
         finite = torch.isfinite(low) & torch.isfinite(high)
         normal = torch.randn((n, *spec.shape), generator=generator)
         action = torch.where(finite, low + u * (high - low), normal)
-    elif isinstance(spec, MultiDiscrete):
+    elif isinstance(spec, (MultiDiscrete, AgentMultiDiscrete)):
+        rows = n * (spec.num_agents if is_multi_agent(spec) else 1)  # one row per (env, agent)
+        flat = mask.reshape(rows, -1) if mask is not None else None
         parts, start = [], 0
         for width in spec.nvec:
-            weights = _weights(mask[:, start:start + width]) if mask is not None else torch.ones(n, width)
+            weights = _weights(flat[:, start:start + width]) if flat is not None else torch.ones(rows, width)
             parts.append(torch.multinomial(weights, 1, generator=generator))
             start += width
-        action = torch.cat(parts, dim=1)
+        action = torch.cat(parts, dim=1).reshape(n, *spec.shape)
     else:
         width = spec.n
         if mask is not None:
             weights = _weights(mask.reshape(-1, width))
         else:
-            weights = torch.ones(n * (spec.num_agents if isinstance(spec, AgentDiscrete) else 1), width)
+            weights = torch.ones(n * (spec.num_agents if is_multi_agent(spec) else 1), width)
         action = torch.multinomial(weights, 1, generator=generator).reshape(n, *spec.shape)
     return action.to(env.device)
 
@@ -136,7 +149,10 @@ def _check_step(result: Any, env: VecEnv) -> None:
     n, dev = env.num_envs, env.device
     _check_obs("step().obs", result.obs, env)
     _check_obs("step().final_obs", result.final_obs, env)
-    _check_tensor("step().reward", result.reward, (n,), torch.float32, dev)
+    reward_shape = (n,)
+    if is_multi_agent(env.action_spec) and getattr(result.reward, "dim", lambda: 1)() == 2:
+        reward_shape = (n, env.action_spec.num_agents)  # per-agent rewards
+    _check_tensor("step().reward", result.reward, reward_shape, torch.float32, dev)
     _check_tensor("step().terminated", result.terminated, (n,), torch.bool, dev)
     _check_tensor("step().truncated", result.truncated, (n,), torch.bool, dev)
     if not isinstance(result.info, dict):
@@ -153,7 +169,7 @@ def _mask_problem(where: str, obs: Obs, env: VecEnv) -> str | None:
     if mask is None:
         return None
     spec = env.action_spec
-    widths = spec.nvec if isinstance(spec, MultiDiscrete) else (spec.n,)
+    widths = spec.nvec if isinstance(spec, (MultiDiscrete, AgentMultiDiscrete)) else (spec.n,)
     rows = mask.reshape(-1, sum(widths))
     start = 0
     for k, width in enumerate(widths):

@@ -86,4 +86,5 @@ class CueMatch(VecEnv):
         self._draw()
         final_obs = self._obs()
         self.t[truncated] = 0
+        self._draw(truncated)  # a new episode starts on cues of its own
         return StepResult(self._obs(), reward, torch.zeros_like(truncated), truncated, final_obs, {})
