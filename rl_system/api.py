@@ -258,8 +258,9 @@ def _find_checkpoint(run_or_checkpoint: str | Path, pick: str, doing: str) -> An
 
 def load_policy(run_or_checkpoint: str | Path, pick: str = "best", device: str = "cpu") -> Policy:
     """The policy of a run directory (``pick``: ``best``, the checkpoint with the best training
-    mean return; ``final`` or ``latest``, the newest valid one) or of one checkpoint file. PPO
-    policies; :class:`ValueError` (one line) for a file that is not a checkpoint of one."""
+    mean return; ``final`` or ``latest``, the newest valid one) or of one checkpoint file. PPO and
+    multi-agent PPO policies (a multi-agent policy acts for all agents at once: ``[B, n, ...]``);
+    :class:`ValueError` (one line) for a file that is not a checkpoint of one."""
     from rl_system.algos import load_policy as _load_network
 
     found = _find_checkpoint(run_or_checkpoint, pick, "load a policy from")
@@ -267,8 +268,8 @@ def load_policy(run_or_checkpoint: str | Path, pick: str = "best", device: str =
     if "config" not in state or "learner" not in state:
         raise ValueError(f"{found.path} is not a policy checkpoint (no config or learner state)")
     cfg = RunConfig.model_validate(state["config"])
-    if cfg.algo != "ppo":
-        raise ValueError(f"{found.path}: load_policy acts with PPO policies; this one is {cfg.algo!r} "
+    if cfg.algo not in ("ppo", "mappo"):
+        raise ValueError(f"{found.path}: load_policy acts with PPO and MAPPO policies; this one is {cfg.algo!r} "
                          f"(use rl_system.evaluate for it)")
     env = make_env(cfg.env.name, 1, "cpu", seed=0, **cfg.env.test_kwargs())
     try:

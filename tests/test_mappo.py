@@ -114,8 +114,8 @@ def test_ppo_and_hmasd_refuse_what_they_cannot_train_in_one_line(tmp_path):
         probe_specs(load_config(None, ["algo=mappo", "env.name=CartPole"]))
 
 
-def test_a_mappo_run_reaches_its_target_through_ray_and_resumes(tmp_path):
-    from rl_system import train
+def test_a_mappo_run_reaches_its_target_through_ray_resumes_and_exports(tmp_path):
+    from rl_system import export, load_policy, train
 
     overrides = ["workers.num_envs=32", "workers.rollout_len=16", "mappo.lr=3e-3", "target_return=7.0",
                  "return_window=64", "max_env_steps=200000", "checkpoint.every_rounds=5", "tensorboard=false"]
@@ -124,3 +124,12 @@ def test_a_mappo_run_reaches_its_target_through_ray_and_resumes(tmp_path):
     again = train(_cfg(*overrides, "stop_at_target=false", f"max_env_steps={result.env_steps + 4096}"),
                   run_dir=tmp_path / "resumed", resume=tmp_path / "run")
     assert again.env_steps > result.env_steps
+    # The joint policy (every agent's action in one graph) as ONNX, acting as the network does.
+    ort = pytest.importorskip("onnxruntime")
+    path = export(tmp_path / "run", "onnx", tmp_path / "policy.onnx")
+    policy = load_policy(tmp_path / "run")
+    env = CueMatch(16, seed=3)
+    obs = env.reset(seed=3)
+    want, _ = policy.act(obs, deterministic=True)
+    got = ort.InferenceSession(str(path)).run(["action"], {k: v.numpy() for k, v in obs.items()})[0]
+    assert (got == want.numpy()).all() and got.shape == (16, 2)
