@@ -33,6 +33,10 @@ VARIANTS = {
         "learner.precision=fp32", "workers.num_envs=8", "workers.rollout_len=50", "hmasd.num_minibatches=3", "hmasd.num_epochs=2",
         "hmasd.high_norm_adv=true", "hmasd.novelty_coef=0.1", "hmasd.novelty_gate=success",
         "hmasd.high_target_kl=0.003"]),
+    # Multi-agent PPO: advantage statistics and each minibatch's count of active agent steps (an
+    # agent leaves early) over the group.
+    "mappo": ("examples/cue_match/config.yaml", COMMON + [
+        "workers.num_envs=8", "mappo.num_minibatches=3", "mappo.num_epochs=2", "env.kwargs={early: true}"]),
 }
 
 
