@@ -53,6 +53,7 @@ Extras: ``pip install -e '.[pettingzoo]'``, and ``'.[mpe]'`` for the MPE envs (t
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -139,8 +140,11 @@ def _not_installed(module_name: str) -> str | None:
 
 def _check_parallel(env: Any, name: str, pettingzoo: Any) -> None:
     if isinstance(env, pettingzoo.AECEnv):
+        module_name = name[len(PREFIX):].partition(":")[0]
+        has_parallel = hasattr(importlib.import_module(module_name), "parallel_env")
+        use = f"'{PREFIX}{module_name}:parallel_env'" if has_parallel else "'pettingzoo:<module>:parallel_env'"
         raise EntryPointError(f"env {name!r}: built an AEC env ({type(env).__name__}); this adapter steps the parallel "
-                              "API: name the module's parallel_env ('pettingzoo:<module>:parallel_env')")
+                              f"API: name the module's parallel_env ({use})")
     missing = [m for m in ("possible_agents", "reset", "step", "observation_space", "action_space")
                if not hasattr(env, m)]
     if not isinstance(env, pettingzoo.ParallelEnv) and missing:

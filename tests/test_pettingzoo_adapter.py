@@ -358,7 +358,7 @@ def test_a_name_that_does_not_resolve_is_one_line(name, says):
 def test_an_aec_env_is_refused_with_the_parallel_api_named():
     with pytest.raises(EntryPointError) as err:
         make_env("pettingzoo:mpe2.simple_spread_v3:env", 2)
-    assert "parallel API" in _one_line(err) and "parallel_env" in str(err.value)
+    assert "parallel API" in _one_line(err) and "'pettingzoo:mpe2.simple_spread_v3:parallel_env'" in str(err.value)
 
 
 def test_missing_packages_are_named_with_their_install_line(monkeypatch):
