@@ -9,16 +9,20 @@ the one of :mod:`rl_system.envs.base`; how PettingZoo's maps onto it:
 Agents
     ``env.possible_agents`` in their order: agent ``j`` is row ``j`` of every per-agent tensor
     (``agent_names`` keeps the names). An agent that leaves before the others (terminated or
-    truncated while others go on, or just absent from the step's dicts) is *inactive* until the
-    copy's episode ends: ``agent_active`` False, its observation row zeros, its reward 0, its
-    action not sent to the env (actions go to the agents in ``env.agents``).
+    truncated while others go on, absent from the step's dicts or dropped from ``env.agents``) is
+    *inactive* until the copy's episode ends: ``agent_active`` False, its observation row zeros,
+    its reward 0, its action not sent to the env (actions go to the agents in ``env.agents``). Its
+    last observation is not kept, so an agent truncated before the others is not bootstrapped on
+    its own; its truncation makes the episode's end a truncation.
 Observations
     ``obs`` float32 ``[N, n, O]``: each agent's ``Box`` (or ``MultiBinary``) observation flattened,
     zero-padded to the widest agent's ``O``; a ``Dict`` observation ``{"observation", "action_mask"}``
     (PettingZoo's convention for legal actions) contributes its ``"observation"``.
     ``state`` float32 ``[N, S]``: with ``state="env"`` the env's own ``env.state()`` (flattened);
     with ``state="obs"`` the agents' observations concatenated (unpadded, zeros for inactive
-    agents); ``"auto"`` (default) picks ``"env"`` where the env has a ``state_space``.
+    agents); ``"auto"`` (default) picks ``"env"`` where the env has a ``state_space``. (MPE's
+    ``state()`` is its agents' observations side by side: ``state="obs"`` gives the same values
+    without the env computing them again, about a tenth of a step; ``bench/bench_pettingzoo.py``.)
     ``agent_active`` bool ``[N, n]``, always present.
 Actions
     All agents ``Discrete`` -> ``AgentDiscrete(max n, n)``; where the agents' counts differ, or the
@@ -44,11 +48,16 @@ Seeding
     with ``seed + i``; ``reset()`` without one and the auto-resets continue each copy's own stream,
     so a seeded batch is reproducible.
 Returned tensors
-    On CPU they are views of this batch's buffers: those of one step stay valid through the next
-    step (two sets of buffers in turn) and are written over by the one after. Where nothing ended,
-    ``final_obs`` is ``obs`` itself.
+    On CPU they are views of this batch's buffers (allocated once): those of one step stay valid
+    through the next step (two sets of buffers in turn) and are written over by the one after.
+    Where nothing ended, ``final_obs`` is ``obs`` itself.
 
-Extras: ``pip install -e '.[pettingzoo]'``, and ``'.[mpe]'`` for the MPE envs (the ``mpe2`` package).
+Errors
+    A name that does not resolve, a factory that builds an AEC env (the parallel API is named
+    instead) and a missing ``pettingzoo`` or ``mpe2`` raise :class:`rl_system.envs.EntryPointError`
+    (a ``ValueError``), one line naming the env and what was expected; unsupported spaces one-line
+    ``ValueError``/``TypeError``. Extras: ``pip install -e '.[pettingzoo]'``, and ``'.[mpe]'`` for
+    the MPE envs (the ``mpe2`` package).
 """
 
 from __future__ import annotations
@@ -252,6 +261,28 @@ def _action_layout(spaces: list[Any], agents: list[str]) -> _ActionLayout:
 # ---------------------------------------------------------------------------------------------- the batch
 
 
+class _Slot:
+    """One set of output buffers: numpy arrays the copies are written into and the torch tensors
+    that share their memory (made once)."""
+
+    def __init__(self, specs: dict[str, TensorSpec], num_envs: int, num_agents: int, state_is_obs: bool) -> None:
+        def obs_set() -> dict[str, np.ndarray]:
+            out = {k: np.zeros((num_envs, *s.shape), np.bool_ if s.dtype == torch.bool else np.float32)
+                   for k, s in specs.items()}
+            if state_is_obs:  # unpadded rows side by side are the rows themselves: a view, never copied
+                out[STATE] = out[AGENT_OBS].reshape(num_envs, -1)
+            return out
+
+        self.obs, self.final = obs_set(), obs_set()
+        self.reward = np.zeros((num_envs, num_agents), np.float32)
+        self.team = np.zeros(num_envs, np.float32)
+        self.terminated, self.truncated = np.zeros(num_envs, np.bool_), np.zeros(num_envs, np.bool_)
+        self.obs_t = {k: torch.from_numpy(v) for k, v in self.obs.items()}
+        self.final_t = {k: torch.from_numpy(v) for k, v in self.final.items()}
+        self.reward_t, self.team_t = torch.from_numpy(self.reward), torch.from_numpy(self.team)
+        self.terminated_t, self.truncated_t = torch.from_numpy(self.terminated), torch.from_numpy(self.truncated)
+
+
 class PettingZooVecEnv(VecEnv):
     """``num_envs`` copies of the ParallelEnv ``module:env_fn(**env_kwargs)`` behind the multi-agent
     ``VecEnv`` API (see the module docstring). ``reward``: ``"agent"`` ``[N, n]`` or ``"team"``
@@ -288,54 +319,38 @@ class PettingZooVecEnv(VecEnv):
         self.agent_names = tuple(agents)
         self.num_agents = n = len(agents)
         self._index = {a: j for j, a in enumerate(agents)}
-        self._obs = _obs_layout([env.observation_space(a) for a in agents], agents)
+        obs = _obs_layout([env.observation_space(a) for a in agents], agents)
         self._act = _action_layout([env.action_space(a) for a in agents], agents)
         self.action_spec = self._act.spec
         self._team = reward == "team"
+        if any(obs.env_mask) and not isinstance(self.action_spec, AgentDiscrete):
+            raise ValueError(f"env {self.name!r} gives action masks for {self.action_spec} actions; "
+                             "masks are supported for Discrete actions")
+        # Per agent name: its row, width, and whether it comes in a Dict with the env's mask.
+        counts = self._act.counts or (0,) * n
+        self._rows = {a: (j, obs.widths[j], obs.dict_obs[j], obs.env_mask[j], counts[j]) for j, a in enumerate(agents)}
         state_space = getattr(env, "state_space", None)
         if state == "env" and state_space is None:
             raise ValueError(f"env {self.name!r} has no state_space: use state='obs' (the agents' observations)")
         self._env_state = state_space is not None and state != "obs"
-        if self._env_state:
-            width = int(np.prod(state_space.shape))
-        else:
-            width = sum(self._obs.widths)
-            O = self._obs.spec.shape[1]
-            self._state_cols = np.concatenate([j * O + np.arange(w) for j, w in enumerate(self._obs.widths)])
-        if any(self._obs.env_mask) and not isinstance(self.action_spec, AgentDiscrete):
-            raise ValueError(f"env {self.name!r} gives action masks for {self.action_spec} actions; "
-                             "masks are supported for Discrete actions")
-        self._counts = self._act.counts
-        if isinstance(self.action_spec, AgentDiscrete) and (self._act.own_mask is not None or any(self._obs.env_mask)):
+        O = obs.spec.shape[1]
+        self._state_cols = np.concatenate([j * O + np.arange(w) for j, w in enumerate(obs.widths)])
+        width = int(np.prod(state_space.shape)) if self._env_state else len(self._state_cols)
+        self._own_mask = None
+        if isinstance(self.action_spec, AgentDiscrete) and (self._act.own_mask is not None or any(obs.env_mask)):
             own = self._act.own_mask
             self._own_mask = own if own is not None else np.ones((n, self.action_spec.n), dtype=bool)
-        else:
-            self._own_mask = None
-        self.observation_spec = {STATE: TensorSpec((width,), torch.float32), AGENT_OBS: self._obs.spec,
+        self.observation_spec = {STATE: TensorSpec((width,), torch.float32), AGENT_OBS: obs.spec,
                                  AGENT_ACTIVE: TensorSpec((n,), torch.bool)}
         if self._own_mask is not None:
             self.observation_spec[ACTION_MASK] = TensorSpec((n, self.action_spec.n), torch.bool)
-        self._alloc()
-
-    def _alloc(self) -> None:
-        """Two sets (used in turn, so one step's results outlive the next step) of the observation,
-        final-observation and reward/flag buffers, with their torch views."""
-        N, n = self.num_envs, self.num_agents
-        shapes = {k: (N, *s.shape) for k, s in self.observation_spec.items()}
-        dtypes = {k: (np.bool_ if s.dtype == torch.bool else np.float32) for k, s in self.observation_spec.items()}
-
-        def obs_set() -> dict[str, np.ndarray]:
-            return {k: np.zeros(shapes[k], dtypes[k]) for k in self.observation_spec}
-
-        self._np = [obs_set(), obs_set()]
-        self._final_np = [obs_set(), obs_set()]
-        self._reward_np = [np.zeros((N, n), np.float32) for _ in range(2)]
-        self._team_np = [np.zeros(N, np.float32) for _ in range(2)]
-        self._flags_np = [(np.zeros(N, np.bool_), np.zeros(N, np.bool_)) for _ in range(2)]
+        # Two sets used in turn, so one step's results outlive the next step.
+        self._state_is_obs = not self._env_state and width == n * O
+        self._slots = [_Slot(self.observation_spec, self.num_envs, n, self._state_is_obs) for _ in range(2)]
         if self._own_mask is not None:  # agents without the env's masks keep their own actions' row
-            for obs in (*self._np, *self._final_np):
-                obs[ACTION_MASK][:] = self._own_mask
-        self._cut = np.zeros(N, np.bool_)  # per copy: some agent's end this episode was a truncation
+            for slot in self._slots:
+                slot.obs[ACTION_MASK][:] = slot.final[ACTION_MASK][:] = self._own_mask
+        self._cut = np.zeros(self.num_envs, np.bool_)  # per copy: some agent's end this episode was a truncation
         self._slot = 0  # the set holding the latest observations
 
     # ------------------------------------------------------------------------------------------ API
@@ -344,41 +359,40 @@ class PettingZooVecEnv(VecEnv):
         if seed is None and self._seed_pending:
             seed = self._seed
         self._seed_pending = self._needs_reset = False
-        self._slot = slot = 1 - self._slot
-        buf = self._np[slot]
+        self._slot = 1 - self._slot
+        slot = self._slots[self._slot]
         for i, env in enumerate(self.envs):
-            self._reset_copy(i, env, buf, None if seed is None else seed + i)
-        if not self._env_state:
-            self._state_from_obs(buf)
-        return self._torch(buf)
+            self._reset_copy(i, env, slot.obs, None if seed is None else seed + i)
+        self._state_from_obs(slot.obs)
+        return self._out_obs(slot.obs_t)
 
     def step(self, action: torch.Tensor) -> StepResult:
         if self._needs_reset:
             raise RuntimeError("call reset() before step()")
         actions = self._actions(action)
-        prev_active = self._np[self._slot][AGENT_ACTIVE]
-        self._slot = slot = 1 - self._slot
-        buf, final, reward = self._np[slot], self._final_np[slot], self._reward_np[slot]
-        terminated, truncated = self._flags_np[slot]
+        prev_active = self._slots[self._slot].obs[AGENT_ACTIVE]
+        self._slot = 1 - self._slot
+        slot = self._slots[self._slot]
+        buf, final, reward = slot.obs, slot.final, slot.reward
         ended = []
         for i, env in enumerate(self.envs):
             if self._step_copy(i, env, actions[i], prev_active[i], buf, reward[i]):
                 ended.append(i)
                 for key, arr in final.items():
                     arr[i] = buf[key][i]
-                terminated[i], truncated[i] = not self._cut[i], self._cut[i]
+                slot.terminated[i], slot.truncated[i] = not self._cut[i], self._cut[i]
                 self._reset_copy(i, env, buf, None)
             else:
-                terminated[i] = truncated[i] = False
-        final_obs = self._finish(buf, final, ended)
+                slot.terminated[i] = slot.truncated[i] = False
+        self._state_from_obs(buf)
+        if ended:
+            self._fill_final(buf, final, ended)
         if self._team:
-            rew = np.sum(reward, axis=1, out=self._team_np[slot])
-            rew *= 1.0 / self.num_agents
-        else:
-            rew = reward
-        obs = self._torch(buf)
-        return StepResult(obs, self._to_device(rew), self._to_device(terminated), self._to_device(truncated),
-                          obs if final_obs is None else self._torch(final_obs), {})
+            np.sum(reward, axis=1, out=slot.team)
+            slot.team *= 1.0 / self.num_agents
+        obs = self._out_obs(slot.obs_t)
+        return StepResult(obs, self._out(slot.team_t if self._team else slot.reward_t), self._out(slot.terminated_t),
+                          self._out(slot.truncated_t), self._out_obs(slot.final_t) if ended else obs, {})
 
     def close(self) -> None:
         for env in getattr(self, "envs", ()):
@@ -426,20 +440,19 @@ class PettingZooVecEnv(VecEnv):
         is given): ``obs`` / ``agent_active`` / ``action_mask``, zeros and own-action masks for the
         others. Returns how many agents were written."""
         rows, active = buf[AGENT_OBS][i], buf[AGENT_ACTIVE][i]
-        masks = buf[ACTION_MASK][i] if self._own_mask is not None else None
-        layout, index = self._obs, self._index
         active.fill(False)
+        seen = 0
         for agent, value in obs.items():
-            j = index[agent]
+            j, width, in_dict, env_mask, count = self._rows[agent]
             if prev is not None and not prev[j]:
                 continue
-            if layout.dict_obs[j]:
-                if layout.env_mask[j]:
-                    masks[j, :self._counts[j]] = np.asarray(value[ACTION_MASK]).reshape(-1)
+            if in_dict:
+                if env_mask:
+                    buf[ACTION_MASK][i, j, :count] = np.asarray(value[ACTION_MASK]).reshape(-1)
                 value = value["observation"]
-            rows[j, :layout.widths[j]] = np.asarray(value).reshape(-1)
+            rows[j, :width] = np.reshape(value, -1)
             active[j] = True
-        seen = int(active.sum())
+            seen += 1
         if seen < self.num_agents:
             for j in np.flatnonzero(~active):
                 self._clear(buf, i, j)
@@ -454,27 +467,20 @@ class PettingZooVecEnv(VecEnv):
 
     # ------------------------------------------------------------------------------------------ batch
 
-    def _finish(self, buf: dict[str, np.ndarray], final: dict[str, np.ndarray], ended: list[int]
-                ) -> dict[str, np.ndarray] | None:
-        """Fill the rest of the batch-wide entries; returns the final observations (``None`` where
-        no copy ended: ``final_obs`` is then ``obs``)."""
-        if not self._env_state:
-            self._state_from_obs(buf)
-        if not ended:
-            return None
+    def _fill_final(self, buf: dict[str, np.ndarray], final: dict[str, np.ndarray], ended: list[int]) -> None:
+        """``final`` holds the ended copies' last observations; the others' are their ``obs``."""
         going = np.ones(self.num_envs, dtype=np.bool_)
         going[ended] = False
         for key, arr in final.items():
             if key != STATE or self._env_state:
                 arr[going] = buf[key][going]
-        if not self._env_state:
-            self._state_from_obs(final)
-        return final
+        self._state_from_obs(final)
 
     def _state_from_obs(self, buf: dict[str, np.ndarray]) -> None:
-        """``state`` ``[N, S]``: the agents' observation rows without their padding, side by side."""
-        flat = buf[AGENT_OBS].reshape(self.num_envs, -1)
-        np.take(flat, self._state_cols, axis=1, out=buf[STATE])
+        """``state`` ``[N, S]`` where it is the agents' observation rows without their padding, side
+        by side (nothing to do where it is a view of the rows)."""
+        if not (self._env_state or self._state_is_obs):
+            np.take(buf[AGENT_OBS].reshape(self.num_envs, -1), self._state_cols, axis=1, out=buf[STATE])
 
     def _actions(self, action: torch.Tensor) -> np.ndarray:
         """The batch's actions as numpy ``[N, n, ...]`` in each agent's own terms (``Discrete``
@@ -486,8 +492,9 @@ class PettingZooVecEnv(VecEnv):
         a = a.numpy()
         return a + layout.start if layout.start is not None else a
 
-    def _torch(self, buf: dict[str, np.ndarray]) -> Obs:
-        return {key: self._to_device(arr) for key, arr in buf.items()}
+    def _out(self, t: torch.Tensor) -> torch.Tensor:
+        # On CPU the views themselves: ``to`` costs microseconds even where it has nothing to do.
+        return t if self.device == _CPU else t.to(self.device)
 
-    def _to_device(self, arr: np.ndarray) -> torch.Tensor:
-        return torch.from_numpy(arr).to(self.device)
+    def _out_obs(self, obs: dict[str, torch.Tensor]) -> Obs:
+        return {key: self._out(t) for key, t in obs.items()}

@@ -137,9 +137,13 @@ def test_speaker_listener_pads_observations_and_masks_the_speakers_missing_actio
     assert (obs["obs"][:, 0, 3:] == 0).all() and (obs["obs"][:, 0, :3] != 0).any()
     expected = torch.tensor([[True, True, True, False, False], [True] * 5])
     assert (obs["action_mask"] == expected).all()
+    by_obs = PettingZooVecEnv(SPEAKER, num_envs=3, seed=1, continuous_actions=False, state="obs")
+    assert by_obs.reset()["state"].equal(obs["state"])  # MPE's state(): the unpadded observations side by side
     for _ in range(30):
-        res = env.step(torch.stack([torch.randint(0, 3, (3,)), torch.randint(0, 5, (3,))], dim=1))
+        action = torch.stack([torch.randint(0, 3, (3,)), torch.randint(0, 5, (3,))], dim=1)
+        res, res_obs = env.step(action), by_obs.step(action)
         assert (res.obs["action_mask"] == expected).all() and (res.obs["obs"][:, 0, 3:] == 0).all()
+        assert res_obs.obs["state"].equal(res.obs["state"]) and res_obs.final_obs["state"].equal(res.final_obs["state"])
     env.close()
 
 
