@@ -1,6 +1,6 @@
-"""What a run reports, and where: the books the run loop keeps (:class:`RunStats`), the
-per-round TensorBoard scalars, the live status (Ray metrics and ``rl-system status``) and
-``summary.json``.
+"""What a run reports, and where: the per-round TensorBoard scalars, the live status (Ray metrics
+and ``rl-system status``) and ``summary.json``. The books they are read from (:class:`RunStats`,
+the return window, the gate) are the run's context, :mod:`.context`.
 
 TensorBoard tags are grouped the way people scan them:
 
@@ -16,47 +16,11 @@ TensorBoard tags are grouped the way people scan them:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rl_system.errors import one_line
 from rl_system.rollout.contract import RolloutMeta
-
-if TYPE_CHECKING:  # the context holds RunStats: only its type is needed here
-    from rl_system.run.context import RunContext
-
-
-@dataclass
-class RunStats:
-    """The run's counters; what a checkpoint's ``driver`` section keeps so a resume continues them."""
-
-    rounds: int = 0
-    env_steps: int = 0
-    worker_failures: int = 0
-    worker_restarts: int = 0  # Ray actor restarts of rollout workers
-    learner_restarts: int = 0  # learners rebuilt from a checkpoint inside the run
-    nonfinite_rounds: int = 0  # consecutive rounds with skipped (non-finite) minibatches
-    elapsed_before_resume: float = 0.0
-    bytes_shipped: int = 0
-    bytes_raw: int = 0
-    best_return: float = float("-inf")
-    attempt_best_return: float = float("-inf")  # since the last reseed on stall (ReseedConfig)
-    reseeds: list[dict[str, Any]] = field(default_factory=list)
-    rollbacks: list[dict[str, Any]] = field(default_factory=list)  # rollbacks on collapse (RollbackConfig)
-    rollback_refused_at: int | None = None  # checkpoints saved when the last rollback found none to use
-    time_to_target_s: float | None = None
-    steps_to_target: int | None = None
-    # Seconds spent per phase, summed over rounds: where the wall time goes.
-    time_sample: float = 0.0
-    time_update: float = 0.0
-    time_round: float = 0.0
-    # CPU seconds of the work itself (workers' sample + encode, the learner's decode + update):
-    # on a shared machine the steadier measure of what a run costs.
-    cpu_workers: float = 0.0
-    cpu_learner: float = 0.0
-    # Rollouts trained on, per worker index (since this process started the run): equal under
-    # `workers.wait_for: all`; with `any`, a straggler shows as a low count.
-    rollouts_by_worker: dict[int, int] = field(default_factory=dict)
+from rl_system.run.context import RunContext
 
 
 def round_scalars(ctx: RunContext, metrics: dict[str, Any], metas: list[RolloutMeta],
