@@ -258,12 +258,13 @@ def load_policy(run_or_checkpoint: str | Path, pick: str = "best", device: str =
     mean return; ``final`` or ``latest``, the newest valid one) or of one checkpoint file. PPO
     policies; :class:`ValueError` (one line) for a file that is not a checkpoint of one."""
     from rl_system.algos import load_policy as _load_network
+    from rl_system.checkpoint import keys
 
     found = _find_checkpoint(run_or_checkpoint, pick, "load a policy from")
     state = found.state
-    if "config" not in state or "learner" not in state:
+    if keys.CONFIG not in state or keys.LEARNER not in state:
         raise ValueError(f"{found.path} is not a policy checkpoint (no config or learner state)")
-    cfg = RunConfig.model_validate(state["config"])
+    cfg = RunConfig.model_validate(state[keys.CONFIG])
     if cfg.algo != "ppo":
         raise ValueError(f"{found.path}: load_policy acts with PPO policies; this one is {cfg.algo!r} "
                          f"(use rl_system.evaluate for it)")
@@ -273,7 +274,7 @@ def load_policy(run_or_checkpoint: str | Path, pick: str = "best", device: str =
         obs_spec = dict(env.observation_spec)
     finally:
         env.close()
-    return Policy(network, cfg, obs_spec, int(state["learner"].get("version", -1)), str(found.path))
+    return Policy(network, cfg, obs_spec, int(state[keys.LEARNER].get(keys.VERSION, -1)), str(found.path))
 
 
 def evaluate(run_or_checkpoint: str | Path, episodes: int = 100, deterministic: bool = False, pick: str = "best",

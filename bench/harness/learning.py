@@ -89,15 +89,16 @@ def with_test_env(state: dict, assignments: list[str]) -> dict:
     malformed assignment."""
     import copy
 
+    from rl_system.checkpoint import keys
     from rl_system.config import ConfigError, apply_override, build_config
 
-    tree = copy.deepcopy(state["config"])
+    tree = copy.deepcopy(state[keys.CONFIG])
     for assignment in assignments:
         if "=" not in assignment or assignment.startswith("="):
             raise ConfigError(f"--test-env {assignment!r}: expected KWARG=VALUE, e.g. random_start=false")
         apply_override(tree, f"env.eval_kwargs.{assignment}")
     build_config(tree)
-    return {**state, "config": tree}
+    return {**state, keys.CONFIG: tree}
 
 
 def first_at(curve: list, level: float) -> tuple | None:

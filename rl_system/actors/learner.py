@@ -22,7 +22,7 @@ from rl_system.actors import collective
 from rl_system.actors.weights import PolicyWeights
 from rl_system.algos import get_algorithm
 from rl_system.algos.precision import update_autocast
-from rl_system.checkpoint import capture_rng_state, restore_rng_state
+from rl_system.checkpoint import capture_rng_state, keys, restore_rng_state
 from rl_system.checkpoint.writer import to_transport
 from rl_system.config import RunConfig
 from rl_system.device import resolve_device, resolve_precision, resolve_threads
@@ -143,25 +143,25 @@ class Learner:
         optimiser moments, counters and RNG state. The tensors are the live ones: the caller
         must be done with them before the next update."""
         return {
-            "model": self.policy.state_dict(),
-            "optimizer": self.algo.state_dict(),
-            "version": self.version,
-            "env_steps": self.env_steps,
-            "skipped_updates": self.algo.skipped_updates,
-            "lr_scale": self.algo.lr_scale,
-            "rng": capture_rng_state(),
+            keys.MODEL: self.policy.state_dict(),
+            keys.OPTIMIZER: self.algo.state_dict(),
+            keys.VERSION: self.version,
+            keys.ENV_STEPS: self.env_steps,
+            keys.SKIPPED_UPDATES: self.algo.skipped_updates,
+            keys.LR_SCALE: self.algo.lr_scale,
+            keys.RNG: capture_rng_state(),
         }
 
     def load_state(self, state: dict[str, Any]) -> dict[str, torch.Tensor]:
         """Restore :meth:`state`; returns the weights for the workers."""
         self._join_snapshot()
-        self.policy.load_state_dict(state["model"])
-        self.algo.load_state_dict(state["optimizer"])
-        self.version = int(state["version"])
-        self.env_steps = int(state["env_steps"])
-        self.algo.skipped_updates = int(state["skipped_updates"])
-        self.algo.lr_scale = float(state.get("lr_scale", 1.0))  # checkpoints from before rollbacks: 1
-        restore_rng_state(state["rng"])
+        self.policy.load_state_dict(state[keys.MODEL])
+        self.algo.load_state_dict(state[keys.OPTIMIZER])
+        self.version = int(state[keys.VERSION])
+        self.env_steps = int(state[keys.ENV_STEPS])
+        self.algo.skipped_updates = int(state[keys.SKIPPED_UPDATES])
+        self.algo.lr_scale = float(state.get(keys.LR_SCALE, 1.0))  # checkpoints from before rollbacks: 1
+        restore_rng_state(state[keys.RNG])
         return self.get_weights()
 
     def restore(self, state: dict[str, Any] | None, min_version: int) -> dict[str, torch.Tensor]:
@@ -198,7 +198,7 @@ class Learner:
             try:
                 # No copy here: ray.put copies into the object store, and the next update
                 # waits for this thread before it touches the weights.
-                ref = ray.put(to_transport({"learner": self.state(), **extra}))
+                ref = ray.put(to_transport({keys.LEARNER: self.state(), **extra}))
                 self._save_ref = checkpointer.save.remote(
                     [ref], {"policy_version": self.version, "env_steps": self.env_steps, **manifest})
             except Exception as err:  # noqa: BLE001 - reported through metrics, training goes on

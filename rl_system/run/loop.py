@@ -21,6 +21,7 @@ from ray.exceptions import RayActorError, RayTaskError
 from rl_system.actors.learner_group import LearnerGroup, merged_metrics
 from rl_system.actors.placement import ActorScope, StartupError, check_placement, wait_for_actors
 from rl_system.actors.worker import RolloutWorker
+from rl_system.checkpoint import keys
 from rl_system.config import ConfigError, RunConfig
 from rl_system.errors import TrainingError, one_line
 from rl_system.filesystems import write_json
@@ -127,9 +128,10 @@ class RunLoop:
                 workers = None
             if workers is not None and any(s is None for s in workers):
                 workers = None
-        extra = {"driver": run_state.snapshot(ctx, elapsed), "workers": workers, "config": self.cfg.model_dump()}
+        extra = {keys.DRIVER: run_state.snapshot(ctx, elapsed), keys.WORKERS: workers,
+                 keys.CONFIG: self.cfg.model_dump()}
         if self.cfg.selfplay.enabled:
-            extra["selfplay"] = ctx.pool.state()
+            extra[keys.SELFPLAY] = ctx.pool.state()
         manifest = {"round": ctx.stats.rounds, "mean_return": ctx.window.mean if ctx.window.returns else None}
         ctx.storage.request_checkpoint(ctx.learner.lead, extra, manifest)
 
