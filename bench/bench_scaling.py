@@ -25,6 +25,7 @@ from rl_system.actors.learner import Learner
 from rl_system.actors.learner_group import LearnerGroup, merged_metrics
 from rl_system.actors.worker import RolloutWorker
 from rl_system.config import load_config
+from rl_system.observe.metrics import LEARNER_ENV_STEPS
 from rl_system.run.loop import train
 
 CONFIG = "launch/configs/cartpole_ppo_throughput.yaml"
@@ -66,7 +67,7 @@ def learner_rate(cfg, payload_refs: list, seconds: float, specs) -> tuple[float,
         ray.get(list(group.start_refs()))
         group.form()
         metrics = merged_metrics(group.wait(group.update(payload_refs)[0]))  # warm-up
-        steps_per_update = metrics["system"]["learner_env_steps"]
+        steps_per_update = metrics["system"][LEARNER_ENV_STEPS]
         n, t0 = 0, time.perf_counter()
         while time.perf_counter() - t0 < seconds:
             group.wait(group.update(payload_refs)[0])

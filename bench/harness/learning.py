@@ -54,11 +54,12 @@ def tb_curve(tb_dir: Path) -> Curve:
     """(env steps, elapsed s, mean return) per round, from a run's TensorBoard files: the return
     is ``rollout/return_mean``; elapsed is ``env steps / system/steps_per_s`` (the run's own
     clock, from the start of its first round)."""
-    from rl_system.observe.metrics import read_scalars
+    from rl_system.observe.metrics import RETURN_MEAN, ROLLOUT, STEPS_PER_S, SYSTEM, read_scalars
 
     scalars = read_scalars(tb_dir)
-    rates = dict(scalars.get("system/steps_per_s", []))
-    return [(s, s / rates[s], r) for s, r in scalars.get("rollout/return_mean", []) if rates.get(s) and not math.isnan(r)]
+    rates = dict(scalars.get(SYSTEM + STEPS_PER_S, []))
+    returns = scalars.get(ROLLOUT + RETURN_MEAN, [])
+    return [(s, s / rates[s], r) for s, r in returns if rates.get(s) and not math.isnan(r)]
 
 
 def read_ours(run_dir: Path) -> dict[str, Any]:

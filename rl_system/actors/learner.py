@@ -28,6 +28,16 @@ from rl_system.config import RunConfig
 from rl_system.device import resolve_device, resolve_precision, resolve_threads
 from rl_system.envs.base import ActionSpec, TensorSpec
 from rl_system.heap import configure_malloc
+from rl_system.observe.metrics import (
+    BF16,
+    CHECKPOINT_BLOCKED_S,
+    CPU_S,
+    DECODE_S,
+    LEARNER_DROPPED,
+    LEARNER_ENV_STEPS,
+    SKIPPED_UPDATES_TOTAL,
+    UPDATE_S,
+)
 from rl_system.rollout import codec
 from rl_system.rollout import contract as rollout
 from rl_system.rollout.gate import PolicyVersionGate
@@ -130,10 +140,10 @@ class Learner:
             train = self.algo.update(batch, progress)
         self.env_steps += steps
         self.version += 1
-        system = {"learner_env_steps": self.env_steps, "learner_dropped": dropped, "decode_s": t_decode,
-                  "update_s": time.perf_counter() - t0 - t_decode, "skipped_updates_total": self.algo.skipped_updates,
-                  "checkpoint_blocked_s": self.ckpt_blocked_s, "cpu_s": time.process_time() - c0,
-                  "bf16": float(self.precision == "bf16")}
+        system = {LEARNER_ENV_STEPS: self.env_steps, LEARNER_DROPPED: dropped, DECODE_S: t_decode,
+                  UPDATE_S: time.perf_counter() - t0 - t_decode, SKIPPED_UPDATES_TOTAL: self.algo.skipped_updates,
+                  CHECKPOINT_BLOCKED_S: self.ckpt_blocked_s, CPU_S: time.process_time() - c0,
+                  BF16: float(self.precision == "bf16")}
         weights = self.get_weights() if self.rank == 0 else None  # identical on every rank
         return {"version": self.version, "train": train, "system": system}, weights
 

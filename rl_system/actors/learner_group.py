@@ -30,6 +30,7 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 from rl_system.actors.learner import Learner
 from rl_system.actors.placement import ActorScope
 from rl_system.config import RunConfig
+from rl_system.observe.metrics import CHECKPOINT_BLOCKED_S, CPU_S, DECODE_S, LEARNER_DROPPED, UPDATE_S
 
 # How long to wait for the other learners' outcome once one has failed: a death and its peers'
 # broken collectives arrive close together, and the death is the cause worth reporting.
@@ -165,8 +166,8 @@ def merged_metrics(per_rank: list[dict[str, Any]]) -> dict[str, Any]:
     if len(per_rank) == 1:
         return metrics
     system = dict(metrics["system"])
-    for key in ("learner_dropped", "cpu_s"):
+    for key in (LEARNER_DROPPED, CPU_S):
         system[key] = sum(m["system"].get(key, 0) for m in per_rank)
-    for key in ("decode_s", "update_s", "checkpoint_blocked_s"):
+    for key in (DECODE_S, UPDATE_S, CHECKPOINT_BLOCKED_S):
         system[key] = max(m["system"].get(key, 0.0) for m in per_rank)
     return {**metrics, "system": system}

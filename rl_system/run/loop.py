@@ -26,7 +26,7 @@ from rl_system.config import ConfigError, RunConfig
 from rl_system.errors import TrainingError, one_line
 from rl_system.filesystems import write_json
 from rl_system.observe import grafana
-from rl_system.observe.metrics import RunLogger
+from rl_system.observe.metrics import CPU_S, SKIPPED_MINIBATCHES, SYSTEM, RunLogger
 from rl_system.observe.telemetry import Telemetry
 from rl_system.observe.trackers import open_trackers
 from rl_system.rollout.contract import RolloutMeta
@@ -141,7 +141,7 @@ class RunLoop:
         if stats is not None:
             ctx.log.scalars(ctx.stats.env_steps, {"checkpoints_saved": stats["saved"],
                                                   "checkpoints_failed": stats["failed"],
-                                                  "checkpoints_skipped": stats["skipped"]}, prefix="system/")
+                                                  "checkpoints_skipped": stats["skipped"]}, prefix=SYSTEM)
 
     def _flush_checkpoints(self) -> None:
         ctx = self.ctx
@@ -246,7 +246,7 @@ class RunLoop:
         st.time_sample += t_gathered - t_round
         st.time_update += time.perf_counter() - t_gathered
         st.time_round += time.perf_counter() - t_round
-        st.cpu_learner += metrics["system"].get("cpu_s", 0.0)
+        st.cpu_learner += metrics["system"].get(CPU_S, 0.0)
         st.rounds += 1
         if ctx.pool.due(st.rounds):
             ctx.pool.add(ctx.version, ctx.weights_ref)
@@ -299,11 +299,11 @@ class RunLoop:
             st.time_to_target_s, st.steps_to_target = elapsed, st.env_steps
         ctx.last_train_metrics = metrics["train"]
         for group, scalars in reporting.round_scalars(ctx, metrics, metas, elapsed).items():
-            ctx.log.scalars(st.env_steps, scalars, prefix=f"{group}/", hold=True)  # written during the next update
+            ctx.log.scalars(st.env_steps, scalars, prefix=group, hold=True)  # written during the next update
 
     def _check_finite(self, metrics: dict[str, Any]) -> None:
         ctx, st = self.ctx, self.ctx.stats
-        skipped = metrics["train"].get("skipped_minibatches", 0)
+        skipped = metrics["train"].get(SKIPPED_MINIBATCHES, 0)
         if skipped == 0:
             st.nonfinite_rounds = 0
             return

@@ -19,41 +19,66 @@ import math
 from typing import Any
 
 from rl_system.errors import one_line
+from rl_system.observe.metrics import (
+    ARCHIVER_RESTARTS,
+    BYTES_SHIPPED,
+    CHECKPOINT_SAVE_S,
+    CHECKPOINTER_RESTARTS,
+    COMPRESSION_RATIO,
+    ENV_STEPS,
+    LEARNER_RESTARTS,
+    NUM_WORKERS,
+    POLICY_LAG_MEAN,
+    POLICY_VERSION,
+    RESEEDS,
+    RETURN_MEAN,
+    ROLLBACKS,
+    ROLLOUT,
+    ROLLOUTS_DROPPED,
+    ROUND,
+    RUN_STATE,
+    STEPS_PER_S,
+    SYSTEM,
+    TRAIN,
+    WORKER_RESTARTS,
+    WORKERS_ALIVE,
+)
 from rl_system.rollout.contract import RolloutMeta
 from rl_system.run.context import RunContext
 
 
 def round_scalars(ctx: RunContext, metrics: dict[str, Any], metas: list[RolloutMeta],
                   elapsed: float) -> dict[str, dict[str, float]]:
-    """One round's scalars by TensorBoard group (``rollout``, ``train``, ``system``)."""
+    """One round's scalars by TensorBoard group (:data:`ROLLOUT`, :data:`TRAIN`, :data:`SYSTEM`: the
+    tag prefixes)."""
     st, window = ctx.stats, ctx.window
-    rollout = {"return_mean": window.mean, "episode_length_mean": window.mean_length,
+    rollout = {RETURN_MEAN: window.mean, "episode_length_mean": window.mean_length,
                **{f"{k}_rate": v for k, v in window.rates.items()}}
-    system = {"steps_per_s": st.env_steps / max(elapsed, 1e-9), "dropped_rollouts": ctx.gate.dropped,
-              "worker_failures": st.worker_failures, "worker_restarts": st.worker_restarts,
-              "learner_restarts": st.learner_restarts, **_storage_restarts(ctx),
-              "policy_lag_mean": ctx.gate.mean_lag, "policy_version": metrics["version"],
+    system = {STEPS_PER_S: st.env_steps / max(elapsed, 1e-9), "dropped_rollouts": ctx.gate.dropped,
+              "worker_failures": st.worker_failures, WORKER_RESTARTS: st.worker_restarts,
+              LEARNER_RESTARTS: st.learner_restarts, **_storage_restarts(ctx),
+              POLICY_LAG_MEAN: ctx.gate.mean_lag, POLICY_VERSION: metrics["version"],
               "sample_s": max(m.sample_s for m in metas), "payload_bytes": sum(m.payload_bytes for m in metas),
               **metrics["system"]}
     if ctx.cfg.selfplay.enabled:
         system["selfplay_opponent_version_mean"] = sum(m.opponent_version for m in metas) / len(metas)
         system["selfplay_pool_size"] = len(ctx.pool.snapshots)
-    return {"rollout": rollout, "train": metrics["train"], "system": system}
+    return {ROLLOUT: rollout, TRAIN: metrics["train"], SYSTEM: system}
 
 
 def status(ctx: RunContext, state: str, elapsed: float) -> dict[str, Any]:
     """The live status published to Ray metrics and the status actor (``rl-system status``)."""
     st = ctx.stats
     return {
-        "state": state, "round": st.rounds, "env_steps": st.env_steps,
-        "steps_per_s": st.env_steps / max(elapsed, 1e-9), "policy_version": ctx.version,
-        "return_mean": ctx.window.mean, "policy_lag_mean": ctx.gate.mean_lag,
-        "workers_alive": len(ctx.workers), "num_workers": ctx.cfg.workers.num_workers,
-        "rollouts_dropped": ctx.gate.dropped, "worker_restarts": st.worker_restarts,
-        "learner_restarts": st.learner_restarts, **_storage_restarts(ctx),
-        "reseeds": len(st.reseeds), "rollbacks": len(st.rollbacks), "bytes_shipped": st.bytes_shipped,
-        "compression_ratio": st.bytes_raw / st.bytes_shipped if st.bytes_shipped else None,
-        "checkpoint_save_s": ctx.storage.checkpoint_stats.get("last_save_s") if ctx.storage else None,
+        RUN_STATE: state, ROUND: st.rounds, ENV_STEPS: st.env_steps,
+        STEPS_PER_S: st.env_steps / max(elapsed, 1e-9), POLICY_VERSION: ctx.version,
+        RETURN_MEAN: ctx.window.mean, POLICY_LAG_MEAN: ctx.gate.mean_lag,
+        WORKERS_ALIVE: len(ctx.workers), NUM_WORKERS: ctx.cfg.workers.num_workers,
+        ROLLOUTS_DROPPED: ctx.gate.dropped, WORKER_RESTARTS: st.worker_restarts,
+        LEARNER_RESTARTS: st.learner_restarts, **_storage_restarts(ctx),
+        RESEEDS: len(st.reseeds), ROLLBACKS: len(st.rollbacks), BYTES_SHIPPED: st.bytes_shipped,
+        COMPRESSION_RATIO: st.bytes_raw / st.bytes_shipped if st.bytes_shipped else None,
+        CHECKPOINT_SAVE_S: ctx.storage.checkpoint_stats.get("last_save_s") if ctx.storage else None,
     }
 
 
@@ -114,5 +139,5 @@ def summary(ctx: RunContext, wall: float, startup_s: float, state: str,
 def _storage_restarts(ctx: RunContext) -> dict[str, int]:
     """Ray restarts of the checkpointer and the rollout archiver, as far as seen so far."""
     storage = ctx.storage
-    return {"checkpointer_restarts": storage.checkpointer_restarts if storage else 0,
-            "archiver_restarts": storage.archiver_restarts if storage else 0}
+    return {CHECKPOINTER_RESTARTS: storage.checkpointer_restarts if storage else 0,
+            ARCHIVER_RESTARTS: storage.archiver_restarts if storage else 0}

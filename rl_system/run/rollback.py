@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from rl_system.checkpoint import CheckpointError, CheckpointStore, keys
+from rl_system.observe.metrics import ROLLBACKS, SYSTEM
 from rl_system.run.collect import RolloutCollector
 from rl_system.run.context import RunContext
 
@@ -68,7 +69,7 @@ def roll_back(ctx: RunContext, collector: RolloutCollector) -> bool:
                  f"{manifest['env_steps']:,} env steps (mean return {manifest['mean_return']:.3f}) with the "
                  f"learning rate x{scale:g} (rollback {len(st.rollbacks)} of {cfg.max_rollbacks}; policy version "
                  f"{ctx.version}); the step budget carries on")
-    ctx.log.scalars(st.env_steps, {"rollbacks": len(st.rollbacks)}, prefix="system/")
+    ctx.log.scalars(st.env_steps, {ROLLBACKS: len(st.rollbacks)}, prefix=SYSTEM)
     ctx.window.clear()
     st.nonfinite_rounds = 0
     return True
