@@ -66,8 +66,8 @@ def learner_rate(cfg, payload_refs: list, seconds: float, specs) -> tuple[float,
     try:
         ray.get(list(group.start_refs()))
         group.form()
-        metrics = merged_metrics(group.wait(group.update(payload_refs)[0]))  # warm-up
-        steps_per_update = metrics["system"][LEARNER_ENV_STEPS]
+        result = merged_metrics(group.wait(group.update(payload_refs)[0]))  # warm-up
+        steps_per_update = result.system[LEARNER_ENV_STEPS]
         n, t0 = 0, time.perf_counter()
         while time.perf_counter() - t0 < seconds:
             group.wait(group.update(payload_refs)[0])

@@ -530,14 +530,14 @@ def test_learner_drops_stale_hmasd_rollouts_and_raises_when_all_stale():
     weights = learner.get_weights()
     _, old = w0.sample(weights, 0)
     metrics, weights = learner.update(old)
-    train, system = metrics["train"], metrics["system"]
-    assert metrics["version"] == 1 and system["learner_dropped"] == 0
+    train, system = metrics.train, metrics.system
+    assert metrics.version == 1 and system["learner_dropped"] == 0
     assert system["learner_env_steps"] == 30 and "disc_team_acc" in train and train["skipped_minibatches"] == 0
     _assert_diagnosis_signals(train, cfg)
     (_, f0), (_, f1) = w0.sample(weights, 1), w1.sample(weights, 1)
     metrics, weights = learner.update(f0, old, f1)  # two fresh (concatenated, final_* rows too), one stale
-    assert metrics["system"]["learner_dropped"] == 1 and metrics["version"] == 2
-    assert metrics["system"]["learner_env_steps"] == 30 + 60
+    assert metrics.system["learner_dropped"] == 1 and metrics.version == 2
+    assert metrics.system["learner_env_steps"] == 30 + 60
     with pytest.raises(StaleRolloutError):
         learner.update(old, f0)
     assert learner.version == 2

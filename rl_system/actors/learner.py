@@ -13,6 +13,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import ray
@@ -45,6 +46,21 @@ from rl_system.rollout.gate import PolicyVersionGate
 
 class StaleRolloutError(RuntimeError):
     """Raised when every rollout handed to ``update`` fails the version gate."""
+
+
+@dataclass
+class UpdateResult:
+    """What one :meth:`Learner.update` reports; over a learner group,
+    :func:`rl_system.actors.learner_group.merged_metrics` makes one of them."""
+
+    version: int
+    """The new policy version."""
+    train: dict[str, float]
+    """The trainer's metrics (losses, entropy, KL, ...), logged under ``train/``."""
+    system: dict[str, float]
+    """The learner's own figures, logged under ``system/`` (named in :mod:`rl_system.observe.metrics`):
+    decode and update seconds, env steps trained on, rollouts it dropped, skipped minibatch steps
+    so far, checkpoint wait, CPU seconds, bf16."""
 
 
 class Learner:
@@ -108,12 +124,9 @@ class Learner:
     def get_weights(self) -> PolicyWeights:
         return PolicyWeights({k: v.detach().cpu() for k, v in self.policy.state_dict().items()})
 
-    def update(self, *payloads: bytes) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
-        """Train on the given rollouts (payload bytes); returns ``(metrics, new_weights)``.
-
-        ``metrics``: ``{"version": new policy version, "train": the trainer's metrics (losses,
-        entropy, KL, ...), "system": the learner's own (decode and update seconds, env steps
-        trained on, rollouts it dropped, skipped minibatch steps so far, checkpoint wait)}``."""
+    def update(self, *payloads: bytes) -> tuple[UpdateResult, PolicyWeights | None]:
+        """Train on the given rollouts (payload bytes); returns ``(result, new_weights)`` (the
+        weights from rank 0 only, None from the others)."""
         self._join_snapshot()
         t0, c0 = time.perf_counter(), time.process_time()
         rollouts, dropped = [], 0
@@ -145,7 +158,7 @@ class Learner:
                   CHECKPOINT_BLOCKED_S: self.ckpt_blocked_s, CPU_S: time.process_time() - c0,
                   BF16: float(self.precision == "bf16")}
         weights = self.get_weights() if self.rank == 0 else None  # identical on every rank
-        return {"version": self.version, "train": train, "system": system}, weights
+        return UpdateResult(self.version, train, system), weights
 
     # -- checkpointing -------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:

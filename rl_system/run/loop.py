@@ -18,6 +18,7 @@ import ray
 import yaml
 from ray.exceptions import RayActorError, RayTaskError
 
+from rl_system.actors.learner import UpdateResult
 from rl_system.actors.learner_group import LearnerGroup, merged_metrics
 from rl_system.actors.placement import ActorScope, StartupError, check_placement, wait_for_actors
 from rl_system.actors.worker import RolloutWorker
@@ -197,13 +198,13 @@ class RunLoop:
         t0 = last_log = time.perf_counter() - st.elapsed_before_resume
         t_train = time.perf_counter()
         while True:
-            metrics, metas = self._round()
-            if metrics is None:  # the learner was rebuilt from a checkpoint: this round is void
+            result, metas = self._round()
+            if result is None:  # the learner was rebuilt from a checkpoint: this round is void
                 continue
             steps_before = st.env_steps
             self._account(metas)
             elapsed = time.perf_counter() - t0
-            self._record(metrics, metas, elapsed)
+            self._record(result, metas, elapsed)
             if reseed.stalled(ctx, steps_before) and not self._should_stop(elapsed):  # never end on fresh weights
                 reseed.reseed(ctx, self.collector)
             elif rollback.collapsed(ctx) and not self._should_stop(elapsed):
@@ -230,8 +231,8 @@ class RunLoop:
         with ctx.clock.phase("finish"):
             return self._finish(t0, startup_s)
 
-    def _round(self) -> tuple[dict[str, Any] | None, list[RolloutMeta]]:
-        """Gather one round, update the learner once (metrics None: the learner died and was
+    def _round(self) -> tuple[UpdateResult | None, list[RolloutMeta]]:
+        """Gather one round, update the learner once (result None: the learner died and was
         rebuilt; nothing of this round counts)."""
         ctx, st = self.ctx, self.ctx.stats
         t_round = time.perf_counter()
@@ -239,36 +240,36 @@ class RunLoop:
         t_gathered = time.perf_counter()
         if self.cfg.archive_every and st.rounds % self.cfg.archive_every == 0:
             ctx.storage.archive(st.rounds, refs)
-        metrics = self._update(refs)
-        if metrics is None:
+        result = self._update(refs)
+        if result is None:
             return None, metas
-        self._check_finite(metrics)
+        self._check_finite(result)
         st.time_sample += t_gathered - t_round
         st.time_update += time.perf_counter() - t_gathered
         st.time_round += time.perf_counter() - t_round
-        st.cpu_learner += metrics["system"].get(CPU_S, 0.0)
+        st.cpu_learner += result.system.get(CPU_S, 0.0)
         st.rounds += 1
         if ctx.pool.due(st.rounds):
             ctx.pool.add(ctx.version, ctx.weights_ref)
             ctx.pool.refresh(ctx.workers)
-        return metrics, metas
+        return result, metas
 
-    def _update(self, payload_refs: list[ray.ObjectRef]) -> dict[str, Any] | None:
+    def _update(self, payload_refs: list[ray.ObjectRef]) -> UpdateResult | None:
         """One learner update; None when the learner died and was rebuilt instead (the round's
         rollouts are then dropped: they belong to policy versions the rebuilt learner never had)."""
         ctx = self.ctx
-        metrics_refs, weights_ref = ctx.learner.update(payload_refs)
+        result_refs, weights_ref = ctx.learner.update(payload_refs)
         ctx.log.write_held()  # the last round's scalars, while the learner computes
         try:
-            metrics = merged_metrics(ctx.learner.wait(metrics_refs))
+            result = merged_metrics(ctx.learner.wait(result_refs))
         except RayActorError as err:
             run_state.rebuild_learner(ctx, err)
             ctx.gate.dropped += len(payload_refs)
             return None
         except RayTaskError as err:
             raise TrainingError(f"the learner failed: {one_line(err)}") from None
-        ctx.publish_policy(metrics["version"], weights_ref)  # one object per version, shared by all workers
-        return metrics
+        ctx.publish_policy(result.version, weights_ref)  # one object per version, shared by all workers
+        return result
 
     def _account(self, metas: list[RolloutMeta]) -> None:
         """Count the round's env steps and bytes; its finished episodes enter the return window
@@ -287,7 +288,7 @@ class RunLoop:
                 ctx.window.extend(meta.episode_returns, meta.episode_lengths, meta.num_episodes,
                                   meta.episode_outcomes)
 
-    def _record(self, metrics: dict[str, Any], metas: list[RolloutMeta], elapsed: float) -> None:
+    def _record(self, result: UpdateResult, metas: list[RolloutMeta], elapsed: float) -> None:
         ctx, cfg, st = self.ctx, self.cfg, self.ctx.stats
         mean_ret = ctx.window.mean
         if ctx.window.returns:
@@ -297,13 +298,13 @@ class RunLoop:
         if (cfg.target_return is not None and st.time_to_target_s is None and ctx.window.full
                 and mean_ret >= cfg.target_return):
             st.time_to_target_s, st.steps_to_target = elapsed, st.env_steps
-        ctx.last_train_metrics = metrics["train"]
-        for group, scalars in reporting.round_scalars(ctx, metrics, metas, elapsed).items():
+        ctx.last_train_metrics = result.train
+        for group, scalars in reporting.round_scalars(ctx, result, metas, elapsed).items():
             ctx.log.scalars(st.env_steps, scalars, prefix=group, hold=True)  # written during the next update
 
-    def _check_finite(self, metrics: dict[str, Any]) -> None:
+    def _check_finite(self, result: UpdateResult) -> None:
         ctx, st = self.ctx, self.ctx.stats
-        skipped = metrics["train"].get(SKIPPED_MINIBATCHES, 0)
+        skipped = result.train.get(SKIPPED_MINIBATCHES, 0)
         if skipped == 0:
             st.nonfinite_rounds = 0
             return

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from rl_system.actors.learner import UpdateResult
 from rl_system.errors import one_line
 from rl_system.observe.metrics import (
     ARCHIVER_RESTARTS,
@@ -47,7 +48,7 @@ from rl_system.rollout.contract import RolloutMeta
 from rl_system.run.context import RunContext
 
 
-def round_scalars(ctx: RunContext, metrics: dict[str, Any], metas: list[RolloutMeta],
+def round_scalars(ctx: RunContext, result: UpdateResult, metas: list[RolloutMeta],
                   elapsed: float) -> dict[str, dict[str, float]]:
     """One round's scalars by TensorBoard group (:data:`ROLLOUT`, :data:`TRAIN`, :data:`SYSTEM`: the
     tag prefixes)."""
@@ -57,13 +58,13 @@ def round_scalars(ctx: RunContext, metrics: dict[str, Any], metas: list[RolloutM
     system = {STEPS_PER_S: st.env_steps / max(elapsed, 1e-9), "dropped_rollouts": ctx.gate.dropped,
               "worker_failures": st.worker_failures, WORKER_RESTARTS: st.worker_restarts,
               LEARNER_RESTARTS: st.learner_restarts, **_storage_restarts(ctx),
-              POLICY_LAG_MEAN: ctx.gate.mean_lag, POLICY_VERSION: metrics["version"],
+              POLICY_LAG_MEAN: ctx.gate.mean_lag, POLICY_VERSION: result.version,
               "sample_s": max(m.sample_s for m in metas), "payload_bytes": sum(m.payload_bytes for m in metas),
-              **metrics["system"]}
+              **result.system}
     if ctx.cfg.selfplay.enabled:
         system["selfplay_opponent_version_mean"] = sum(m.opponent_version for m in metas) / len(metas)
         system["selfplay_pool_size"] = len(ctx.pool.snapshots)
-    return {ROLLOUT: rollout, TRAIN: metrics["train"], SYSTEM: system}
+    return {ROLLOUT: rollout, TRAIN: result.train, SYSTEM: system}
 
 
 def status(ctx: RunContext, state: str, elapsed: float) -> dict[str, Any]:
