@@ -128,13 +128,13 @@ def run_one(method: str, seed: int, size: str, steps: int, target: float, root: 
     same = best_state[keys.LEARNER][keys.VERSION] == state[keys.LEARNER][keys.VERSION]  # then the same episodes' result
     best = test if same else evaluate(with_test_env(best_state, test_env), episodes=200, deterministic=False,
                                       seed=10_000 + seed)
-    return {"method": method, "seed": seed, "steps_to_target": summary["steps_to_target"],
-            "time_to_target_s": summary["time_to_target_s"], "env_steps": summary["env_steps"],
-            "wall_s": summary["wall_time_s"], "steps_per_s": summary["steps_per_s"],
-            "train_success": summary.get("final_success_rate", 0.0), "test_success": test.get("success_rate", 0.0),
+    return {"method": method, "seed": seed, "steps_to_target": summary.steps_to_target,
+            "time_to_target_s": summary.time_to_target_s, "env_steps": summary.env_steps,
+            "wall_s": summary.wall_time_s, "steps_per_s": summary.steps_per_s,
+            "train_success": summary.final_rates.get("success", 0.0), "test_success": test.get("success_rate", 0.0),
             "test_success_argmax": test_argmax.get("success_rate", 0.0), "test_length": test["length_mean"],
-            "reseeds": [r["env_steps"] for r in summary["reseeds"]],
-            "rollbacks": summary.get("rollbacks", []),
+            "reseeds": [r["env_steps"] for r in summary.reseeds],
+            "rollbacks": summary.rollbacks,
             "best_steps": best_state[keys.DRIVER][keys.ENV_STEPS], "best_test_success": best.get("success_rate", 0.0),
             "solved_at": solved_at, "lowest_after_solved": lowest,
             "state": tested}  # the tables below sample the test env too

@@ -201,9 +201,9 @@ def worker_table(args) -> None:
             _, lz4_bps = sampling_rate(load_config(CONFIG, base + ["compression=lz4"]), seconds=1.0)
             s = train(load_config(CONFIG, base + [f"max_env_steps={args.steps}"]), run_dir=f"/tmp/rl_scaling/{workers}x{envs}",
                       quiet=True)
-            b = s["time_breakdown_s"]
-            rows.append((workers, envs, sample_sps, s["steps_per_s"], raw_bps, lz4_bps,
-                         1e6 * b["update"] / s["env_steps"], 1e3 * (b["rounds"] - b["update"]) / s["rounds"]))
+            b = s.time_breakdown_s
+            rows.append((workers, envs, sample_sps, s.steps_per_s, raw_bps, lz4_bps,
+                         1e6 * b.update / s.env_steps, 1e3 * (b.rounds - b.update) / s.rounds))
     print(f"machine: {os.cpu_count()} CPUs; config {CONFIG} (4 epochs); end-to-end runs of {args.steps:,} steps")
     print(f"{'workers':>7} {'envs/w':>7} {'sample steps/s':>15} {'e2e steps/s':>12} {'B/step raw':>11} "
           f"{'B/step lz4':>11} {'learn us/step':>14} {'gather ms/rnd':>14}")

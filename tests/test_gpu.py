@@ -81,7 +81,7 @@ def test_gpu_workers_and_learners_train_cartpole(tmp_path, learners):
         summary = train(cfg, run_dir=tmp_path, quiet=True)
     finally:
         ray.shutdown()
-    assert summary["reached_target"], summary
+    assert summary.reached_target, summary
 
 
 def test_the_gpu_check_script_measures_and_renders_on_any_device():

@@ -654,12 +654,12 @@ def test_hmasd_learns_small_alice_bob(ray_session, tmp_path):
         "hmasd.lr=0.001", "max_env_steps=100000", "max_wall_s=75", "target_return=0.8", "return_window=100",
         "tensorboard=true", "log_every_s=30", "checkpoint.every_rounds=0"])
     summary = train(cfg, run_dir=tmp_path, quiet=True)
-    assert summary["final_success_rate"] >= 0.5, summary
-    assert summary["dropped_rollouts"] == 0 and summary["policy_version"] == summary["rounds"]
+    assert summary.final_rates["success"] >= 0.5, summary
+    assert summary.dropped_rollouts == 0 and summary.policy_version == summary.rounds
     # The training-success curve that bench_hmasd's stability columns read, one point a round.
     curve = read_scalars(tmp_path / "tb", "rollout/success_rate")["rollout/success_rate"]
-    assert len(curve) == summary["rounds"] and curve[-1] == (summary["env_steps"], pytest.approx(
-        summary["final_success_rate"]))
+    assert len(curve) == summary.rounds and curve[-1] == (summary.env_steps, pytest.approx(
+        summary.final_rates["success"]))
 
 
 def test_stability_finds_the_first_solve_and_the_lowest_success_after_it():

@@ -139,13 +139,13 @@ def test_a_killed_learner_fails_the_group_over_and_the_run_reaches_its_target(ra
         "tensorboard=false", "log_every_s=30", "learner.num_learners=2", "learner.num_cpus=0.5",
         "target_return=195", "return_window=50", "max_env_steps=1500000", "checkpoint.every_rounds=2"])
     summary = train_killing(cfg, tmp_path, tmp_path / "checkpoints" / "latest.json", "learner-1")
-    assert summary["status"] == "completed" and summary["reached_target"], summary
-    assert summary["learner_restarts"] == 1 and summary["num_learners"] == 2
-    assert len(summary["placement"]["learners"]) == 2
+    assert summary.status == "completed" and summary.reached_target, summary
+    assert summary.learner_restarts == 1 and summary.num_learners == 2
+    assert len(summary.placement.learners) == 2
     log = (tmp_path / "console.log").read_text()
     assert "the learner died" in log and "learner rebuilt from its checkpoint of round" in log
     # Versions only went up: the final checkpoint is the run's newest policy.
-    assert find_resume(str(tmp_path), cfg, None).state["learner"]["version"] == summary["policy_version"]
+    assert find_resume(str(tmp_path), cfg, None).state["learner"]["version"] == summary.policy_version
 
 
 @pytest.mark.parametrize("overrides, needle", [

@@ -138,8 +138,8 @@ def memory_run(tmp_path_factory):
 @pytest.mark.slow
 def test_recurrent_ppo_learns_memory_cartpole_through_the_system(memory_run):
     run, summary = memory_run
-    assert summary["reached_target"], summary  # positions only: an MLP cannot see the velocities
-    assert summary["dropped_rollouts"] == 0 and summary["policy_version"] == summary["rounds"]
+    assert summary.reached_target, summary  # positions only: an MLP cannot see the velocities
+    assert summary.dropped_rollouts == 0 and summary.policy_version == summary.rounds
 
 
 @pytest.mark.slow

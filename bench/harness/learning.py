@@ -117,14 +117,15 @@ def train_row(config: str, overrides: list[str], seed: int, run_dir: Path, test_
     from rl_system.config import load_config
     from rl_system.policy.evaluation import evaluate
     from rl_system.run.loop import train
+    from rl_system.run.summary import rate_key
 
     cfg = load_config(config, [f"seed={seed}", "log_every_s=30", *overrides])
     summary = train(cfg, run_dir=run_dir, quiet=True)
     row = read_ours(run_dir)
-    row.update(config=config, overrides=overrides, train_cpu_s=summary["cpu_s"]["total"],
-               steps_to_target=summary.get("steps_to_target"),
-               time_to_target_s=summary.get("time_to_target_s"), best_return=summary.get("best_mean_return"),
-               outcome_rates={k: v for k, v in summary.items() if k.startswith("final_") and k.endswith("_rate")},
+    row.update(config=config, overrides=overrides, train_cpu_s=summary.cpu_s.total,
+               steps_to_target=summary.steps_to_target,
+               time_to_target_s=summary.time_to_target_s, best_return=summary.best_mean_return,
+               outcome_rates={rate_key(k): v for k, v in summary.final_rates.items()},
                **where_it_ran())
     if test_episodes:
         state, _, _ = CheckpointStore(str(run_dir / "checkpoints")).load_latest_valid()

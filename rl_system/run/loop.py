@@ -38,6 +38,7 @@ from rl_system.run.context import RunContext
 from rl_system.run.phases import PhaseClock
 from rl_system.run.startup import default_run_dir, init_ray, probe_specs
 from rl_system.run.storage import RunStorage
+from rl_system.run.summary import RunSummary
 
 
 class RoundReporter(Protocol):
@@ -150,7 +151,7 @@ class RunLoop:
             ctx.storage.flush(ctx.learner.lead if ctx.learner is not None else None)
 
     # -- the loop -----------------------------------------------------------------------------
-    def run(self, address: str | None = None) -> dict[str, Any]:
+    def run(self, address: str | None = None) -> RunSummary:
         t_start = time.perf_counter()
         ctx, status = self.ctx, "failed"
         if not ray.is_initialized():
@@ -173,7 +174,7 @@ class RunLoop:
                          f"{self.cfg.workers.num_envs} envs × {self.cfg.workers.rollout_len} steps | "
                          f"actors ready in {startup_s:.1f}s")
             summary = self._loop(startup_s)
-            status = summary["status"]
+            status = summary.status
         except (TrainingError, ConfigError, KeyboardInterrupt) as err:  # already meant for the user
             status = _status_of(err)
             self._flush_checkpoints()
@@ -193,7 +194,7 @@ class RunLoop:
             ctx.log.close(status)
         return summary
 
-    def _loop(self, startup_s: float) -> dict[str, Any]:
+    def _loop(self, startup_s: float) -> RunSummary:
         ctx, cfg, st = self.ctx, self.cfg, self.ctx.stats
         t0 = last_log = time.perf_counter() - st.elapsed_before_resume
         t_train = time.perf_counter()
@@ -338,7 +339,7 @@ class RunLoop:
         except Exception:  # noqa: BLE001 - monitoring must never stop training
             pass
 
-    def _finish(self, t0: float, startup_s: float) -> dict[str, Any]:
+    def _finish(self, t0: float, startup_s: float) -> RunSummary:
         """After the last round: cancel what is in flight, flush storage, write the summary (the
         wall time includes the flush: a run is done when its checkpoints are on storage)."""
         ctx = self.ctx
@@ -356,8 +357,8 @@ class RunLoop:
             self.reporter.after_round(ctx, checkpointed=True, last=True)  # with the run's outputs complete
         return summary
 
-    def _write_summary(self, summary: dict[str, Any]) -> None:
-        write_json(self.ctx.run_dir / "summary.json", summary)
+    def _write_summary(self, summary: RunSummary) -> None:
+        write_json(self.ctx.run_dir / "summary.json", summary.to_json())
 
 
 def _status_of(err: BaseException) -> str:
@@ -365,6 +366,6 @@ def _status_of(err: BaseException) -> str:
 
 
 def train(cfg: RunConfig, run_dir: Path | None = None, address: str | None = None,
-          quiet: bool = False) -> dict[str, Any]:
+          quiet: bool = False) -> RunSummary:
     """Train with ``cfg``; returns the summary also written to ``<run_dir>/summary.json``."""
     return RunLoop(cfg, run_dir, quiet=quiet).run(address)

@@ -46,6 +46,7 @@ from rl_system.observe.metrics import (
 )
 from rl_system.rollout.contract import RolloutMeta
 from rl_system.run.context import RunContext
+from rl_system.run.summary import CheckpointTally, CpuSeconds, RunPlacement, RunSummary, TimeBreakdown
 
 
 def round_scalars(ctx: RunContext, result: UpdateResult, metas: list[RolloutMeta],
@@ -84,57 +85,61 @@ def status(ctx: RunContext, state: str, elapsed: float) -> dict[str, Any]:
 
 
 def summary(ctx: RunContext, wall: float, startup_s: float, state: str,
-            error: BaseException | None = None) -> dict[str, Any]:
+            error: BaseException | None = None) -> RunSummary:
     """``summary.json``: the run's outcome and where its time went."""
-    cfg, st, window = ctx.cfg, ctx.stats, ctx.window
-    ck = ctx.storage.checkpoint_stats if ctx.storage else {}
+    cfg, st, window, storage = ctx.cfg, ctx.stats, ctx.window, ctx.storage
     placement = ctx.placement or []
-    return {
-        "status": state,
-        "error": one_line(error) if error is not None else None,
-        "checkpoints": {"saved": ck.get("saved", 0), "skipped": ck.get("skipped", 0),
-                        "failed": ck.get("failed", 0), "last_error": ck.get("last_error"),
-                        "last_path": ck.get("last_path")},
-        "env": cfg.env.name,
-        "algo": cfg.algo,
-        "seed": cfg.seed,
-        "env_steps": st.env_steps,
-        "rounds": st.rounds,
-        "policy_version": ctx.version,
-        "wall_time_s": wall,
-        "startup_s": startup_s,
-        "steps_per_s": st.env_steps / wall if wall > 0 else 0.0,
-        "target_return": cfg.target_return,
-        "reached_target": st.time_to_target_s is not None,
-        "time_to_target_s": st.time_to_target_s,
-        "steps_to_target": st.steps_to_target,
-        "final_mean_return": window.mean if window.returns else None,
-        "best_mean_return": st.best_return if math.isfinite(st.best_return) else None,
-        "episodes": window.episodes,
-        **{f"final_{k}_rate": v for k, v in window.rates.items()},
-        "dropped_rollouts": ctx.gate.dropped,
-        "rollouts_per_worker": [st.rollouts_by_worker.get(w, 0) for w in range(cfg.workers.num_workers)],
-        "max_policy_lag_used": ctx.gate.max_lag_used,
-        "worker_failures": st.worker_failures,
-        "worker_restarts": st.worker_restarts,
-        "learner_restarts": st.learner_restarts,
-        **_storage_restarts(ctx),
-        "reseeds": st.reseeds,
-        "rollbacks": st.rollbacks,
-        "bytes_shipped": st.bytes_shipped,
-        "compression_ratio": st.bytes_raw / st.bytes_shipped if st.bytes_shipped else None,
-        "compression": sorted({p["compression"] for p in placement}),
-        "placement": {"learner": ctx.learner_node, "learners": ctx.learner_nodes,
-                      "workers": [p["node_id"] for p in placement]},
-        "num_learners": cfg.learner.num_learners,
-        "selfplay_pool_versions": [v for v, _ in ctx.pool.snapshots] if cfg.selfplay.enabled else None,
-        "archives_written": ctx.storage.archives_written if ctx.storage else 0,
-        "archives_skipped": ctx.storage.archives_skipped if ctx.storage else 0,
-        "time_breakdown_s": {"gather": st.time_sample, "update": st.time_update, "rounds": st.time_round},
-        "phases_s": dict(ctx.clock.seconds),
-        "run_dir": str(ctx.run_dir),
-        "cpu_s": {"workers": st.cpu_workers, "learner": st.cpu_learner, "total": st.cpu_workers + st.cpu_learner},
-    }
+    return RunSummary(
+        status=state,
+        error=one_line(error) if error is not None else None,
+        checkpoints=_checkpoint_tally(ctx),
+        env=cfg.env.name,
+        algo=cfg.algo,
+        seed=cfg.seed,
+        env_steps=st.env_steps,
+        rounds=st.rounds,
+        policy_version=ctx.version,
+        wall_time_s=wall,
+        startup_s=startup_s,
+        steps_per_s=st.env_steps / wall if wall > 0 else 0.0,
+        target_return=cfg.target_return,
+        reached_target=st.time_to_target_s is not None,
+        time_to_target_s=st.time_to_target_s,
+        steps_to_target=st.steps_to_target,
+        final_mean_return=window.mean if window.returns else None,
+        best_mean_return=st.best_return if math.isfinite(st.best_return) else None,
+        episodes=window.episodes,
+        final_rates=window.rates,
+        dropped_rollouts=ctx.gate.dropped,
+        rollouts_per_worker=[st.rollouts_by_worker.get(w, 0) for w in range(cfg.workers.num_workers)],
+        max_policy_lag_used=ctx.gate.max_lag_used,
+        worker_failures=st.worker_failures,
+        worker_restarts=st.worker_restarts,
+        learner_restarts=st.learner_restarts,
+        checkpointer_restarts=storage.checkpointer_restarts if storage else 0,
+        archiver_restarts=storage.archiver_restarts if storage else 0,
+        reseeds=st.reseeds,
+        rollbacks=st.rollbacks,
+        bytes_shipped=st.bytes_shipped,
+        compression_ratio=st.bytes_raw / st.bytes_shipped if st.bytes_shipped else None,
+        compression=sorted({p["compression"] for p in placement}),
+        placement=RunPlacement(ctx.learner_node, ctx.learner_nodes, [p["node_id"] for p in placement]),
+        num_learners=cfg.learner.num_learners,
+        selfplay_pool_versions=[v for v, _ in ctx.pool.snapshots] if cfg.selfplay.enabled else None,
+        archives_written=storage.archives_written if storage else 0,
+        archives_skipped=storage.archives_skipped if storage else 0,
+        time_breakdown_s=TimeBreakdown(gather=st.time_sample, update=st.time_update, rounds=st.time_round),
+        phases_s=dict(ctx.clock.seconds),
+        run_dir=str(ctx.run_dir),
+        cpu_s=CpuSeconds(workers=st.cpu_workers, learner=st.cpu_learner, total=st.cpu_workers + st.cpu_learner),
+    )
+
+
+def _checkpoint_tally(ctx: RunContext) -> CheckpointTally:
+    """The checkpointer's counts as far as seen (none before the storage actors started)."""
+    ck = ctx.storage.checkpoint_stats if ctx.storage else {}
+    return CheckpointTally(saved=ck.get("saved", 0), skipped=ck.get("skipped", 0), failed=ck.get("failed", 0),
+                           last_error=ck.get("last_error"), last_path=ck.get("last_path"))
 
 
 def _storage_restarts(ctx: RunContext) -> dict[str, int]:
