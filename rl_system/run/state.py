@@ -18,7 +18,8 @@ from rl_system.run.context import RunContext
 
 def snapshot(ctx: RunContext, elapsed: float) -> dict[str, Any]:
     """The run loop's part of a checkpoint (its ``driver`` section): counters, the return window,
-    reseeds and rollbacks, the clock."""
+    reseeds and rollbacks, the clock. Of its keys only the env steps are read elsewhere (Tune
+    trials, bench), hence that one constant (:mod:`rl_system.checkpoint.keys`)."""
     st = ctx.stats
     return {"rounds": st.rounds, keys.ENV_STEPS: st.env_steps, "dropped": ctx.gate.dropped,
             "worker_failures": st.worker_failures, "worker_restarts": st.worker_restarts,
