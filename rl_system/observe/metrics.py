@@ -55,8 +55,6 @@ CHECKPOINT_BLOCKED_S = "checkpoint_blocked_s"
 CPU_S = "cpu_s"
 BF16 = "bf16"
 
-# The trainer's (train/), read by the run loop's non-finite guard.
-SKIPPED_MINIBATCHES = "skipped_minibatches"
 
 
 class ReturnWindow:

@@ -22,12 +22,13 @@ from rl_system.actors.learner import UpdateResult
 from rl_system.actors.learner_group import LearnerGroup, merged_metrics
 from rl_system.actors.placement import ActorScope, StartupError, check_placement, wait_for_actors
 from rl_system.actors.worker import RolloutWorker
+from rl_system.algos import SKIPPED_MINIBATCHES
 from rl_system.checkpoint import keys
 from rl_system.config import ConfigError, RunConfig
 from rl_system.errors import TrainingError, one_line
 from rl_system.filesystems import write_json
 from rl_system.observe import grafana
-from rl_system.observe.metrics import CPU_S, SKIPPED_MINIBATCHES, SYSTEM, RunLogger, console_level
+from rl_system.observe.metrics import CPU_S, SYSTEM, RunLogger, console_level
 from rl_system.observe.telemetry import Telemetry
 from rl_system.observe.trackers import open_trackers
 from rl_system.rollout.contract import RolloutMeta
