@@ -59,7 +59,7 @@ from bench.hmasd_tables import (
     plan_table,
     skill_table,
 )
-from rl_system.checkpoint import CheckpointError
+from rl_system.checkpoint import CheckpointError, keys
 from rl_system.checkpoint.store import CheckpointStore
 from rl_system.config import RunConfig, load_config
 from rl_system.observe.metrics import read_scalars
@@ -125,17 +125,17 @@ def run_one(method: str, seed: int, size: str, steps: int, target: float, root: 
         best_state = store.load_best()[0]
     except CheckpointError:  # no checkpoint saw a finished episode
         best_state = state
-    same = best_state["learner"]["version"] == state["learner"]["version"]  # then the same episodes' result
+    same = best_state[keys.LEARNER][keys.VERSION] == state[keys.LEARNER][keys.VERSION]  # then the same episodes' result
     best = test if same else evaluate(with_test_env(best_state, test_env), episodes=200, deterministic=False,
                                       seed=10_000 + seed)
-    return {"method": method, "seed": seed, "steps_to_target": summary["steps_to_target"],
-            "time_to_target_s": summary["time_to_target_s"], "env_steps": summary["env_steps"],
-            "wall_s": summary["wall_time_s"], "steps_per_s": summary["steps_per_s"],
-            "train_success": summary.get("final_success_rate", 0.0), "test_success": test.get("success_rate", 0.0),
+    return {"method": method, "seed": seed, "steps_to_target": summary.steps_to_target,
+            "time_to_target_s": summary.time_to_target_s, "env_steps": summary.env_steps,
+            "wall_s": summary.wall_time_s, "steps_per_s": summary.steps_per_s,
+            "train_success": summary.final_rates.get("success", 0.0), "test_success": test.get("success_rate", 0.0),
             "test_success_argmax": test_argmax.get("success_rate", 0.0), "test_length": test["length_mean"],
-            "reseeds": [r["env_steps"] for r in summary["reseeds"]],
-            "rollbacks": summary.get("rollbacks", []),
-            "best_steps": best_state["driver"]["env_steps"], "best_test_success": best.get("success_rate", 0.0),
+            "reseeds": [r["env_steps"] for r in summary.reseeds],
+            "rollbacks": summary.rollbacks,
+            "best_steps": best_state[keys.DRIVER][keys.ENV_STEPS], "best_test_success": best.get("success_rate", 0.0),
             "solved_at": solved_at, "lowest_after_solved": lowest,
             "state": tested}  # the tables below sample the test env too
 
@@ -176,7 +176,7 @@ def main() -> None:
 
         found = find_resume(args.checkpoint, load_config(None), None)
         state = with_test_env(found.state, args.test_env)
-        print(f"skills of {found.path} (v{state['learner']['version']}; share of the steps under z on "
+        print(f"skills of {found.path} (v{state[keys.LEARNER][keys.VERSION]}; share of the steps under z on "
               "each object cell and in each part of the map, both levels sampled):")
         print("\n".join(skill_table(state)))
         print("\nhow the coordinator composes them (first episode of 256 fresh envs, both levels sampled):")
@@ -214,7 +214,7 @@ def check_configs(args: argparse.Namespace) -> None:
             cfg = bench_config(method, args.size, args.overrides)
             probe_specs(cfg)
             if args.test_env:
-                probe_specs(build_config(with_test_env({"config": cfg.model_dump()}, args.test_env)["config"]))
+                probe_specs(build_config(with_test_env({keys.CONFIG: cfg.model_dump()}, args.test_env)[keys.CONFIG]))
         except (ConfigError, ValueError) as err:
             raise SystemExit(f"bench_hmasd: {method}: {err}") from None
 

@@ -17,6 +17,7 @@ import os
 import statistics
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import ray
@@ -35,17 +36,17 @@ def ours_time_to_target(seed: int, run_root: Path, extra: list[str]) -> dict:
     cfg = load_config(CONFIG, [f"seed={seed}", "tensorboard=false", "log_every_s=1000",
                                "checkpoint.every_rounds=0", *extra])
     s = train(cfg, run_dir=run_root / f"ttt-{seed}", quiet=True)
-    return {"peer": "rl_system", "seed": seed, "reached": s["reached_target"], "env_steps": s["steps_to_target"] or s["env_steps"],
-            "train_wall_s": s["time_to_target_s"] or s["wall_time_s"], "startup_s": s["startup_s"],
-            "steps_per_s": s["steps_per_s"], "final_return": s["final_mean_return"]}
+    return {"peer": "rl_system", "seed": seed, "reached": s.reached_target,
+            "env_steps": s.steps_to_target or s.env_steps, "train_wall_s": s.time_to_target_s or s.wall_time_s,
+            "startup_s": s.startup_s, "steps_per_s": s.steps_per_s, "final_return": s.final_mean_return}
 
 
 def ours_throughput(run_root: Path, steps: int, extra: list[str]) -> dict:
     cfg = load_config(THROUGHPUT_CONFIG, ["tensorboard=false", "log_every_s=1000", f"max_env_steps={steps}",
                                           "target_return=null", "checkpoint.every_rounds=0", *extra])
     s = train(cfg, run_dir=run_root / "throughput", quiet=True)
-    return {"peer": "rl_system", "env_steps": s["env_steps"], "wall_s": s["wall_time_s"], "steps_per_s": s["steps_per_s"],
-            "epochs": cfg.ppo.num_epochs, "breakdown": s["time_breakdown_s"]}
+    return {"peer": "rl_system", "env_steps": s.env_steps, "wall_s": s.wall_time_s, "steps_per_s": s.steps_per_s,
+            "epochs": cfg.ppo.num_epochs, "breakdown": asdict(s.time_breakdown_s)}
 
 
 def _table(title: str, rows: list[dict], cols: list[str]) -> str:

@@ -65,9 +65,9 @@ class CurveRecorder:
 
 def ours(cfg: RunConfig, outcome: str | None, run_dir: Path) -> dict[str, Any]:
     rec = CurveRecorder(outcome)
-    s = RunLoop(cfg, run_dir, quiet=True, reporter=rec).run()
+    s = RunLoop(cfg, run_dir, log_level="warning", reporter=rec).run()
     steps, wall = rec.curve[-1][:2] if rec.curve else (0, 0.0)
-    return {"peer": "rl_system", "env_steps": steps, "wall_s": wall, "build_s": s["startup_s"],
+    return {"peer": "rl_system", "env_steps": steps, "wall_s": wall, "build_s": s.startup_s,
             "steps_per_s": steps / wall if wall else math.nan, "curve": rec.curve}
 
 

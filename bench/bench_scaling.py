@@ -25,6 +25,7 @@ from rl_system.actors.learner import Learner
 from rl_system.actors.learner_group import LearnerGroup, merged_metrics
 from rl_system.actors.worker import RolloutWorker
 from rl_system.config import load_config
+from rl_system.observe.metrics import LEARNER_ENV_STEPS
 from rl_system.run.loop import train
 
 CONFIG = "launch/configs/cartpole_ppo_throughput.yaml"
@@ -65,8 +66,8 @@ def learner_rate(cfg, payload_refs: list, seconds: float, specs) -> tuple[float,
     try:
         ray.get(list(group.start_refs()))
         group.form()
-        metrics = merged_metrics(group.wait(group.update(payload_refs)[0]))  # warm-up
-        steps_per_update = metrics["system"]["learner_env_steps"]
+        result = merged_metrics(group.wait(group.update(payload_refs)[0]))  # warm-up
+        steps_per_update = result.system[LEARNER_ENV_STEPS]
         n, t0 = 0, time.perf_counter()
         while time.perf_counter() - t0 < seconds:
             group.wait(group.update(payload_refs)[0])
@@ -200,9 +201,9 @@ def worker_table(args) -> None:
             _, lz4_bps = sampling_rate(load_config(CONFIG, base + ["compression=lz4"]), seconds=1.0)
             s = train(load_config(CONFIG, base + [f"max_env_steps={args.steps}"]), run_dir=f"/tmp/rl_scaling/{workers}x{envs}",
                       quiet=True)
-            b = s["time_breakdown_s"]
-            rows.append((workers, envs, sample_sps, s["steps_per_s"], raw_bps, lz4_bps,
-                         1e6 * b["update"] / s["env_steps"], 1e3 * (b["rounds"] - b["update"]) / s["rounds"]))
+            b = s.time_breakdown_s
+            rows.append((workers, envs, sample_sps, s.steps_per_s, raw_bps, lz4_bps,
+                         1e6 * b.update / s.env_steps, 1e3 * (b.rounds - b.update) / s.rounds))
     print(f"machine: {os.cpu_count()} CPUs; config {CONFIG} (4 epochs); end-to-end runs of {args.steps:,} steps")
     print(f"{'workers':>7} {'envs/w':>7} {'sample steps/s':>15} {'e2e steps/s':>12} {'B/step raw':>11} "
           f"{'B/step lz4':>11} {'learn us/step':>14} {'gather ms/rnd':>14}")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from rl_system.checkpoint import load_checkpoint
+from rl_system.checkpoint import keys, load_checkpoint
 
 VERSION = re.compile(r"ckpt-v(\d+)\.rlck$")
 
@@ -52,10 +52,10 @@ def compare(run_a: Path, run_b: Path) -> list[tuple[int, int, float, float]]:
     for version in sorted(set(a) & set(b)):
         sa, _ = load_checkpoint(str(a[version]))
         sb, _ = load_checkpoint(str(b[version]))
-        la, lb = sa["learner"], sb["learner"]
-        steps = la["env_steps"] if la["env_steps"] == lb["env_steps"] else -1
-        rows.append((version, steps, max_abs_diff(la["model"], lb["model"]),
-                     max_abs_diff(la["optimizer"], lb["optimizer"])))
+        la, lb = sa[keys.LEARNER], sb[keys.LEARNER]
+        steps = la[keys.ENV_STEPS] if la[keys.ENV_STEPS] == lb[keys.ENV_STEPS] else -1
+        rows.append((version, steps, max_abs_diff(la[keys.MODEL], lb[keys.MODEL]),
+                     max_abs_diff(la[keys.OPTIMIZER], lb[keys.OPTIMIZER])))
     return rows
 
 

@@ -40,6 +40,7 @@ from rl_system.config import load_config
 from rl_system.envs import make_env
 from rl_system.envs.base import Box, Discrete, MultiDiscrete
 from rl_system.run.loop import train
+from rl_system.run.summary import RunSummary
 
 ENVS = {"CartPole": "launch/configs/cartpole_ppo_throughput.yaml", "Navigation": "launch/configs/navigation_ppo.yaml",
         "AirCombat": "launch/configs/air_combat_ppo.yaml"}
@@ -90,7 +91,7 @@ def gpu_settings(device: str, learners: int = 1) -> list[str]:
             "learner.num_cpus=0", "workers.num_cpus=0"]  # GPU shares: the group uses gloo
 
 
-def train_rate(config: str, device: str, steps: int, extra: list[str], out: Path) -> dict:
+def train_rate(config: str, device: str, steps: int, extra: list[str], out: Path) -> RunSummary:
     cfg = load_config(config, ["tensorboard=false", "log_every_s=1000", "checkpoint.every_rounds=0",
                                f"max_env_steps={steps}", *gpu_settings(device), *extra])
     return train(cfg, run_dir=out, quiet=True)
@@ -172,9 +173,9 @@ def model_table(device: str, quick: bool, seconds: float, out: Path) -> list[dic
         for where in dict.fromkeys([device, "cpu"]):
             extra = [f"max_wall_s={seconds}", "target_return=null"] + (["workers.num_envs=16"] if quick else [])
             s = train_rate(config, where, 10_000 if quick else 10**9, extra, out / "runs" / f"model_{len(rows)}")
-            rows.append({"model": name, "device": where, "env_steps": s["env_steps"], "steps_per_s": s["steps_per_s"],
-                         "status": s["status"], "final_mean_return": s["final_mean_return"],
-                         "final_success_rate": s.get("final_success_rate")})
+            rows.append({"model": name, "device": where, "env_steps": s.env_steps, "steps_per_s": s.steps_per_s,
+                         "status": s.status, "final_mean_return": s.final_mean_return,
+                         "final_success_rate": s.final_rates.get("success")})
     return rows
 
 
@@ -223,14 +224,14 @@ def main() -> None:
             s = train_rate(config, args.device, steps,
                            [f"workers.num_envs={envs}", "target_return=null", f"max_wall_s={args.e2e_s}"],
                            out / "runs" / f"e2e_{name}")
-            result["end_to_end"].append({"env": name, "envs_per_worker": envs, "env_steps": s["env_steps"],
-                                         "steps_per_s": s["steps_per_s"]})
+            result["end_to_end"].append({"env": name, "envs_per_worker": envs, "env_steps": s.env_steps,
+                                         "steps_per_s": s.steps_per_s})
             save(result, out)
     if "target" in parts:
         s = train_rate("launch/configs/cartpole_ppo.yaml", args.device, 60_000 if args.quick else 2_000_000,
                        [f"max_wall_s={args.target_s}"], out / "runs" / "cartpole_475")
-        result["cartpole_475"] = {"reached": s["reached_target"], "time_to_target_s": s["time_to_target_s"],
-                                  "steps_to_target": s["steps_to_target"]}
+        result["cartpole_475"] = {"reached": s.reached_target, "time_to_target_s": s.time_to_target_s,
+                                  "steps_to_target": s.steps_to_target}
         save(result, out)
     if "learners" in parts:
         result["learners"] = learner_table(args.device, args.quick)

@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 
 from rl_system.algos.hmasd.returns import next_inputs
+from rl_system.checkpoint import keys
 from rl_system.config import RunConfig
 from rl_system.envs import make_env
 from rl_system.policy.evaluation import evaluate, policy_sampler
@@ -43,7 +44,7 @@ def skill_table(state: dict, rollouts: int = 3) -> list[str]:
     start hall: rows above the buttons; the left and right halves below it, i.e. the rooms of the
     default and large maps), from rollouts that sample both levels as in training (so every
     skill the coordinator still picks shows up)."""
-    cfg = RunConfig.model_validate(state["config"])
+    cfg = RunConfig.model_validate(state[keys.CONFIG])
     if not cfg.hmasd.hierarchy:
         return []
     env, runs = _sampled(state, rollouts)
@@ -88,7 +89,7 @@ def hall_trace(checkpoints: list[Path]) -> list[str]:
         state, manifest = load_checkpoint(str(path))
         env, (cols,) = _sampled(state, 1)
         hall = _where(env, cols)[1] == 0  # [T, N, agent]
-        z, n_z = cols["skill_agent"], RunConfig.model_validate(state["config"]).hmasd.n_agent_skills
+        z, n_z = cols["skill_agent"], RunConfig.model_validate(state[keys.CONFIG]).hmasd.n_agent_skills
         shares = [hall[..., a][z[..., a] == s].float().mean().item()
                   for a in range(2) for s in range(n_z) if int((z[..., a] == s).sum()) > 50]
         lines.append(f"{manifest['env_steps']:,} | {hall[..., 0].float().mean():.2f} | {hall[..., 1].float().mean():.2f} | "
@@ -103,7 +104,7 @@ def actor_table(state: dict, rollouts: int = 3) -> list[str]:
     uniform) and how many distinct cells of each part of the map it reaches."""
     from rl_system.envs.alice_bob import N_ACTIONS
 
-    if not RunConfig.model_validate(state["config"]).hmasd.hierarchy:
+    if not RunConfig.model_validate(state[keys.CONFIG]).hmasd.hierarchy:
         return []
     env, runs = _sampled(state, rollouts)
     action = torch.cat([c["action"] for c in runs])  # [T, N, agent]
@@ -125,7 +126,7 @@ def _log_q_d_on_every_cell(state: dict, agent: int) -> tuple[torch.Tensor, torch
     """``log q_d(. | o, Z)`` with ``agent`` placed on every free cell (the other agent on its start,
     no diamond collected): ``[n_Z, cells, n_z]``, the cells' (row, col) ``[cells, 2]``, and the
     map's (height, width, first room row)."""
-    cfg = RunConfig.model_validate(state["config"])
+    cfg = RunConfig.model_validate(state[keys.CONFIG])
     probe = make_env(cfg.env.name, 1, "cpu", **cfg.env.test_kwargs())  # the env policy_sampler builds
     free = (~probe._wall).nonzero().squeeze(-1)  # one env per free cell
     probe.close()
@@ -146,7 +147,7 @@ def discriminator_map(state: dict) -> list[str]:
     diamond collected), per team skill Z and part of the map: the mean over cells of the best
     skill's log-probability (how surely some z owns the cell) and of the worst one's (what a
     skill is paid for entering a cell another skill owns)."""
-    if not RunConfig.model_validate(state["config"]).hmasd.hierarchy:
+    if not RunConfig.model_validate(state[keys.CONFIG]).hmasd.hierarchy:
         return []
     lq, cells, (_, W, hall_rows) = _log_q_d_on_every_cell(state, agent=0)
     region = torch.where(cells[:, 0] < hall_rows, 0, torch.where(cells[:, 1] < W // 2, 1, 2))
@@ -164,7 +165,7 @@ def discriminator_cells(state: dict) -> list[str]:
     ``log q_d`` averaged over Z) and that log-probability, ``#`` for walls. A skill can own cells
     it never visits (``q_d`` generalises over similar views): entering them then pays every other
     skill little, whatever object lies there."""
-    if not RunConfig.model_validate(state["config"]).hmasd.hierarchy:
+    if not RunConfig.model_validate(state[keys.CONFIG]).hmasd.hierarchy:
         return []
     lines = []
     for agent, name in enumerate(("Alice", "Bob")):
@@ -180,7 +181,7 @@ def discriminator_cells(state: dict) -> list[str]:
 def greedy_table(state: dict, episodes: int = 200, seed: int = 12345) -> list[str]:
     """Test success of a checkpoint with the argmax at neither, each and both levels (HMASD with
     its hierarchy; none for flat MAPPO)."""
-    if not RunConfig.model_validate(state["config"]).hmasd.hierarchy:
+    if not RunConfig.model_validate(state[keys.CONFIG]).hmasd.hierarchy:
         return []
     lines = ["argmax at | success | red collected | blue collected | length", "---|---|---|---|---"]
     for name, level in (("neither (both sampled)", False), ("the coordinator only", "high"),
@@ -218,7 +219,7 @@ def plan_table(state: dict, n_envs: int = 256, top: int = 3) -> list[str]:
     episode of ``n_envs`` fresh envs, both levels sampled), the most frequent ``(Z, z_Alice,
     z_Bob)`` choices with their share of the episodes that reached window j, and in how many of
     those episodes the red / blue diamond was collected during that window."""
-    cfg = RunConfig.model_validate(state["config"])
+    cfg = RunConfig.model_validate(state[keys.CONFIG])
     if not cfg.hmasd.hierarchy:
         return []
     _, (cols,) = _sampled(state, 1, n_envs)

@@ -109,17 +109,16 @@ def run_field(b: Budget, run_root: Path, sec: dict) -> None:
             budget = [f"seed={seed}", f"max_env_steps={b.field_steps[env]}"]
             cfg = load_config(ROOT / path, [*budget, *QUIET_OVERRIDES])
             s = train(cfg, run_dir=run_root / f"{env}-{seed}", quiet=True)
-            bd = s.get("time_breakdown_s") or {}
+            bd = s.time_breakdown_s
             rows.append({
-                "env": env, "seed": seed, "config": path, "env_steps": s["env_steps"], "wall_s": s["wall_time_s"],
-                "startup_s": s["startup_s"], "steps_per_s": s["steps_per_s"],
-                "update_share": bd["update"] / bd["rounds"] if bd.get("rounds") else None,
-                "final_mean_return": s.get("final_mean_return"),
-                "rates": {k[len("final_"):-len("_rate")]: v for k, v in s.items()
-                          if k.startswith("final_") and k.endswith("_rate") and v is not None},
+                "env": env, "seed": seed, "config": path, "env_steps": s.env_steps, "wall_s": s.wall_time_s,
+                "startup_s": s.startup_s, "steps_per_s": s.steps_per_s,
+                "update_share": bd.update / bd.rounds if bd.rounds else None,
+                "final_mean_return": s.final_mean_return,
+                "rates": {k: v for k, v in s.final_rates.items() if v is not None},
                 "command": f"rl-system train {path}{_sets(budget)}",
             })
-            log(f"field {env} seed {seed}: {s['steps_per_s']:,.0f} env steps/s over {s['env_steps']:,} env steps")
+            log(f"field {env} seed {seed}: {s.steps_per_s:,.0f} env steps/s over {s.env_steps:,} env steps")
 
 
 def run_envs(b: Budget, run_root: Path, sec: dict) -> None:

@@ -320,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
         print(format_row(row, rows[-1] if rows else None, args.workers), flush=True)
         rows.append(row)
 
-    loop = RunLoop(cfg, run_dir, quiet=True, reporter=SoakSampler(args.every, on_sample))
+    loop = RunLoop(cfg, run_dir, log_level="warning", reporter=SoakSampler(args.every, on_sample))
     t0 = time.perf_counter()
     try:
         summary = loop.run()
@@ -330,18 +330,19 @@ def main(argv: list[str] | None = None) -> int:
     expected = args.rounds // args.every
     if len(rows) != expected:
         print(f"warning: {len(rows)} samples, expected {expected} (is the reporter told of every round?)")
-    print(f"\n{summary['rounds']:,} rounds, {summary['env_steps']:,} env steps in {wall:.0f}s "
-          f"({summary['rounds'] / wall:.1f} rounds/s); checkpoints saved {summary['checkpoints']['saved']}, "
-          f"skipped {summary['checkpoints']['skipped']}, failed {summary['checkpoints']['failed']}; "
-          f"final mean return {summary['final_mean_return']}")
+    print(f"\n{summary.rounds:,} rounds, {summary.env_steps:,} env steps in {wall:.0f}s "
+          f"({summary.rounds / wall:.1f} rounds/s); checkpoints saved {summary.checkpoints.saved}, "
+          f"skipped {summary.checkpoints.skipped}, failed {summary.checkpoints.failed}; "
+          f"final mean return {summary.final_mean_return}")
     v = verdict(rows, args.warmup, args.workers)
     print_verdict(v)
     if args.out:
+        on_disk = summary.to_json()  # the summary as summary.json holds it
         out = {"date": date.today().isoformat(), "argv": sys.argv[1:], "config_overrides": overrides,
                "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "ray": ray.__version__,
                            "torch": __import__("torch").__version__},
-               "wall_s": wall, "summary": {k: summary[k] for k in ("rounds", "env_steps", "checkpoints",
-                                                                   "final_mean_return", "wall_time_s")},
+               "wall_s": wall, "summary": {k: on_disk[k] for k in ("rounds", "env_steps", "checkpoints",
+                                                           "final_mean_return", "wall_time_s")},
                "rows": rows, "verdict": v}
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(out, indent=1, default=str))

@@ -71,7 +71,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from rl_system.envs import EntryPointError, import_entry_point
 from rl_system.envs.base import (
     ACTION_MASK,
     AGENT_ACTIVE,
@@ -87,6 +86,7 @@ from rl_system.envs.base import (
     VecEnv,
     check_action,
 )
+from rl_system.envs.entry_points import EntryPointError, import_entry_point
 
 PREFIX = "pettingzoo:"
 EXPECTED = ("expected 'pettingzoo:<module>:<env_fn>', a function that builds a PettingZoo ParallelEnv "

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from rl_system.config import ConfigError, RunConfig, apply_override, build_config, load_config
+from rl_system.run.summary import RunSummary
 
 ConfigLike = str | Path | dict | RunConfig
 
@@ -124,13 +125,13 @@ def train(config: ConfigLike, overrides: Sequence[str] = (), run_dir: str | Path
 def run_training(cfg: RunConfig, run_dir: str | Path | None = None, address: str | None = None,
                  resume: str | Path | None = None, callbacks: Iterable[Callback] = (), log_level: str = "warning",
                  clock: Any = None, say: Callable[[str, bool], None] | None = None,
-                 on_ray_started: Callable[[], None] | None = None) -> dict[str, Any]:
+                 on_ray_started: Callable[[], None] | None = None) -> RunSummary:
     """The steps of a run, each timed on ``clock`` (a :class:`~rl_system.run.phases.PhaseClock`): find
     the checkpoint to resume, probe the env and the policy (a config they reject fails here, before
     Ray starts), start or join Ray, run the loop, stop the Ray started here. Returns the run's
-    summary (``summary.json``). ``say(text, warning)`` gets the lines a person should see before
-    the run's own (where the run resumes from; a skipped corrupt checkpoint, a warning); by default
-    they are printed. ``on_ray_started`` is called once Ray is up (the CLI installs its SIGTERM
+    :class:`RunSummary` (what ``summary.json`` holds). ``say(text, warning)`` gets the lines a person
+    should see before the run's own (where the run resumes from; a skipped corrupt checkpoint, a
+    warning); by default they are printed. ``on_ray_started`` is called once Ray is up (the CLI installs its SIGTERM
     handler there, after Ray's own)."""
     import sys
 
@@ -179,20 +180,20 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, address: str
                 shutdown_ray()
 
 
-def _result(summary: dict[str, Any], cfg: RunConfig) -> TrainResult:
+def _result(summary: RunSummary, cfg: RunConfig) -> TrainResult:
     from rl_system.checkpoint import CheckpointStore
     from rl_system.run.storage import checkpoint_root
 
-    run_dir = Path(summary["run_dir"])
+    run_dir = Path(summary.run_dir)
     best = CheckpointStore(checkpoint_root(cfg, run_dir), clean=False).best_path()
-    final = summary["checkpoints"].get("last_path")
+    final = summary.checkpoints.last_path
     return TrainResult(
-        status=summary["status"], run_dir=run_dir, env_steps=summary["env_steps"], rounds=summary["rounds"],
-        wall_time_s=summary["wall_time_s"], final_mean_return=summary["final_mean_return"],
-        best_mean_return=summary["best_mean_return"], reached_target=summary["reached_target"],
-        time_to_target_s=summary["time_to_target_s"], steps_to_target=summary["steps_to_target"],
+        status=summary.status, run_dir=run_dir, env_steps=summary.env_steps, rounds=summary.rounds,
+        wall_time_s=summary.wall_time_s, final_mean_return=summary.final_mean_return,
+        best_mean_return=summary.best_mean_return, reached_target=summary.reached_target,
+        time_to_target_s=summary.time_to_target_s, steps_to_target=summary.steps_to_target,
         best_checkpoint=Path(best) if best else None, final_checkpoint=Path(final) if final else None,
-        summary=summary)
+        summary=summary.to_json())
 
 
 class Policy:
@@ -262,12 +263,13 @@ def load_policy(run_or_checkpoint: str | Path, pick: str = "best", device: str =
     multi-agent PPO policies (a multi-agent policy acts for all agents at once: ``[B, n, ...]``);
     :class:`ValueError` (one line) for a file that is not a checkpoint of one."""
     from rl_system.algos import load_policy as _load_network
+    from rl_system.checkpoint import keys
 
     found = _find_checkpoint(run_or_checkpoint, pick, "load a policy from")
     state = found.state
-    if "config" not in state or "learner" not in state:
+    if keys.CONFIG not in state or keys.LEARNER not in state:
         raise ValueError(f"{found.path} is not a policy checkpoint (no config or learner state)")
-    cfg = RunConfig.model_validate(state["config"])
+    cfg = RunConfig.model_validate(state[keys.CONFIG])
     if cfg.algo not in ("ppo", "mappo"):
         raise ValueError(f"{found.path}: load_policy acts with PPO and MAPPO policies; this one is {cfg.algo!r} "
                          f"(use rl_system.evaluate for it)")
@@ -277,7 +279,7 @@ def load_policy(run_or_checkpoint: str | Path, pick: str = "best", device: str =
         obs_spec = dict(env.observation_spec)
     finally:
         env.close()
-    return Policy(network, cfg, obs_spec, int(state["learner"].get("version", -1)), str(found.path))
+    return Policy(network, cfg, obs_spec, int(state[keys.LEARNER].get(keys.VERSION, -1)), str(found.path))
 
 
 def evaluate(run_or_checkpoint: str | Path, episodes: int = 100, deterministic: bool = False, pick: str = "best",

@@ -10,6 +10,7 @@ from pathlib import Path
 import ray
 
 from rl_system.run.loop import train
+from rl_system.run.summary import RunSummary
 
 
 def kill_when(path: Path, name_prefix: str, stop: threading.Event) -> threading.Thread:
@@ -29,7 +30,7 @@ def kill_when(path: Path, name_prefix: str, stop: threading.Event) -> threading.
     return t
 
 
-def train_killing(cfg, run_dir: Path, when: Path, name_prefix: str) -> dict:
+def train_killing(cfg, run_dir: Path, when: Path, name_prefix: str) -> RunSummary:
     """Train ``cfg`` while :func:`kill_when` kills ``name_prefix`` once ``when`` exists."""
     stop = threading.Event()
     killer = kill_when(when, name_prefix, stop)

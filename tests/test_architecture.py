@@ -34,15 +34,10 @@ def _owner(name: str) -> str | None:
     return name or None
 
 
-def _type_checking(node: ast.AST) -> bool:
-    test = getattr(node, "test", None)
-    return isinstance(node, ast.If) and (getattr(test, "id", None) == "TYPE_CHECKING"
-                                         or getattr(test, "attr", None) == "TYPE_CHECKING")
-
-
 def imports_of(module: str) -> set[str]:
-    """Our modules that ``module`` imports anywhere (in functions too: a lazy import that closes a
-    circle is still a circle; imports under ``if TYPE_CHECKING`` never run and do not count)."""
+    """Our modules that ``module`` imports anywhere: in functions too (a lazy import that closes a
+    circle is still a circle) and under ``if TYPE_CHECKING`` (a type that two modules need of each
+    other says they hold one role between them, or that the type belongs elsewhere)."""
     path = MODULES[module]
     return imports_in(path.read_text(), module, path.name == "__init__.py")
 
@@ -54,8 +49,6 @@ def imports_in(source: str, module: str, is_package: bool = False) -> set[str]:
     stack = list(ast.parse(source).body)
     while stack:
         node = stack.pop()
-        if _type_checking(node):
-            continue
         if isinstance(node, ast.Import):
             out.update(t for a in node.names if (t := _owner(a.name)))
         elif isinstance(node, ast.ImportFrom):
@@ -125,7 +118,7 @@ def test_the_circle_finder_finds_circles():
     assert import_circles({"a": {"b"}, "b": set()}) == []
 
 
-def test_lazy_and_relative_imports_are_edges_type_checking_ones_are_not():
+def test_lazy_relative_and_type_checking_imports_are_all_edges():
     source = """
 from typing import TYPE_CHECKING
 from . import loop
@@ -137,7 +130,7 @@ def later():
     from rl_system.run.loop import RunLoop
 """
     assert imports_in(source, "rl_system.run.collect") == {
-        "rl_system.run.loop", "rl_system.rollout.contract", "rl_system.config"}
+        "rl_system.run.loop", "rl_system.rollout.contract", "rl_system.config", "rl_system.api"}
     assert "rl_system.api" in imports_of("rl_system")  # rl_system.__getattr__ imports the API lazily
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from bench import bench_round
 from bench.bench_update import REPO
+from rl_system.actors.learner import UpdateResult
 from rl_system.actors.weights import PolicyWeights
 from rl_system.config import load_config
 from rl_system.rollout.contract import RolloutMeta
@@ -20,7 +21,7 @@ def test_the_round_is_timed_piece_by_piece_in_process_and_over_ray(ray_session):
     assert all(value > 0 for _, value, _ in rows)
     (_, update_ms, _), (_, trainer_ms, _) = rows[2:4]
     assert trainer_ms < update_ms * 1.5  # a part of the call (timed apart, so not strictly below)
-    assert isinstance(shipped["weights"], PolicyWeights) and "train" in shipped["metrics"]
+    assert isinstance(shipped["weights"], PolicyWeights) and isinstance(shipped["metrics"], UpdateResult)
     assert all(isinstance(m, RolloutMeta) for m in shipped["metas"]) and len(shipped["payloads"]) == 2
     assert shipped["payload_bytes"] == [len(p) for p in shipped["payloads"]]
     ray_rows = bench_round.ray_rows(cfg, shipped, rounds=3)

@@ -21,6 +21,7 @@ import torch
 import xxhash
 from torch import nn
 
+from rl_system.checkpoint import keys
 from rl_system.checkpoint.format import (
     _PREFIX,
     FORMAT_VERSION,
@@ -144,6 +145,14 @@ def test_rng_state_round_trips_through_a_checkpoint(tmp_path):
     restore_rng_state(store.load(checkpoint_name(1))[0]["rng"])
     got = (torch.rand(4), random.random(), np.random.rand(3))
     assert torch.equal(got[0], expected[0]) and got[1] == expected[1] and np.array_equal(got[2], expected[2])
+
+
+def test_the_state_dict_keys_are_the_strings_on_disk():
+    """Every checkpoint written so far holds these: a renamed constant must not rename its key."""
+    assert (keys.LEARNER, keys.DRIVER, keys.WORKERS, keys.CONFIG, keys.SELFPLAY) == (
+        "learner", "driver", "workers", "config", "selfplay")
+    assert (keys.MODEL, keys.OPTIMIZER, keys.VERSION, keys.ENV_STEPS, keys.SKIPPED_UPDATES, keys.LR_SCALE,
+            keys.RNG) == ("model", "optimizer", "version", "env_steps", "skipped_updates", "lr_scale", "rng")
 
 
 def test_plain_torch_save_file_is_detected(tmp_path):

@@ -107,6 +107,6 @@ def test_precision_auto_is_bf16_only_where_the_device_multiplies_it_natively(mon
     worker = RolloutWorker(0, cfg)
     learner = Learner(cfg, *worker.specs())
     metrics, weights = learner.update(worker.sample(learner.get_weights(), 0)[1])
-    assert learner.precision == "bf16" and metrics["system"]["bf16"] == 1.0 and regions == [True]
+    assert learner.precision == "bf16" and metrics.system["bf16"] == 1.0 and regions == [True]
     assert all(w.dtype == torch.float32 for w in weights.values() if w.is_floating_point())
     worker.env.close()

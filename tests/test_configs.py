@@ -48,12 +48,12 @@ def test_shipped_config_trains_briefly(path):
         metas, payloads = zip(*(w.sample(weights, version) for w in workers))
         assert all(m.env_steps == NUM_ENVS * cfg.workers.rollout_len for m in metas)
         metrics, weights = learner.update(*payloads)
-        assert metrics["version"] == version + 1
-        train = metrics["train"]
+        assert metrics.version == version + 1
+        train = metrics.train
         losses = {k: v for k, v in train.items() if k.endswith("loss")}
         assert losses and all(math.isfinite(v) for v in losses.values()), losses
         assert train["skipped_minibatches"] == 0 and train["minibatch_steps"] > 0
-        assert metrics["system"]["learner_dropped"] == 0
+        assert metrics.system["learner_dropped"] == 0
     assert all(math.isfinite(float(v.float().abs().max())) for v in weights.values() if v.numel())
     for w in workers:
         w.env.close()

@@ -41,8 +41,8 @@ def test_stale_rollouts_are_never_trained_on(ray_session):
 
     metrics_a, w2_a = ray.get(learner_a.update.remote(stale, fresh))
     metrics_b, w2_b = ray.get(learner_b.update.remote(fresh))
-    assert metrics_a["system"]["learner_dropped"] == 1 and metrics_b["system"]["learner_dropped"] == 0
-    assert metrics_a["system"]["learner_env_steps"] == metrics_b["system"]["learner_env_steps"] == 2 * 16 * 8
+    assert metrics_a.system["learner_dropped"] == 1 and metrics_b.system["learner_dropped"] == 0
+    assert metrics_a.system["learner_env_steps"] == metrics_b.system["learner_env_steps"] == 2 * 16 * 8
     # Same weights as the learner that never saw the stale rollout: it contributed nothing.
     assert all(torch.equal(w2_a[k], w2_b[k]) for k in w2_a)
 

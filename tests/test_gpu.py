@@ -39,7 +39,7 @@ def test_a_learner_update_keeps_float32_weights_under_either_precision(precision
     metrics, weights = learner.update(worker.sample(learner.get_weights(), 0)[1])
     assert all(v.dtype == torch.float32 and torch.isfinite(v).all() for k, v in weights.items()
                if v.is_floating_point() and "norm" not in k)
-    assert metrics["train"]["minibatch_steps"] > 0
+    assert metrics.train["minibatch_steps"] > 0
 
 
 @needs_cuda
@@ -64,7 +64,7 @@ def test_a_cuda_worker_and_learner_sample_and_update(precision):
     assert cols["obs.obs"].shape == (cfg.workers.rollout_len, cfg.workers.num_envs, 4)
     metrics, weights = learner.update(payload)
     assert all(not v.is_cuda for v in weights.values())  # the weights travel from host memory
-    assert metrics["version"] == 1 and metrics["train"]["skipped_minibatches"] == 0
+    assert metrics.version == 1 and metrics.train["skipped_minibatches"] == 0
 
 
 @needs_cuda
@@ -81,7 +81,7 @@ def test_gpu_workers_and_learners_train_cartpole(tmp_path, learners):
         summary = train(cfg, run_dir=tmp_path, quiet=True)
     finally:
         ray.shutdown()
-    assert summary["reached_target"], summary
+    assert summary.reached_target, summary
 
 
 def test_the_gpu_check_script_measures_and_renders_on_any_device():

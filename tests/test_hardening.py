@@ -156,10 +156,10 @@ def test_a_killed_checkpointer_is_restarted_and_no_written_checkpoint_is_lost(ra
         "target_return=null", "max_env_steps=40960", "workers.num_envs=64", "checkpoint.every_rounds=2",
         "log_every_s=0"])
     summary = train_killing(cfg, tmp_path, tmp_path / "checkpoints" / "latest.json", "checkpointer")
-    assert summary["status"] == "completed" and summary["checkpointer_restarts"] == 1, summary
-    assert summary["checkpoints"]["saved"] >= 2
+    assert summary.status == "completed" and summary.checkpointer_restarts == 1, summary
+    assert summary.checkpoints.saved >= 2
     found = find_resume(str(tmp_path), cfg, None)
-    assert found.state["learner"]["version"] == summary["policy_version"]  # the final save landed
+    assert found.state["learner"]["version"] == summary.policy_version  # the final save landed
 
 
 @pytest.mark.slow
@@ -168,8 +168,8 @@ def test_a_killed_archiver_is_restarted_and_archives_go_on(ray_session, tmp_path
         "target_return=null", "max_env_steps=163840", "workers.num_envs=64", "archive_every=1",
         "checkpoint.every_rounds=0"])
     summary = train_killing(cfg, tmp_path, tmp_path / "rollouts" / "rollouts-r000002.arrow", "rollout-archiver")
-    assert summary["status"] == "completed" and summary["archiver_restarts"] == 1, summary
+    assert summary.status == "completed" and summary.archiver_restarts == 1, summary
     # Every round was archived or, with 4 writes already in flight, skipped and counted; the restart
     # was seen on a write that landed after it (the new process answered).
-    assert summary["archives_written"] + summary["archives_skipped"] == summary["rounds"]
-    assert len(list((tmp_path / "rollouts").glob("rollouts-r*.arrow"))) == summary["archives_written"]
+    assert summary.archives_written + summary.archives_skipped == summary.rounds
+    assert len(list((tmp_path / "rollouts").glob("rollouts-r*.arrow"))) == summary.archives_written

@@ -533,14 +533,14 @@ def test_learner_drops_stale_hmasd_rollouts_and_raises_when_all_stale():
     weights = learner.get_weights()
     _, old = w0.sample(weights, 0)
     metrics, weights = learner.update(old)
-    train, system = metrics["train"], metrics["system"]
-    assert metrics["version"] == 1 and system["learner_dropped"] == 0
+    train, system = metrics.train, metrics.system
+    assert metrics.version == 1 and system["learner_dropped"] == 0
     assert system["learner_env_steps"] == 30 and "disc_team_acc" in train and train["skipped_minibatches"] == 0
     _assert_diagnosis_signals(train, cfg)
     (_, f0), (_, f1) = w0.sample(weights, 1), w1.sample(weights, 1)
     metrics, weights = learner.update(f0, old, f1)  # two fresh (concatenated, final_* rows too), one stale
-    assert metrics["system"]["learner_dropped"] == 1 and metrics["version"] == 2
-    assert metrics["system"]["learner_env_steps"] == 30 + 60
+    assert metrics.system["learner_dropped"] == 1 and metrics.version == 2
+    assert metrics.system["learner_env_steps"] == 30 + 60
     with pytest.raises(StaleRolloutError):
         learner.update(old, f0)
     assert learner.version == 2
@@ -657,12 +657,12 @@ def test_hmasd_learns_small_alice_bob(ray_session, tmp_path):
         "hmasd.lr=0.001", "max_env_steps=100000", "max_wall_s=75", "target_return=0.8", "return_window=100",
         "tensorboard=true", "log_every_s=30", "checkpoint.every_rounds=0"])
     summary = train(cfg, run_dir=tmp_path, quiet=True)
-    assert summary["final_success_rate"] >= 0.5, summary
-    assert summary["dropped_rollouts"] == 0 and summary["policy_version"] == summary["rounds"]
+    assert summary.final_rates["success"] >= 0.5, summary
+    assert summary.dropped_rollouts == 0 and summary.policy_version == summary.rounds
     # The training-success curve that bench_hmasd's stability columns read, one point a round.
     curve = read_scalars(tmp_path / "tb", "rollout/success_rate")["rollout/success_rate"]
-    assert len(curve) == summary["rounds"] and curve[-1] == (summary["env_steps"], pytest.approx(
-        summary["final_success_rate"]))
+    assert len(curve) == summary.rounds and curve[-1] == (summary.env_steps, pytest.approx(
+        summary.final_rates["success"]))
 
 
 def test_stability_finds_the_first_solve_and_the_lowest_success_after_it():

@@ -7,6 +7,7 @@ import ray
 import torch
 from killing import train_killing
 
+from rl_system.actors.learner import UpdateResult
 from rl_system.actors.learner_group import LearnerGroup, backend_of, merged_metrics, shares
 from rl_system.actors.placement import PlacementError, check_placement
 from rl_system.actors.worker import RolloutWorker
@@ -48,9 +49,20 @@ def _group(cfg, specs, name: str, size: int) -> LearnerGroup:
     return group
 
 
-def _update(group: LearnerGroup, refs) -> tuple[dict, dict]:
-    metrics_refs, weights_ref = group.update(refs)
-    return merged_metrics(group.wait(metrics_refs)), ray.get(weights_ref)
+def _update(group: LearnerGroup, refs) -> tuple[UpdateResult, dict]:
+    result_refs, weights_ref = group.update(refs)
+    return merged_metrics(group.wait(result_refs)), ray.get(weights_ref)
+
+
+def test_a_group_result_is_rank_0_s_with_dropped_rollouts_and_cpu_summed_and_the_slowest_times():
+    ranks = [UpdateResult(3, {"loss": 1.0}, {"learner_dropped": 1, "cpu_s": 2.0, "decode_s": 0.1, "update_s": 0.5}),
+             UpdateResult(3, {"loss": 9.0}, {"learner_dropped": 2, "cpu_s": 3.0, "decode_s": 0.3, "update_s": 0.2})]
+    merged = merged_metrics(ranks)
+    assert merged.version == 3 and merged.train == {"loss": 1.0}
+    assert merged.system == {"learner_dropped": 3, "cpu_s": 5.0, "decode_s": 0.3, "update_s": 0.5,
+                             "checkpoint_blocked_s": 0.0}
+    assert ranks[0].system["cpu_s"] == 2.0  # rank 0's own result is left as it was
+    assert merged_metrics(ranks[:1]) is ranks[0]
 
 
 def _same(a: dict, b: dict) -> None:
@@ -76,13 +88,13 @@ def test_two_learners_hold_the_weights_of_one_and_checkpoints_resume_on_any_numb
             (m0, w0), rest = out[0], out[1:]
             for m, w in rest:
                 _same(w0, w)
-                assert m["version"] == m0["version"] == version + 1
-                assert m["system"]["learner_env_steps"] == m0["system"]["learner_env_steps"]
-                assert m["train"].keys() == m0["train"].keys()
-                for key, value in m0["train"].items():  # losses, KL, normaliser and reward statistics
-                    assert m["train"][key] == pytest.approx(value, rel=1e-3, abs=1e-5, nan_ok=True), key
+                assert m.version == m0.version == version + 1
+                assert m.system["learner_env_steps"] == m0.system["learner_env_steps"]
+                assert m.train.keys() == m0.train.keys()
+                for key, value in m0.train.items():  # losses, KL, normaliser and reward statistics
+                    assert m.train[key] == pytest.approx(value, rel=1e-3, abs=1e-5, nan_ok=True), key
             if variant == "hmasd":
-                assert m0["train"]["high_step_halvings"] > 0  # the bound acts in every round
+                assert m0.train["high_step_halvings"] > 0  # the bound acts in every round
             weights, version = w0, version + 1
         return weights, version
 
@@ -131,13 +143,13 @@ def test_a_killed_learner_fails_the_group_over_and_the_run_reaches_its_target(ra
         "tensorboard=false", "log_every_s=30", "learner.num_learners=2", "learner.num_cpus=0.5",
         "target_return=195", "return_window=50", "max_env_steps=1500000", "checkpoint.every_rounds=2"])
     summary = train_killing(cfg, tmp_path, tmp_path / "checkpoints" / "latest.json", "learner-1")
-    assert summary["status"] == "completed" and summary["reached_target"], summary
-    assert summary["learner_restarts"] == 1 and summary["num_learners"] == 2
-    assert len(summary["placement"]["learners"]) == 2
+    assert summary.status == "completed" and summary.reached_target, summary
+    assert summary.learner_restarts == 1 and summary.num_learners == 2
+    assert len(summary.placement.learners) == 2
     log = (tmp_path / "console.log").read_text()
     assert "the learner died" in log and "learner rebuilt from its checkpoint of round" in log
     # Versions only went up: the final checkpoint is the run's newest policy.
-    assert find_resume(str(tmp_path), cfg, None).state["learner"]["version"] == summary["policy_version"]
+    assert find_resume(str(tmp_path), cfg, None).state["learner"]["version"] == summary.policy_version
 
 
 @pytest.mark.parametrize("overrides, needle", [

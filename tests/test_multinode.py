@@ -35,10 +35,10 @@ def test_workers_on_other_nodes_ship_compressed_rollouts_and_learn(three_nodes, 
         "workers.resources={rollout_node: 1}", "learner.resources={learner_node: 1}",
         "learner.num_cpus=0", "workers.num_cpus=0.5", "checkpoint.every_rounds=0"])
     summary = train(cfg, run_dir=tmp_path, quiet=True)
-    assert summary["reached_target"], summary
-    assert summary["compression"] == ["lz4"]  # `auto`: every worker is on another node than the learner
-    assert summary["compression_ratio"] > 1.0
-    workers, learner = summary["placement"]["workers"], summary["placement"]["learner"]
+    assert summary.reached_target, summary
+    assert summary.compression == ["lz4"]  # `auto`: every worker is on another node than the learner
+    assert summary.compression_ratio > 1.0
+    workers, learner = summary.placement.workers, summary.placement.learner
     assert len(set(workers)) == 2 and learner not in workers  # one worker per rollout node
 
 
@@ -49,8 +49,8 @@ def test_a_learner_group_spread_over_two_nodes_trains_to_target(three_nodes, tmp
         "workers.resources={rollout_node: 1}", "learner.resources={rollout_node: 1}", "learner.num_learners=2",
         "learner.placement=spread", "learner.num_cpus=0", "workers.num_cpus=0.5", "checkpoint.every_rounds=0"])
     summary = train(cfg, run_dir=tmp_path, quiet=True)
-    assert summary["reached_target"], summary
-    learners = summary["placement"]["learners"]
+    assert summary.reached_target, summary
+    learners = summary.placement.learners
     assert len(set(learners)) == 2  # the all-reduce crossed nodes
 
 
@@ -80,6 +80,6 @@ def test_losing_a_worker_node_mid_run(three_nodes, tmp_path):
     killer.start()
     summary = train(cfg, run_dir=tmp_path, quiet=True)
     killer.join()
-    assert summary["status"] == "completed" and summary["env_steps"] >= 409600
-    assert summary["worker_restarts"] >= 1  # the lost node's worker came back on the other node
-    assert summary["dropped_rollouts"] == 0 and summary["policy_version"] == summary["rounds"]
+    assert summary.status == "completed" and summary.env_steps >= 409600
+    assert summary.worker_restarts >= 1  # the lost node's worker came back on the other node
+    assert summary.dropped_rollouts == 0 and summary.policy_version == summary.rounds

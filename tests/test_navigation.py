@@ -292,8 +292,8 @@ def test_ppo_learns_to_reach_the_goal_on_an_easy_layout(ray_session, tmp_path):
         f"env.kwargs={EASY}".replace("'", '"'), "workers.num_envs=128", "workers.rollout_len=16",
         "max_env_steps=120000", "checkpoint.every_rounds=0", "tensorboard=false", "log_every_s=30"])
     summary = train(cfg, run_dir=tmp_path, quiet=True)
-    assert summary["status"] == "completed" and summary["env_steps"] >= 120000, summary
-    state, _ = load_checkpoint(summary["checkpoints"]["last_path"])
+    assert summary.status == "completed" and summary.env_steps >= 120000, summary
+    state, _ = load_checkpoint(summary.checkpoints.last_path)
     result = evaluate(state, episodes=200, deterministic=True, num_envs=100)
     baseline = _random_action_success()
     assert baseline < 0.05, baseline

@@ -141,8 +141,8 @@ def memory_run(tmp_path_factory):
 @pytest.mark.slow
 def test_recurrent_ppo_learns_memory_cartpole_through_the_system(memory_run):
     run, summary = memory_run
-    assert summary["reached_target"], summary  # positions only: an MLP cannot see the velocities
-    assert summary["dropped_rollouts"] == 0 and summary["policy_version"] == summary["rounds"]
+    assert summary.reached_target, summary  # positions only: an MLP cannot see the velocities
+    assert summary.dropped_rollouts == 0 and summary.policy_version == summary.rounds
 
 
 @pytest.mark.slow
@@ -163,7 +163,7 @@ def test_recurrent_resume_matches_the_uninterrupted_run(ray_session, tmp_path):
     full, _, _ = CheckpointStore(str(tmp_path / "a" / "checkpoints")).load_latest_valid()
     round_6 = find_resume(str(tmp_path / "a" / "checkpoints" / "ckpt-v00000006.rlck"), cfg, None)
     assert round_6.state["workers"][0]["recurrent_state"].abs().sum() > 0  # the worker's memory is saved
-    RunLoop(cfg, tmp_path / "b", quiet=True, resume_state=round_6.state).run()
+    RunLoop(cfg, tmp_path / "b", log_level="warning", resume_state=round_6.state).run()
     resumed, _, _ = CheckpointStore(str(tmp_path / "b" / "checkpoints")).load_latest_valid()
     assert resumed["learner"]["version"] == full["learner"]["version"] == 7
     for key, value in full["learner"]["model"].items():

@@ -72,16 +72,16 @@ def test_a_stalled_run_restarts_once_per_check_and_keeps_its_budget(ray_session,
             "max_policy_lag=1", "reseed.at_env_steps=[1024, 3000, 6000]", "return_window=20"]
     cfg = load_config("launch/configs/cartpole_ppo.yaml", [*base, "reseed.below_return=1e9"])
     summary = train(cfg, run_dir=tmp_path / "stalled")
-    reseeds = summary["reseeds"]
+    reseeds = summary.reseeds
     assert [r["seed"] for r in reseeds] == [attempt_seed(cfg.seed, 1), attempt_seed(cfg.seed, 2)]
     assert 1024 <= reseeds[0]["env_steps"] < 3000 <= reseeds[1]["env_steps"] < 6144
-    assert summary["env_steps"] >= 6144 and summary["status"] == "completed"
-    assert summary["policy_version"] == summary["rounds"] + 2  # each reseed is one more version
+    assert summary.env_steps >= 6144 and summary.status == "completed"
+    assert summary.policy_version == summary.rounds + 2  # each reseed is one more version
     assert capsys.readouterr().out.count("reseed on stall: best mean return") == 2
 
     cfg = load_config("launch/configs/cartpole_ppo.yaml", [*base, "reseed.below_return=-1e9"])
     summary = train(cfg, run_dir=tmp_path / "learning", quiet=True)
-    assert summary["reseeds"] == [] and summary["policy_version"] == summary["rounds"]
+    assert summary.reseeds == [] and summary.policy_version == summary.rounds
 
 
 @pytest.mark.slow  # three runs compared bit for bit (resume equivalence itself: tests/test_resilience.py)
@@ -99,7 +99,7 @@ def test_resume_before_or_after_the_restart_matches_the_uninterrupted_run(ray_se
         "checkpoint.every_rounds=1", "checkpoint.keep_last=10", "tensorboard=false",
         "reseed.at_env_steps=[1024]", "reseed.below_return=1e9"])
     full = train(cfg, run_dir=tmp_path / "a", quiet=True)
-    assert [r["round"] for r in full["reseeds"]] == [2]
+    assert [r["round"] for r in full.reseeds] == [2]
 
     def final_model(run_dir):
         return CheckpointStore(str(run_dir / "checkpoints")).load_latest_valid()[0]["learner"]["model"]
@@ -108,7 +108,7 @@ def test_resume_before_or_after_the_restart_matches_the_uninterrupted_run(ray_se
     for version in (1, 4):  # round 1 (before the reseed) and round 3 (after it: one more version)
         found = find_resume(str(tmp_path / "a" / "checkpoints" / f"ckpt-v{version:08d}.rlck"), cfg, None)
         summary = RunLoop(cfg, tmp_path / f"from-v{version}", log_level="warning", resume_state=found.state).run()
-        assert summary["reseeds"] == full["reseeds"], version
+        assert summary.reseeds == full.reseeds, version
         resumed = final_model(tmp_path / f"from-v{version}")
         assert all(torch.equal(expected[k], resumed[k]) for k in expected), version
 

@@ -52,18 +52,18 @@ def test_killed_workers_are_restarted_and_training_reaches_threshold(ray_session
     finally:
         stop.set()
         killer.join()
-    assert summary["reached_target"], summary
-    assert summary["worker_restarts"] >= 1
-    assert summary["dropped_rollouts"] == 0 and summary["policy_version"] == summary["rounds"]
+    assert summary.reached_target, summary
+    assert summary.worker_restarts >= 1
+    assert summary.dropped_rollouts == 0 and summary.policy_version == summary.rounds
 
 
 def test_env_raising_is_reported_and_rollout_re_requested(ray_session, tmp_path):
     cfg = load_config(None, FAST + ["env.name=Chaos", "env.kwargs={env: CartPole, raise_at_step: 20}",
                                     "workers.num_workers=1", "workers.num_envs=16", "max_env_steps=4096"])
     summary = train(cfg, run_dir=tmp_path, quiet=True)
-    assert summary["status"] == "completed"
-    assert summary["worker_failures"] == 1  # the worker's env raised once; its rollout was asked again
-    assert summary["env_steps"] >= 4096 and summary["policy_version"] == summary["rounds"]
+    assert summary.status == "completed"
+    assert summary.worker_failures == 1  # the worker's env raised once; its rollout was asked again
+    assert summary.env_steps >= 4096 and summary.policy_version == summary.rounds
 
 
 def test_nan_losses_stop_the_run_with_a_checkpoint(ray_session, tmp_path):
@@ -102,7 +102,7 @@ def test_resume_after_round_k_matches_uninterrupted_run(uninterrupted, tmp_path)
 
     round_6 = find_resume(str(uninterrupted / "checkpoints" / "ckpt-v00000006.rlck"), cfg, None)
     assert round_6.state["workers"] is not None  # env + RNG state captured: exact resume
-    RunLoop(cfg, tmp_path / "b", quiet=True, resume_state=round_6.state).run()
+    RunLoop(cfg, tmp_path / "b", log_level="warning", resume_state=round_6.state).run()
     resumed = _final_weights(tmp_path / "b")
     assert resumed["learner"]["version"] == 7
     for key, value in full["learner"]["model"].items():
@@ -147,8 +147,8 @@ def test_dead_learner_past_its_restarts_ends_run_clearly_and_resume_latest_conti
     cfg2 = load_config("launch/configs/cartpole_ppo.yaml", FAST + [
         "target_return=null", f"max_env_steps={found.state['driver']['env_steps'] + 2 * 64 * 16}",
         "workers.num_workers=1", "workers.num_envs=64", "workers.rollout_len=16"])
-    summary = RunLoop(cfg2, tmp_path, quiet=True, resume_state=found.state).run()
-    assert summary["status"] == "completed" and summary["policy_version"] == version + 2
+    summary = RunLoop(cfg2, tmp_path, log_level="warning", resume_state=found.state).run()
+    assert summary.status == "completed" and summary.policy_version == version + 2
 
 
 @pytest.mark.slow
@@ -168,10 +168,10 @@ def test_unwritable_checkpoint_dir_is_reported_and_training_goes_on(ray_session,
         "target_return=null", "max_env_steps=8192", "workers.num_workers=1", "workers.num_envs=32",
         "checkpoint.every_rounds=2", f"checkpoint.dir={blocker / 'checkpoints'}"])
     summary = train(cfg, run_dir=tmp_path / "run", quiet=True)
-    assert summary["status"] == "completed" and summary["env_steps"] >= 8192
-    assert summary["checkpoints"]["saved"] == 0 and summary["checkpoints"]["failed"] >= 1
-    assert summary["checkpoints"]["last_error"]
-    assert "\n" not in summary["checkpoints"]["last_error"]
+    assert summary.status == "completed" and summary.env_steps >= 8192
+    assert summary.checkpoints.saved == 0 and summary.checkpoints.failed >= 1
+    assert summary.checkpoints.last_error
+    assert "\n" not in summary.checkpoints.last_error
 
 
 def test_sigterm_flushes_checkpoints_and_exits_cleanly(tmp_path):
@@ -217,5 +217,5 @@ def test_a_checkpointer_slow_to_start_loses_no_checkpoint_of_a_fast_run(ray_sess
         "target_return=null", "checkpoint.every_rounds=2", "checkpoint.keep_last=100"])  # 8 rounds of 256 steps
     summary = train(cfg, run_dir=tmp_path, quiet=True)
     names = sorted(p.name for p in (tmp_path / "checkpoints").glob("*.rlck"))
-    assert names == [f"ckpt-v{v:08d}.rlck" for v in (2, 4, 6, 8)], (names, summary["checkpoints"])
-    assert summary["checkpoints"]["skipped"] == 0
+    assert names == [f"ckpt-v{v:08d}.rlck" for v in (2, 4, 6, 8)], (names, summary.checkpoints)
+    assert summary.checkpoints.skipped == 0

@@ -61,9 +61,9 @@ def test_training_with_selfplay_pool(ray_session, tmp_path):
     cfg = load_config(None, AIR + ["max_env_steps=12288", "selfplay.enabled=true", "selfplay.refresh_every=3",
                                    "selfplay.pool_size=2", "selfplay.scripted_prob=0.0"])
     summary = train(cfg, run_dir=tmp_path, quiet=True)
-    assert summary["status"] == "completed" and summary["rounds"] == 12
+    assert summary.status == "completed" and summary.rounds == 12
     # refreshed after rounds 3, 6, 9 and 12; the pool keeps the newest two versions
-    assert summary["selfplay_pool_versions"] == [9, 12]
+    assert summary.selfplay_pool_versions == [9, 12]
 
 
 def test_selfplay_on_an_env_without_opponent_is_one_clear_error(ray_session, tmp_path):

@@ -17,11 +17,11 @@ def test_cartpole_learns_with_two_workers(ray_session, tmp_path):
     cfg = load_config("launch/configs/cartpole_ppo.yaml",
                       ["target_return=195", "max_env_steps=600000", "return_window=50", "log_every_s=5"])
     summary = train(cfg, run_dir=tmp_path, quiet=True)
-    assert summary["reached_target"], summary
-    assert summary["final_mean_return"] >= 195
-    assert summary["dropped_rollouts"] == 0 and summary["policy_version"] == summary["rounds"]
+    assert summary.reached_target, summary
+    assert summary.final_mean_return >= 195
+    assert summary.dropped_rollouts == 0 and summary.policy_version == summary.rounds
     on_disk = json.loads((tmp_path / "summary.json").read_text())
-    assert on_disk["env_steps"] == summary["env_steps"] and on_disk["status"] == "completed"
+    assert on_disk["env_steps"] == summary.env_steps and on_disk["status"] == "completed"
     tags = scalar_tags(tmp_path / "tb")
     assert {"rollout/return_mean", "train/pg_loss", "train/approx_kl", "system/steps_per_s",
             "system/dropped_rollouts", "system/update_s"} <= tags, sorted(tags)
@@ -39,13 +39,13 @@ def test_policy_lag_one_overlaps_and_vtrace_and_the_proximal_anchor_weigh_what_t
                       ["max_policy_lag=1", "max_env_steps=16384", "target_return=null", "ppo.value_target=vtrace",
                        "ppo.ratio_anchor=proximal"])
     summary = train(cfg, run_dir=tmp_path, quiet=True)
-    assert summary["max_policy_lag_used"] == 1  # in-flight rollouts from the previous version were used
-    assert summary["env_steps"] >= 16384
+    assert summary.max_policy_lag_used == 1  # in-flight rollouts from the previous version were used
+    assert summary.env_steps >= 16384
     # One version behind: the learner's policy has moved since it sampled, so not every weight is 1.
     scalars = read_scalars(tmp_path / "tb")
     for tag in ("train/vtrace_rho_mean", "train/proximal_rho_mean"):
         rho = scalars[tag]
-        assert len(rho) == summary["rounds"] and any(abs(r - 1.0) > 1e-4 for _, r in rho), (tag, rho)
+        assert len(rho) == summary.rounds and any(abs(r - 1.0) > 1e-4 for _, r in rho), (tag, rho)
     assert "train/proximal_rho_clipped" in scalars
 
 
@@ -82,8 +82,8 @@ def brief_run(tmp_path_factory):
 
 def test_target_is_recorded_without_stopping_when_asked(brief_run):
     _, summary = brief_run
-    assert summary["reached_target"] and summary["steps_to_target"] < summary["env_steps"]
-    assert summary["env_steps"] >= 20480  # ran on to the budget
+    assert summary.reached_target and summary.steps_to_target < summary.env_steps
+    assert summary.env_steps >= 20480  # ran on to the budget
 
 
 def test_rollout_archive_every_k_rounds_and_inspect(brief_run):
@@ -94,9 +94,9 @@ def test_rollout_archive_every_k_rounds_and_inspect(brief_run):
 
     run_dir, summary = brief_run
     files = sorted((run_dir / "rollouts").glob("rollouts-r*.arrow"))
-    assert summary["rounds"] == 20480 // (2 * 64 * 32)
+    assert summary.rounds == 20480 // (2 * 64 * 32)
     assert [f.name for f in files] == ["rollouts-r000000.arrow", "rollouts-r000004.arrow"]
-    assert summary["archives_written"] == 2
+    assert summary.archives_written == 2
     table = feather.read_table(files[1])
     assert table.num_rows == 2 * 64 * 32 and set(table["policy_version"].to_pylist()) == {4}
     out = subprocess.run([sys.executable, "-m", "rl_system", "rollouts", "inspect", str(files[1])],
@@ -111,7 +111,7 @@ def test_status_command_reads_the_run_from_another_process(brief_run):
     import ray
 
     _, summary = brief_run
-    assert summary["compression"] == ["none"]  # one node: `auto` ships rollouts uncompressed
+    assert summary.compression == ["none"]  # one node: `auto` ships rollouts uncompressed
     address = ray.get_runtime_context().gcs_address
     out = subprocess.run([sys.executable, "-m", "rl_system", "status", "--address", address],
                          capture_output=True, text=True, timeout=120)

@@ -101,11 +101,12 @@ def outcome_rates(policy, episodes: int, num_envs: int, time_scale: float, seed:
 def checkpoint_red(path: str) -> tuple[Any, dict[str, Any]]:
     """A trained policy as red (sampled actions, as in training) and its env kwargs."""
     from rl_system.algos import load_policy
+    from rl_system.checkpoint import keys
     from rl_system.checkpoint.resume import find_resume
     from rl_system.config import RunConfig, load_config
 
     state = find_resume(path, load_config(None), None).state
-    kwargs = dict(RunConfig.model_validate(state["config"]).env.kwargs)
+    kwargs = dict(RunConfig.model_validate(state[keys.CONFIG]).env.kwargs)
     policy = load_policy(state, AirCombatVecEnv(1, **kwargs))
     return (lambda obs, gen: policy.act(obs)[0]), kwargs
 

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from bench.harness.stamp import load1, stamp, stamp_line
-from rl_system.observe.metrics import first_at_least
+from rl_system.observe.metrics import RETURN_MEAN, ROLLOUT, first_at_least
 
 MODES = {"eager": "false", "compiled": "true"}
 
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("config")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--metric", default="rollout/return_mean", help="TensorBoard tag timed to --threshold")
+    ap.add_argument("--metric", default=ROLLOUT + RETURN_MEAN, help="TensorBoard tag timed to --threshold")
     ap.add_argument("--threshold", type=float, required=True)
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--episodes", type=int, default=1000, help="episodes of the final test")

@@ -16,6 +16,7 @@ import statistics
 from pathlib import Path
 
 from bench.tb_scalars import read_scalars
+from rl_system.observe.metrics import RETURN_MEAN, ROLLOUT, SYSTEM, UPDATE_S
 
 
 def largest_fall(returns: dict[int, float], reseeds: list[int]) -> tuple[float, int | None]:
@@ -38,8 +39,8 @@ def round_stats(run_dir: Path, epochs: int) -> str:
     sc = read_scalars(run_dir)
     summary = run_dir / "summary.json"
     reseeds = [r["env_steps"] for r in json.loads(summary.read_text())["reseeds"]] if summary.exists() else []
-    fall, at = largest_fall(sc["rollout/return_mean"], reseeds)
-    rounds = len(sc["system/update_s"])
+    fall, at = largest_fall(sc[ROLLOUT + RETURN_MEAN], reseeds)
+    rounds = len(sc[SYSTEM + UPDATE_S])
     if "train/high_steps_kept" in sc:
         kept = list(sc["train/high_steps_kept"].values())
         halved = list(sc["train/high_step_halvings"].values())

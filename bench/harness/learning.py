@@ -54,11 +54,12 @@ def tb_curve(tb_dir: Path) -> Curve:
     """(env steps, elapsed s, mean return) per round, from a run's TensorBoard files: the return
     is ``rollout/return_mean``; elapsed is ``env steps / system/steps_per_s`` (the run's own
     clock, from the start of its first round)."""
-    from rl_system.observe.metrics import read_scalars
+    from rl_system.observe.metrics import RETURN_MEAN, ROLLOUT, STEPS_PER_S, SYSTEM, read_scalars
 
     scalars = read_scalars(tb_dir)
-    rates = dict(scalars.get("system/steps_per_s", []))
-    return [(s, s / rates[s], r) for s, r in scalars.get("rollout/return_mean", []) if rates.get(s) and not math.isnan(r)]
+    rates = dict(scalars.get(SYSTEM + STEPS_PER_S, []))
+    returns = scalars.get(ROLLOUT + RETURN_MEAN, [])
+    return [(s, s / rates[s], r) for s, r in returns if rates.get(s) and not math.isnan(r)]
 
 
 def read_ours(run_dir: Path) -> dict[str, Any]:
@@ -89,15 +90,16 @@ def with_test_env(state: dict, assignments: list[str]) -> dict:
     malformed assignment."""
     import copy
 
+    from rl_system.checkpoint import keys
     from rl_system.config import ConfigError, apply_override, build_config
 
-    tree = copy.deepcopy(state["config"])
+    tree = copy.deepcopy(state[keys.CONFIG])
     for assignment in assignments:
         if "=" not in assignment or assignment.startswith("="):
             raise ConfigError(f"--test-env {assignment!r}: expected KWARG=VALUE, e.g. random_start=false")
         apply_override(tree, f"env.eval_kwargs.{assignment}")
     build_config(tree)
-    return {**state, "config": tree}
+    return {**state, keys.CONFIG: tree}
 
 
 def first_at(curve: list, level: float) -> tuple | None:
@@ -115,14 +117,15 @@ def train_row(config: str, overrides: list[str], seed: int, run_dir: Path, test_
     from rl_system.config import load_config
     from rl_system.policy.evaluation import evaluate
     from rl_system.run.loop import train
+    from rl_system.run.summary import rate_key
 
     cfg = load_config(config, [f"seed={seed}", "log_every_s=30", *overrides])
     summary = train(cfg, run_dir=run_dir, quiet=True)
     row = read_ours(run_dir)
-    row.update(config=config, overrides=overrides, train_cpu_s=summary["cpu_s"]["total"],
-               steps_to_target=summary.get("steps_to_target"),
-               time_to_target_s=summary.get("time_to_target_s"), best_return=summary.get("best_mean_return"),
-               outcome_rates={k: v for k, v in summary.items() if k.startswith("final_") and k.endswith("_rate")},
+    row.update(config=config, overrides=overrides, train_cpu_s=summary.cpu_s.total,
+               steps_to_target=summary.steps_to_target,
+               time_to_target_s=summary.time_to_target_s, best_return=summary.best_mean_return,
+               outcome_rates={rate_key(k): v for k, v in summary.final_rates.items()},
                **where_it_ran())
     if test_episodes:
         state, _, _ = CheckpointStore(str(run_dir / "checkpoints")).load_latest_valid()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import ray
@@ -22,12 +23,22 @@ from rl_system import collective
 from rl_system.actors.weights import PolicyWeights
 from rl_system.algos import get_algorithm
 from rl_system.algos.precision import update_autocast
-from rl_system.checkpoint import capture_rng_state, restore_rng_state
+from rl_system.checkpoint import capture_rng_state, keys, restore_rng_state
 from rl_system.checkpoint.writer import to_transport
 from rl_system.config import RunConfig
 from rl_system.device import resolve_device, resolve_precision, resolve_threads
 from rl_system.envs.base import ActionSpec, TensorSpec
 from rl_system.heap import configure_malloc
+from rl_system.observe.metrics import (
+    BF16,
+    CHECKPOINT_BLOCKED_S,
+    CPU_S,
+    DECODE_S,
+    LEARNER_DROPPED,
+    LEARNER_ENV_STEPS,
+    SKIPPED_UPDATES_TOTAL,
+    UPDATE_S,
+)
 from rl_system.rollout import codec
 from rl_system.rollout import contract as rollout
 from rl_system.rollout.gate import PolicyVersionGate
@@ -35,6 +46,21 @@ from rl_system.rollout.gate import PolicyVersionGate
 
 class StaleRolloutError(RuntimeError):
     """Raised when every rollout handed to ``update`` fails the version gate."""
+
+
+@dataclass
+class UpdateResult:
+    """What one :meth:`Learner.update` reports; over a learner group,
+    :func:`rl_system.actors.learner_group.merged_metrics` makes one of them."""
+
+    version: int
+    """The new policy version."""
+    train: dict[str, float]
+    """The trainer's metrics (losses, entropy, KL, ...), logged under ``train/``."""
+    system: dict[str, float]
+    """The learner's own figures, logged under ``system/`` (named in :mod:`rl_system.observe.metrics`):
+    decode and update seconds, env steps trained on, rollouts it dropped, skipped minibatch steps
+    so far, checkpoint wait, CPU seconds, bf16."""
 
 
 class Learner:
@@ -102,12 +128,9 @@ class Learner:
     def get_weights(self) -> PolicyWeights:
         return PolicyWeights({k: v.detach().cpu() for k, v in self.policy.state_dict().items()})
 
-    def update(self, *payloads: bytes) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
-        """Train on the given rollouts (payload bytes); returns ``(metrics, new_weights)``.
-
-        ``metrics``: ``{"version": new policy version, "train": the trainer's metrics (losses,
-        entropy, KL, ...), "system": the learner's own (decode and update seconds, env steps
-        trained on, rollouts it dropped, skipped minibatch steps so far, checkpoint wait)}``."""
+    def update(self, *payloads: bytes) -> tuple[UpdateResult, PolicyWeights | None]:
+        """Train on the given rollouts (payload bytes); returns ``(result, new_weights)`` (the
+        weights from rank 0 only, None from the others)."""
         self._join_snapshot()
         t0, c0 = time.perf_counter(), time.process_time()
         rollouts, dropped = [], 0
@@ -134,12 +157,12 @@ class Learner:
             train = self.algo.update(batch, progress)
         self.env_steps += steps
         self.version += 1
-        system = {"learner_env_steps": self.env_steps, "learner_dropped": dropped, "decode_s": t_decode,
-                  "update_s": time.perf_counter() - t0 - t_decode, "skipped_updates_total": self.algo.skipped_updates,
-                  "checkpoint_blocked_s": self.ckpt_blocked_s, "cpu_s": time.process_time() - c0,
-                  "bf16": float(self.precision == "bf16")}
+        system = {LEARNER_ENV_STEPS: self.env_steps, LEARNER_DROPPED: dropped, DECODE_S: t_decode,
+                  UPDATE_S: time.perf_counter() - t0 - t_decode, SKIPPED_UPDATES_TOTAL: self.algo.skipped_updates,
+                  CHECKPOINT_BLOCKED_S: self.ckpt_blocked_s, CPU_S: time.process_time() - c0,
+                  BF16: float(self.precision == "bf16")}
         weights = self.get_weights() if self.rank == 0 else None  # identical on every rank
-        return {"version": self.version, "train": train, "system": system}, weights
+        return UpdateResult(self.version, train, system), weights
 
     # -- checkpointing -------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
@@ -147,25 +170,25 @@ class Learner:
         optimiser moments, counters and RNG state. The tensors are the live ones: the caller
         must be done with them before the next update."""
         return {
-            "model": self.policy.state_dict(),
-            "optimizer": self.algo.state_dict(),
-            "version": self.version,
-            "env_steps": self.env_steps,
-            "skipped_updates": self.algo.skipped_updates,
-            "lr_scale": self.algo.lr_scale,
-            "rng": capture_rng_state(),
+            keys.MODEL: self.policy.state_dict(),
+            keys.OPTIMIZER: self.algo.state_dict(),
+            keys.VERSION: self.version,
+            keys.ENV_STEPS: self.env_steps,
+            keys.SKIPPED_UPDATES: self.algo.skipped_updates,
+            keys.LR_SCALE: self.algo.lr_scale,
+            keys.RNG: capture_rng_state(),
         }
 
     def load_state(self, state: dict[str, Any]) -> dict[str, torch.Tensor]:
         """Restore :meth:`state`; returns the weights for the workers."""
         self._join_snapshot()
-        self.policy.load_state_dict(state["model"])
-        self.algo.load_state_dict(state["optimizer"])
-        self.version = int(state["version"])
-        self.env_steps = int(state["env_steps"])
-        self.algo.skipped_updates = int(state["skipped_updates"])
-        self.algo.lr_scale = float(state.get("lr_scale", 1.0))  # checkpoints from before rollbacks: 1
-        restore_rng_state(state["rng"])
+        self.policy.load_state_dict(state[keys.MODEL])
+        self.algo.load_state_dict(state[keys.OPTIMIZER])
+        self.version = int(state[keys.VERSION])
+        self.env_steps = int(state[keys.ENV_STEPS])
+        self.algo.skipped_updates = int(state[keys.SKIPPED_UPDATES])
+        self.algo.lr_scale = float(state.get(keys.LR_SCALE, 1.0))  # checkpoints from before rollbacks: 1
+        restore_rng_state(state[keys.RNG])
         return self.get_weights()
 
     def restore(self, state: dict[str, Any] | None, min_version: int) -> dict[str, torch.Tensor]:
@@ -202,7 +225,7 @@ class Learner:
             try:
                 # No copy here: ray.put copies into the object store, and the next update
                 # waits for this thread before it touches the weights.
-                ref = ray.put(to_transport({"learner": self.state(), **extra}))
+                ref = ray.put(to_transport({keys.LEARNER: self.state(), **extra}))
                 self._save_ref = checkpointer.save.remote(
                     [ref], {"policy_version": self.version, "env_steps": self.env_steps, **manifest})
             except Exception as err:  # noqa: BLE001 - reported through metrics, training goes on

@@ -20,6 +20,7 @@ one (data parallel).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import ray
@@ -27,9 +28,10 @@ from ray.exceptions import RayActorError, RayTaskError
 from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from rl_system.actors.learner import Learner
+from rl_system.actors.learner import Learner, UpdateResult
 from rl_system.actors.placement import ActorScope
 from rl_system.config import RunConfig
+from rl_system.observe.metrics import CHECKPOINT_BLOCKED_S, CPU_S, DECODE_S, LEARNER_DROPPED, UPDATE_S
 
 # How long to wait for the other learners' outcome once one has failed: a death and its peers'
 # broken collectives arrive close together, and the death is the cause worth reporting.
@@ -121,8 +123,8 @@ class LearnerGroup:
 
     # -- calls on every learner ----------------------------------------------------------------
     def update(self, payload_refs: list[ray.ObjectRef]) -> tuple[list[ray.ObjectRef], ray.ObjectRef]:
-        """Start one update; ``payload_refs`` in worker order. Returns every learner's metrics ref
-        (rank order; resolve them with :meth:`wait`) and rank 0's weights ref."""
+        """Start one update; ``payload_refs`` in worker order. Returns every learner's
+        :class:`UpdateResult` ref (rank order; resolve them with :meth:`wait`) and rank 0's weights ref."""
         calls = [a.update.options(num_returns=2).remote(*(payload_refs[i] for i in share))
                  for a, share in zip(self.actors, shares(len(payload_refs), self.size))]
         return [m for m, _ in calls], calls[0][1]
@@ -158,15 +160,15 @@ class LearnerGroup:
         self.actors, self.pg = [], None
 
 
-def merged_metrics(per_rank: list[dict[str, Any]]) -> dict[str, Any]:
-    """One update's metrics: rank 0's (its train metrics are already global), with the system
+def merged_metrics(per_rank: list[UpdateResult]) -> UpdateResult:
+    """One update's result: rank 0's (its train metrics are already global), with the system
     figures made group-wide (dropped rollouts and CPU seconds summed, times the slowest)."""
-    metrics = per_rank[0]
+    first = per_rank[0]
     if len(per_rank) == 1:
-        return metrics
-    system = dict(metrics["system"])
-    for key in ("learner_dropped", "cpu_s"):
-        system[key] = sum(m["system"].get(key, 0) for m in per_rank)
-    for key in ("decode_s", "update_s", "checkpoint_blocked_s"):
-        system[key] = max(m["system"].get(key, 0.0) for m in per_rank)
-    return {**metrics, "system": system}
+        return first
+    system = dict(first.system)
+    for key in (LEARNER_DROPPED, CPU_S):
+        system[key] = sum(r.system.get(key, 0) for r in per_rank)
+    for key in (DECODE_S, UPDATE_S, CHECKPOINT_BLOCKED_S):
+        system[key] = max(r.system.get(key, 0.0) for r in per_rank)
+    return replace(first, system=system)

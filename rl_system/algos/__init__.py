@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rl_system.algos.protocols import AlgorithmModule, Sampler, Trainer
 
-__all__ = ["Algorithm", "AlgorithmModule", "Sampler", "Trainer", "get_algorithm", "load_policy"]
+LR, MINIBATCH_STEPS, SKIPPED_MINIBATCHES = "lr", "minibatch_steps", "skipped_minibatches"
+"""The metrics every trainer reports beside its own (``train/``): the learning rate of the update,
+the minibatch steps taken, and those dropped as not finite (the run loop's guard reads it)."""
+
+__all__ = ["LR", "MINIBATCH_STEPS", "SKIPPED_MINIBATCHES", "Algorithm", "AlgorithmModule", "Sampler",
+           "Trainer", "get_algorithm", "load_policy"]
 
 # algo name -> module providing make_policy / make_sampler / make_trainer (imported lazily).
 _ALGORITHMS = {

@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from rl_system import collective
+from rl_system.algos import LR, MINIBATCH_STEPS, SKIPPED_MINIBATCHES
 
 M = TypeVar("M")
 
@@ -54,6 +55,10 @@ class EpochStats:
             self.sums[k] = self.sums.get(k, 0.0) + v
             self.counts[k] = self.counts.get(k, 0) + 1
         self.steps += 1
+
+    def report(self, lr: float) -> dict[str, float]:
+        """The metrics every trainer reports: the update's learning rate, steps taken and dropped."""
+        return {LR: lr, MINIBATCH_STEPS: self.steps, SKIPPED_MINIBATCHES: self.skipped}
 
     def means(self, names: Iterable[str] = ()) -> dict[str, float]:
         """Each statistic's mean over the steps that reported it; ``names`` that no step reported: 0."""

@@ -29,8 +29,10 @@ def with_env_kwargs(state: dict, assignments: list[str]) -> dict:
     """``state`` with ``KWARG=VALUE`` assignments applied to the env kwargs its policy is tested
     under (``env.eval_kwargs``, which win over ``env.kwargs``; a copy: the checkpoint's own dict is
     left alone). ConfigError on a malformed assignment."""
-    tree = copy.deepcopy(state["config"])
+    from rl_system.checkpoint import keys  # the checkpoint package loads torch: not at `rl-system --help`
+
+    tree = copy.deepcopy(state[keys.CONFIG])
     for assignment in assignments:
         apply_override(tree, f"env.eval_kwargs.{env_kwarg(assignment)}")
     build_config(tree)
-    return {**state, "config": tree}
+    return {**state, keys.CONFIG: tree}

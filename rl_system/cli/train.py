@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rl_system.cli.common import fail
 from rl_system.config import load_config
+from rl_system.run.summary import RunSummary
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -70,34 +71,33 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_done(cfg, summary: dict) -> None:
-    ttt = summary["time_to_target_s"]
+def _print_done(cfg, summary: RunSummary) -> None:
+    ttt = summary.time_to_target_s
     if cfg.target_return is None:
         reached = ""  # no target configured: nothing was to be reached
     elif ttt is not None:
-        reached = f", target reached in {ttt:.2f}s / {summary['steps_to_target']:,} steps"
+        reached = f", target reached in {ttt:.2f}s / {summary.steps_to_target:,} steps"
     else:
         reached = ", target not reached"
-    reseeds = summary["reseeds"]
+    reseeds = summary.reseeds
     at = ", ".join(f"{r['env_steps']:,}" for r in reseeds)
     reseeded = f", reseeded on stall at {at} steps" if reseeds else ""
-    rollbacks = summary.get("rollbacks") or []
+    rollbacks = summary.rollbacks
     back = ", ".join(f"{r['env_steps']:,} (to {r['to_env_steps']:,})" for r in rollbacks)
     rolled = f", rolled back on collapse at {back} steps" if rollbacks else ""
-    print(f"done: {summary['env_steps']:,} env steps in {summary['wall_time_s']:.2f}s "
-          f"({summary['steps_per_s']:,.0f} steps/s), final mean return {_fmt(summary['final_mean_return'])}{reached}"
+    print(f"done: {summary.env_steps:,} env steps in {summary.wall_time_s:.2f}s "
+          f"({summary.steps_per_s:,.0f} steps/s), final mean return {_fmt(summary.final_mean_return)}{reached}"
           f"{reseeded}{rolled}")
 
 
-def _record_phases(summary: dict, clock) -> None:
+def _record_phases(summary: RunSummary, clock) -> None:
     """The whole process's phases into ``summary.json`` (the run wrote it before Ray stopped)."""
     from rl_system.filesystems import write_json
 
-    summary["phases_s"] = dict(clock.seconds)
-    path = summary.get("run_dir")
-    if path:
+    summary.phases_s = dict(clock.seconds)
+    if summary.run_dir:
         try:
-            write_json(Path(path) / "summary.json", summary)
+            write_json(Path(summary.run_dir) / "summary.json", summary.to_json())
         except OSError:
             pass  # the run's own summary stays; these figures are for people
 

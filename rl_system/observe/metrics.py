@@ -1,6 +1,6 @@
-"""Where progress goes: the return window read off finished episodes, and the sinks (console
-lines, TensorBoard scalars, and :func:`read_scalars` to read them back). What is reported each
-round is :mod:`rl_system.run.reporting`."""
+"""Where progress goes: the names of the metrics that more than one module reads, the return
+window read off finished episodes, and the sinks (console lines, TensorBoard scalars, and
+:func:`read_scalars` to read them back). What is reported each round is :mod:`rl_system.run.reporting`."""
 
 from __future__ import annotations
 
@@ -14,6 +14,47 @@ from typing import Any
 from rich.console import Console
 
 from rl_system.errors import one_line
+
+# -- metric names -----------------------------------------------------------------------------
+# A TensorBoard tag is a group and a name (``rollout/return_mean``); the live status
+# (rl_system.run.reporting.status, exported by rl_system.observe.telemetry) uses the names alone.
+ROLLOUT, TRAIN, SYSTEM = "rollout/", "train/", "system/"
+"""The TensorBoard groups: what the policy achieves, the trainer's metrics, throughput and health."""
+
+# Each round (rollout/ or system/) and the live status.
+RETURN_MEAN = "return_mean"
+STEPS_PER_S = "steps_per_s"
+POLICY_VERSION = "policy_version"
+POLICY_LAG_MEAN = "policy_lag_mean"
+WORKER_RESTARTS = "worker_restarts"
+LEARNER_RESTARTS = "learner_restarts"
+CHECKPOINTER_RESTARTS = "checkpointer_restarts"
+ARCHIVER_RESTARTS = "archiver_restarts"
+RESEEDS = "reseeds"
+ROLLBACKS = "rollbacks"
+
+# The live status only.
+RUN_STATE = "state"
+ROUND = "round"
+ENV_STEPS = "env_steps"
+WORKERS_ALIVE = "workers_alive"
+NUM_WORKERS = "num_workers"
+ROLLOUTS_DROPPED = "rollouts_dropped"
+BYTES_SHIPPED = "bytes_shipped"
+COMPRESSION_RATIO = "compression_ratio"
+CHECKPOINT_SAVE_S = "checkpoint_save_s"
+
+# The learner's figures of one update (system/; merged over a learner group by
+# rl_system.actors.learner_group.merged_metrics).
+LEARNER_ENV_STEPS = "learner_env_steps"
+LEARNER_DROPPED = "learner_dropped"
+DECODE_S = "decode_s"
+UPDATE_S = "update_s"
+SKIPPED_UPDATES_TOTAL = "skipped_updates_total"
+CHECKPOINT_BLOCKED_S = "checkpoint_blocked_s"
+CPU_S = "cpu_s"
+BF16 = "bf16"
+
 
 
 class ReturnWindow:

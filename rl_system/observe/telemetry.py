@@ -15,29 +15,50 @@ from typing import Any
 
 import ray
 
+from rl_system.observe.metrics import (
+    BYTES_SHIPPED,
+    CHECKPOINT_SAVE_S,
+    CHECKPOINTER_RESTARTS,
+    COMPRESSION_RATIO,
+    ENV_STEPS,
+    LEARNER_RESTARTS,
+    NUM_WORKERS,
+    POLICY_LAG_MEAN,
+    POLICY_VERSION,
+    RESEEDS,
+    RETURN_MEAN,
+    ROLLBACKS,
+    ROLLOUTS_DROPPED,
+    ROUND,
+    RUN_STATE,
+    STEPS_PER_S,
+    WORKER_RESTARTS,
+    WORKERS_ALIVE,
+)
+
 NAMESPACE = "rl_system"
 STATUS_ACTOR = "rl-system-status"
 
 # Exported as rl_system_<name> (gauges) and rl_system_<name>_total (counters), tagged with the run's
 # name (``run``); Prometheus sees them with Ray's ``ray_`` prefix. rl_system.observe.grafana draws them.
 GAUGES = (
-    ("env_steps", "env steps collected and trained on"),
-    ("steps_per_s", "env steps per second, learning on"),
-    ("policy_version", "learner policy version"),
-    ("return_mean", "mean return of the last completed episodes"),
-    ("workers_alive", "rollout workers that answered this round"),
-    ("compression_ratio", "raw / shipped rollout bytes"),
-    ("checkpoint_save_s", "seconds the checkpointer took for its last save"),
-    ("policy_lag_mean", "mean policy lag of trained-on rollouts"),
+    (ENV_STEPS, "env steps collected and trained on"),
+    (STEPS_PER_S, "env steps per second, learning on"),
+    (POLICY_VERSION, "learner policy version"),
+    (RETURN_MEAN, "mean return of the last completed episodes"),
+    (WORKERS_ALIVE, "rollout workers that answered this round"),
+    (COMPRESSION_RATIO, "raw / shipped rollout bytes"),
+    (CHECKPOINT_SAVE_S, "seconds the checkpointer took for its last save"),
+    (POLICY_LAG_MEAN, "mean policy lag of trained-on rollouts"),
 )
 COUNTERS = (
-    ("rollouts_dropped", "rollouts dropped by the policy-version gate"),
-    ("worker_restarts", "rollout worker restarts"),
-    ("reseeds", "fresh starts of a stalled run (reseed.at_env_steps)"),
-    ("rollbacks", "returns to the best checkpoint after a collapse (rollback.drop)"),
-    ("learner_restarts", "learners rebuilt from a checkpoint inside the run"),
-    ("checkpointer_restarts", "Ray restarts of the checkpointer"),
-    ("bytes_shipped", "rollout payload bytes sent through the object store"),
+    (ROLLOUTS_DROPPED, "rollouts dropped by the policy-version gate"),
+    (WORKER_RESTARTS, "rollout worker restarts"),
+    (RESEEDS, "fresh starts of a stalled run (reseed.at_env_steps)"),
+    (ROLLBACKS, "returns to the best checkpoint after a collapse (rollback.drop)"),
+    (LEARNER_RESTARTS, "learners rebuilt from a checkpoint inside the run"),
+    (CHECKPOINTER_RESTARTS, "Ray restarts of the checkpointer"),
+    (BYTES_SHIPPED, "rollout payload bytes sent through the object store"),
 )
 
 
@@ -122,13 +143,13 @@ def format_status(runs: dict[str, dict[str, Any]]) -> str:
     for run, s in sorted(runs.items(), key=lambda kv: -kv[1].get("updated_at", 0)):
         age = time.time() - s.get("updated_at", time.time())
         lines.append(
-            f"{run}: {s.get('state', '?')} | round {s.get('round', 0):,} | {s.get('env_steps', 0):,} steps | "
-            f"{s.get('steps_per_s', 0):,.0f} steps/s | return {s.get('return_mean', float('nan')):.2f} | "
-            f"v{s.get('policy_version', 0)} (lag mean {s.get('policy_lag_mean', 0):.2f}) | "
-            f"workers {s.get('workers_alive', 0)}/{s.get('num_workers', 0)} | dropped {s.get('rollouts_dropped', 0)} | "
-            f"restarts {s.get('worker_restarts', 0)} | "
-            + (f"learner rebuilt {s['learner_restarts']}x | " if s.get("learner_restarts") else "")
-            + (f"reseeded on stall {s['reseeds']}x | " if s.get("reseeds") else "")
-            + (f"rolled back {s['rollbacks']}x | " if s.get("rollbacks") else "")
+            f"{run}: {s.get(RUN_STATE, '?')} | round {s.get(ROUND, 0):,} | {s.get(ENV_STEPS, 0):,} steps | "
+            f"{s.get(STEPS_PER_S, 0):,.0f} steps/s | return {s.get(RETURN_MEAN, float('nan')):.2f} | "
+            f"v{s.get(POLICY_VERSION, 0)} (lag mean {s.get(POLICY_LAG_MEAN, 0):.2f}) | "
+            f"workers {s.get(WORKERS_ALIVE, 0)}/{s.get(NUM_WORKERS, 0)} | dropped {s.get(ROLLOUTS_DROPPED, 0)} | "
+            f"restarts {s.get(WORKER_RESTARTS, 0)} | "
+            + (f"learner rebuilt {s[LEARNER_RESTARTS]}x | " if s.get(LEARNER_RESTARTS) else "")
+            + (f"reseeded on stall {s[RESEEDS]}x | " if s.get(RESEEDS) else "")
+            + (f"rolled back {s[ROLLBACKS]}x | " if s.get(ROLLBACKS) else "")
             + f"updated {age:.0f}s ago")
     return "\n".join(lines)

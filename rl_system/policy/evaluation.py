@@ -17,6 +17,7 @@ from typing import Any, Callable
 import torch
 
 from rl_system.algos import get_algorithm, load_policy
+from rl_system.checkpoint import keys
 from rl_system.config import RunConfig
 from rl_system.envs import make_env
 
@@ -31,7 +32,7 @@ def evaluate(state: dict[str, Any], episodes: int = 100, deterministic: bool | s
     whose policy flies the other side (two-player envs with ``set_opponent``, e.g. AirCombat),
     instead of the env's scripted opponent. ``instrument(env)`` is called once the env is built
     and reset, before the first step (e.g. to attach an AirCombat launch log)."""
-    cfg = RunConfig.model_validate(state["config"])
+    cfg = RunConfig.model_validate(state[keys.CONFIG])
     if isinstance(deterministic, str) and not (cfg.algo == "hmasd" and cfg.hmasd.hierarchy):
         raise ValueError(f"a greedy level ({deterministic!r}) needs an HMASD policy with hmasd.hierarchy: true, "
                          f"not {cfg.algo}{'' if cfg.algo != 'hmasd' else ' (flat)'}")
@@ -53,8 +54,8 @@ def evaluate(state: dict[str, Any], episodes: int = 100, deterministic: bool | s
                 taken.setdefault(k, []).append(v.detach().cpu()[keep].double())
     finally:
         env.close()
-    out = {"env": cfg.env.name, "algo": cfg.algo, "policy_version": int(state["learner"]["version"]),
-           "opponent_version": None if opponent is None else int(opponent["learner"]["version"]),
+    out = {"env": cfg.env.name, "algo": cfg.algo, "policy_version": int(state[keys.LEARNER][keys.VERSION]),
+           "opponent_version": None if opponent is None else int(opponent[keys.LEARNER][keys.VERSION]),
            "episodes": min(finished, episodes), "deterministic": deterministic,
            "env_steps": steps, "wall_s": time.perf_counter() - t0}
     for name, parts in taken.items():
@@ -74,7 +75,7 @@ def policy_sampler(state: dict[str, Any], num_envs: int, seed: int, device: str 
     """``(env, sampler)``: ``num_envs`` copies of the checkpoint's env and its algorithm's sampler
     running the checkpoint's policy, seeded and reset, so the same state and seed sample the same
     rollouts. The caller closes ``env``."""
-    cfg = RunConfig.model_validate(state["config"])
+    cfg = RunConfig.model_validate(state[keys.CONFIG])
     torch.manual_seed(seed)  # the policy samples from the global generator
     try:
         env = make_env(cfg.env.name, num_envs, device, seed=seed, **cfg.env.test_kwargs())
@@ -109,7 +110,7 @@ def _set_opponent(env, opponent: dict[str, Any], device: str) -> None:
 
     if not callable(getattr(env, "set_opponent", None)):
         raise ValueError(f"env {type(env).__name__} has no pluggable opponent (set_opponent)")
-    other = RunConfig.model_validate(opponent["config"])
+    other = RunConfig.model_validate(opponent[keys.CONFIG])
     try:
         net = load_policy(opponent, env, device)
     except (RuntimeError, KeyError, ValueError) as err:  # another env or network shape

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rl_system.checkpoint import keys
 from rl_system.config import RunConfig
 from rl_system.envs.air_combat import RED, AirCombatVecEnv
 from rl_system.envs.air_combat.envelope import SweepSpec, sweep
@@ -37,7 +38,7 @@ def launch_map(state: dict[str, Any], out: Path, episodes: int = 200, determinis
     result = evaluate(state, episodes=episodes, deterministic=deterministic, num_envs=num_envs, seed=seed,
                       instrument=attach)
     launches = logs[0].records(side=RED)
-    cfg = RunConfig.model_validate(state["config"])
+    cfg = RunConfig.model_validate(state[keys.CONFIG])
     envelope = sweep(SweepSpec(env_kwargs=cfg.env.test_kwargs(), samples=samples, seed=seed))
     result["launches"] = classify(envelope, launches)
     result["launches"]["episodes_ended"] = logs[0].episodes_ended

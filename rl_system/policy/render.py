@@ -16,6 +16,7 @@ import torch
 
 from rl_system.algos import load_policy
 from rl_system.algos.protocols import is_recurrent
+from rl_system.checkpoint import keys
 from rl_system.config import RunConfig
 from rl_system.envs import make_env
 from rl_system.envs.base import Obs
@@ -50,7 +51,7 @@ def record_episode(state: dict[str, Any], renderer: Renderer, deterministic: boo
                    max_steps: int = 1_000_000, device: str = "cpu") -> dict[str, Any]:
     """Run one episode of env index 0 with the checkpoint's policy, feeding ``renderer``.
     Returns the ``meta`` dict :meth:`Renderer.draw` gets."""
-    cfg = RunConfig.model_validate(state["config"])
+    cfg = RunConfig.model_validate(state[keys.CONFIG])
     torch.manual_seed(seed)
     env = make_env(cfg.env.name, 1, device, seed=seed, **{**cfg.env.test_kwargs(), **renderer.env_kwargs})
     try:
@@ -61,7 +62,7 @@ def record_episode(state: dict[str, Any], renderer: Renderer, deterministic: boo
     finally:
         env.close()
     info = {k: _scalar(v[0]) for k, v in out.info.items()} if out is not None else {}
-    return {"env": cfg.env.name, "algo": cfg.algo, "policy_version": int(state["learner"].get("version", 0)),
+    return {"env": cfg.env.name, "algo": cfg.algo, "policy_version": int(state[keys.LEARNER].get(keys.VERSION, 0)),
             "steps": len(rewards), "return": sum(rewards), "rewards": rewards, "deterministic": deterministic,
             "info": info,
             "terminated": bool(out.terminated[0]) if out is not None else False,
@@ -73,7 +74,7 @@ def render_episode(state: dict[str, Any], out_path: str | Path, deterministic: b
     """Run one episode of the checkpoint's policy and write its picture to ``out_path`` (PNG).
     Returns the episode's summary (``meta`` plus ``"path"``); raises
     :class:`~rl_system.envs.render.RenderError`."""
-    renderer = make_renderer(RunConfig.model_validate(state["config"]).env.name)
+    renderer = make_renderer(RunConfig.model_validate(state[keys.CONFIG]).env.name)
     require_matplotlib()
     meta = record_episode(state, renderer, deterministic=deterministic, seed=seed, max_steps=max_steps)
     meta["path"] = str(save_picture(renderer, meta, out_path, dpi=dpi))

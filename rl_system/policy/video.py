@@ -68,6 +68,7 @@ def write_video(state: dict[str, Any], out_path: str | Path, deterministic: bool
     ``out_path`` (``.mp4``, ``.mkv`` or ``.mov``). Returns the episode's summary plus ``path``,
     ``frames``, ``fps`` and ``size`` (width, height); raises :class:`RenderError` (one line) for an
     env without a renderer, a missing package or an unknown container."""
+    from rl_system.checkpoint import keys
     from rl_system.config import RunConfig
 
     out = Path(out_path)
@@ -75,7 +76,7 @@ def write_video(state: dict[str, Any], out_path: str | Path, deterministic: bool
         raise RenderError(f"{out.name}: a video is written as {', '.join(CONTAINERS)}")
     if fps < 1 or max_frames < 2:
         raise RenderError("a video needs fps >= 1 and at least 2 frames")
-    renderer = make_renderer(RunConfig.model_validate(state["config"]).env.name)
+    renderer = make_renderer(RunConfig.model_validate(state[keys.CONFIG]).env.name)
     _import_av()
     if not isinstance(renderer, GymFramesRenderer):
         require_matplotlib()  # the renderers draw every frame with it

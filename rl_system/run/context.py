@@ -1,4 +1,5 @@
-"""The state one run changes as it goes, declared in one place: :class:`RunContext`.
+"""The state one run changes as it goes, declared in one place: :class:`RunContext`, and the
+counters among it, :class:`RunStats`.
 
 The run loop (:mod:`.loop`), its collector (:mod:`.collect`), the reseed and rollback guards
 (:mod:`.reseed`, :mod:`.rollback`), checkpoint resume and learner rebuild (:mod:`.state`) and the
@@ -13,6 +14,7 @@ those weights, and a rollout tagged ``version`` must come from them, or the gate
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +28,40 @@ from rl_system.observe.metrics import ReturnWindow, RunLogger
 from rl_system.observe.telemetry import Telemetry
 from rl_system.rollout.gate import PolicyVersionGate
 from rl_system.run.phases import PhaseClock
-from rl_system.run.reporting import RunStats
 from rl_system.run.storage import RunStorage
+
+
+@dataclass
+class RunStats:
+    """The run's counters; what a checkpoint's ``driver`` section keeps so a resume continues them."""
+
+    rounds: int = 0
+    env_steps: int = 0
+    worker_failures: int = 0
+    worker_restarts: int = 0  # Ray actor restarts of rollout workers
+    learner_restarts: int = 0  # learners rebuilt from a checkpoint inside the run
+    nonfinite_rounds: int = 0  # consecutive rounds with skipped (non-finite) minibatches
+    elapsed_before_resume: float = 0.0
+    bytes_shipped: int = 0
+    bytes_raw: int = 0
+    best_return: float = float("-inf")
+    attempt_best_return: float = float("-inf")  # since the last reseed on stall (ReseedConfig)
+    reseeds: list[dict[str, Any]] = field(default_factory=list)
+    rollbacks: list[dict[str, Any]] = field(default_factory=list)  # rollbacks on collapse (RollbackConfig)
+    rollback_refused_at: int | None = None  # checkpoints saved when the last rollback found none to use
+    time_to_target_s: float | None = None
+    steps_to_target: int | None = None
+    # Seconds spent per phase, summed over rounds: where the wall time goes.
+    time_sample: float = 0.0
+    time_update: float = 0.0
+    time_round: float = 0.0
+    # CPU seconds of the work itself (workers' sample + encode, the learner's decode + update):
+    # on a shared machine the steadier measure of what a run costs.
+    cpu_workers: float = 0.0
+    cpu_learner: float = 0.0
+    # Rollouts trained on, per worker index (since this process started the run): equal under
+    # `workers.wait_for: all`; with `any`, a straggler shows as a low count.
+    rollouts_by_worker: dict[int, int] = field(default_factory=dict)
 
 
 class RunContext:

@@ -18,14 +18,17 @@ import ray
 import yaml
 from ray.exceptions import RayActorError, RayTaskError
 
+from rl_system.actors.learner import UpdateResult
 from rl_system.actors.learner_group import LearnerGroup, merged_metrics
 from rl_system.actors.placement import ActorScope, StartupError, check_placement, wait_for_actors
 from rl_system.actors.worker import RolloutWorker
+from rl_system.algos import SKIPPED_MINIBATCHES
+from rl_system.checkpoint import keys
 from rl_system.config import ConfigError, RunConfig
 from rl_system.errors import TrainingError, one_line
 from rl_system.filesystems import write_json
 from rl_system.observe import grafana
-from rl_system.observe.metrics import RunLogger, console_level
+from rl_system.observe.metrics import CPU_S, SYSTEM, RunLogger, console_level
 from rl_system.observe.telemetry import Telemetry
 from rl_system.observe.trackers import open_trackers
 from rl_system.rollout.contract import RolloutMeta
@@ -36,6 +39,7 @@ from rl_system.run.context import RunContext
 from rl_system.run.phases import PhaseClock
 from rl_system.run.startup import default_run_dir, init_ray, probe_specs
 from rl_system.run.storage import RunStorage
+from rl_system.run.summary import RunSummary
 
 
 class RoundReporter(Protocol):
@@ -128,9 +132,10 @@ class RunLoop:
                 workers = None
             if workers is not None and any(s is None for s in workers):
                 workers = None
-        extra = {"driver": run_state.snapshot(ctx, elapsed), "workers": workers, "config": self.cfg.model_dump()}
+        extra = {keys.DRIVER: run_state.snapshot(ctx, elapsed), keys.WORKERS: workers,
+                 keys.CONFIG: self.cfg.model_dump()}
         if self.cfg.selfplay.enabled:
-            extra["selfplay"] = ctx.pool.state()
+            extra[keys.SELFPLAY] = ctx.pool.state()
         manifest = {"round": ctx.stats.rounds, "mean_return": ctx.window.mean if ctx.window.returns else None}
         ctx.storage.request_checkpoint(ctx.learner.lead, extra, manifest)
 
@@ -140,7 +145,7 @@ class RunLoop:
         if stats is not None:
             ctx.log.scalars(ctx.stats.env_steps, {"checkpoints_saved": stats["saved"],
                                                   "checkpoints_failed": stats["failed"],
-                                                  "checkpoints_skipped": stats["skipped"]}, prefix="system/")
+                                                  "checkpoints_skipped": stats["skipped"]}, prefix=SYSTEM)
 
     def _flush_checkpoints(self) -> None:
         ctx = self.ctx
@@ -148,7 +153,7 @@ class RunLoop:
             ctx.storage.flush(ctx.learner.lead if ctx.learner is not None else None)
 
     # -- the loop -----------------------------------------------------------------------------
-    def run(self, address: str | None = None) -> dict[str, Any]:
+    def run(self, address: str | None = None) -> RunSummary:
         t_start = time.perf_counter()
         ctx, status = self.ctx, "failed"
         if not ray.is_initialized():
@@ -171,7 +176,7 @@ class RunLoop:
                          f"{self.cfg.workers.num_envs} envs × {self.cfg.workers.rollout_len} steps | "
                          f"actors ready in {startup_s:.1f}s")
             summary = self._loop(startup_s)
-            status = summary["status"]
+            status = summary.status
         except (TrainingError, ConfigError, KeyboardInterrupt) as err:  # already meant for the user
             status = _status_of(err)
             self._flush_checkpoints()
@@ -191,18 +196,18 @@ class RunLoop:
             ctx.log.close(status)
         return summary
 
-    def _loop(self, startup_s: float) -> dict[str, Any]:
+    def _loop(self, startup_s: float) -> RunSummary:
         ctx, cfg, st = self.ctx, self.cfg, self.ctx.stats
         t0 = last_log = time.perf_counter() - st.elapsed_before_resume
         t_train = time.perf_counter()
         while True:
-            metrics, metas = self._round()
-            if metrics is None:  # the learner was rebuilt from a checkpoint: this round is void
+            result, metas = self._round()
+            if result is None:  # the learner was rebuilt from a checkpoint: this round is void
                 continue
             steps_before = st.env_steps
             self._account(metas)
             elapsed = time.perf_counter() - t0
-            self._record(metrics, metas, elapsed)
+            self._record(result, metas, elapsed)
             if reseed.stalled(ctx, steps_before) and not self._should_stop(elapsed):  # never end on fresh weights
                 reseed.reseed(ctx, self.collector)
             elif rollback.collapsed(ctx) and not self._should_stop(elapsed):
@@ -229,8 +234,8 @@ class RunLoop:
         with ctx.clock.phase("finish"):
             return self._finish(t0, startup_s)
 
-    def _round(self) -> tuple[dict[str, Any] | None, list[RolloutMeta]]:
-        """Gather one round, update the learner once (metrics None: the learner died and was
+    def _round(self) -> tuple[UpdateResult | None, list[RolloutMeta]]:
+        """Gather one round, update the learner once (result None: the learner died and was
         rebuilt; nothing of this round counts)."""
         ctx, st = self.ctx, self.ctx.stats
         t_round = time.perf_counter()
@@ -238,36 +243,36 @@ class RunLoop:
         t_gathered = time.perf_counter()
         if self.cfg.archive_every and st.rounds % self.cfg.archive_every == 0:
             ctx.storage.archive(st.rounds, refs)
-        metrics = self._update(refs)
-        if metrics is None:
+        result = self._update(refs)
+        if result is None:
             return None, metas
-        self._check_finite(metrics)
+        self._check_finite(result)
         st.time_sample += t_gathered - t_round
         st.time_update += time.perf_counter() - t_gathered
         st.time_round += time.perf_counter() - t_round
-        st.cpu_learner += metrics["system"].get("cpu_s", 0.0)
+        st.cpu_learner += result.system.get(CPU_S, 0.0)
         st.rounds += 1
         if ctx.pool.due(st.rounds):
             ctx.pool.add(ctx.version, ctx.weights_ref)
             ctx.pool.refresh(ctx.workers)
-        return metrics, metas
+        return result, metas
 
-    def _update(self, payload_refs: list[ray.ObjectRef]) -> dict[str, Any] | None:
+    def _update(self, payload_refs: list[ray.ObjectRef]) -> UpdateResult | None:
         """One learner update; None when the learner died and was rebuilt instead (the round's
         rollouts are then dropped: they belong to policy versions the rebuilt learner never had)."""
         ctx = self.ctx
-        metrics_refs, weights_ref = ctx.learner.update(payload_refs)
+        result_refs, weights_ref = ctx.learner.update(payload_refs)
         ctx.log.write_held()  # the last round's scalars, while the learner computes
         try:
-            metrics = merged_metrics(ctx.learner.wait(metrics_refs))
+            result = merged_metrics(ctx.learner.wait(result_refs))
         except RayActorError as err:
             run_state.rebuild_learner(ctx, err)
             ctx.gate.dropped += len(payload_refs)
             return None
         except RayTaskError as err:
             raise TrainingError(f"the learner failed: {one_line(err)}") from None
-        ctx.publish_policy(metrics["version"], weights_ref)  # one object per version, shared by all workers
-        return metrics
+        ctx.publish_policy(result.version, weights_ref)  # one object per version, shared by all workers
+        return result
 
     def _account(self, metas: list[RolloutMeta]) -> None:
         """Count the round's env steps and bytes; its finished episodes enter the return window
@@ -286,7 +291,7 @@ class RunLoop:
                 ctx.window.extend(meta.episode_returns, meta.episode_lengths, meta.num_episodes,
                                   meta.episode_outcomes)
 
-    def _record(self, metrics: dict[str, Any], metas: list[RolloutMeta], elapsed: float) -> None:
+    def _record(self, result: UpdateResult, metas: list[RolloutMeta], elapsed: float) -> None:
         ctx, cfg, st = self.ctx, self.cfg, self.ctx.stats
         mean_ret = ctx.window.mean
         if ctx.window.returns:
@@ -296,13 +301,13 @@ class RunLoop:
         if (cfg.target_return is not None and st.time_to_target_s is None and ctx.window.full
                 and mean_ret >= cfg.target_return):
             st.time_to_target_s, st.steps_to_target = elapsed, st.env_steps
-        ctx.last_train_metrics = metrics["train"]
-        for group, scalars in reporting.round_scalars(ctx, metrics, metas, elapsed).items():
-            ctx.log.scalars(st.env_steps, scalars, prefix=f"{group}/", hold=True)  # written during the next update
+        ctx.last_train_metrics = result.train
+        for group, scalars in reporting.round_scalars(ctx, result, metas, elapsed).items():
+            ctx.log.scalars(st.env_steps, scalars, prefix=group, hold=True)  # written during the next update
 
-    def _check_finite(self, metrics: dict[str, Any]) -> None:
+    def _check_finite(self, result: UpdateResult) -> None:
         ctx, st = self.ctx, self.ctx.stats
-        skipped = metrics["train"].get("skipped_minibatches", 0)
+        skipped = result.train.get(SKIPPED_MINIBATCHES, 0)
         if skipped == 0:
             st.nonfinite_rounds = 0
             return
@@ -336,7 +341,7 @@ class RunLoop:
         except Exception:  # noqa: BLE001 - monitoring must never stop training
             pass
 
-    def _finish(self, t0: float, startup_s: float) -> dict[str, Any]:
+    def _finish(self, t0: float, startup_s: float) -> RunSummary:
         """After the last round: cancel what is in flight, flush storage, write the summary (the
         wall time includes the flush: a run is done when its checkpoints are on storage)."""
         ctx = self.ctx
@@ -354,8 +359,8 @@ class RunLoop:
             self.reporter.after_round(ctx, checkpointed=True, last=True)  # with the run's outputs complete
         return summary
 
-    def _write_summary(self, summary: dict[str, Any]) -> None:
-        write_json(self.ctx.run_dir / "summary.json", summary)
+    def _write_summary(self, summary: RunSummary) -> None:
+        write_json(self.ctx.run_dir / "summary.json", summary.to_json())
 
 
 def _status_of(err: BaseException) -> str:
@@ -363,7 +368,7 @@ def _status_of(err: BaseException) -> str:
 
 
 def train(cfg: RunConfig, run_dir: Path | None = None, address: str | None = None,
-          quiet: bool = False) -> dict[str, Any]:
+          quiet: bool = False) -> RunSummary:
     """Train with ``cfg``; returns the summary also written to ``<run_dir>/summary.json``.
     ``quiet``: no progress lines (the console's level ``warning``)."""
     return RunLoop(cfg, run_dir, log_level=console_level("info", quiet)).run(address)

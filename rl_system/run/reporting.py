@@ -1,6 +1,6 @@
-"""What a run reports, and where: the books the run loop keeps (:class:`RunStats`), the
-per-round TensorBoard scalars, the live status (Ray metrics and ``rl-system status``) and
-``summary.json``.
+"""What a run reports, and where: the per-round TensorBoard scalars, the live status (Ray metrics
+and ``rl-system status``) and ``summary.json``. The books they are read from (:class:`RunStats`,
+the return window, the gate) are the run's context, :mod:`.context`.
 
 TensorBoard tags are grouped the way people scan them:
 
@@ -16,139 +16,134 @@ TensorBoard tags are grouped the way people scan them:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from rl_system.actors.learner import UpdateResult
 from rl_system.errors import one_line
+from rl_system.observe.metrics import (
+    ARCHIVER_RESTARTS,
+    BYTES_SHIPPED,
+    CHECKPOINT_SAVE_S,
+    CHECKPOINTER_RESTARTS,
+    COMPRESSION_RATIO,
+    ENV_STEPS,
+    LEARNER_RESTARTS,
+    NUM_WORKERS,
+    POLICY_LAG_MEAN,
+    POLICY_VERSION,
+    RESEEDS,
+    RETURN_MEAN,
+    ROLLBACKS,
+    ROLLOUT,
+    ROLLOUTS_DROPPED,
+    ROUND,
+    RUN_STATE,
+    STEPS_PER_S,
+    SYSTEM,
+    TRAIN,
+    WORKER_RESTARTS,
+    WORKERS_ALIVE,
+)
 from rl_system.rollout.contract import RolloutMeta
-
-if TYPE_CHECKING:  # the context holds RunStats: only its type is needed here
-    from rl_system.run.context import RunContext
-
-
-@dataclass
-class RunStats:
-    """The run's counters; what a checkpoint's ``driver`` section keeps so a resume continues them."""
-
-    rounds: int = 0
-    env_steps: int = 0
-    worker_failures: int = 0
-    worker_restarts: int = 0  # Ray actor restarts of rollout workers
-    learner_restarts: int = 0  # learners rebuilt from a checkpoint inside the run
-    nonfinite_rounds: int = 0  # consecutive rounds with skipped (non-finite) minibatches
-    elapsed_before_resume: float = 0.0
-    bytes_shipped: int = 0
-    bytes_raw: int = 0
-    best_return: float = float("-inf")
-    attempt_best_return: float = float("-inf")  # since the last reseed on stall (ReseedConfig)
-    reseeds: list[dict[str, Any]] = field(default_factory=list)
-    rollbacks: list[dict[str, Any]] = field(default_factory=list)  # rollbacks on collapse (RollbackConfig)
-    rollback_refused_at: int | None = None  # checkpoints saved when the last rollback found none to use
-    time_to_target_s: float | None = None
-    steps_to_target: int | None = None
-    # Seconds spent per phase, summed over rounds: where the wall time goes.
-    time_sample: float = 0.0
-    time_update: float = 0.0
-    time_round: float = 0.0
-    # CPU seconds of the work itself (workers' sample + encode, the learner's decode + update):
-    # on a shared machine the steadier measure of what a run costs.
-    cpu_workers: float = 0.0
-    cpu_learner: float = 0.0
-    # Rollouts trained on, per worker index (since this process started the run): equal under
-    # `workers.wait_for: all`; with `any`, a straggler shows as a low count.
-    rollouts_by_worker: dict[int, int] = field(default_factory=dict)
+from rl_system.run.context import RunContext
+from rl_system.run.summary import CheckpointTally, CpuSeconds, RunPlacement, RunSummary, TimeBreakdown
 
 
-def round_scalars(ctx: RunContext, metrics: dict[str, Any], metas: list[RolloutMeta],
+def round_scalars(ctx: RunContext, result: UpdateResult, metas: list[RolloutMeta],
                   elapsed: float) -> dict[str, dict[str, float]]:
-    """One round's scalars by TensorBoard group (``rollout``, ``train``, ``system``)."""
+    """One round's scalars by TensorBoard group (:data:`ROLLOUT`, :data:`TRAIN`, :data:`SYSTEM`: the
+    tag prefixes)."""
     st, window = ctx.stats, ctx.window
-    rollout = {"return_mean": window.mean, "episode_length_mean": window.mean_length,
+    rollout = {RETURN_MEAN: window.mean, "episode_length_mean": window.mean_length,
                **{f"{k}_rate": v for k, v in window.rates.items()}}
-    system = {"steps_per_s": st.env_steps / max(elapsed, 1e-9), "dropped_rollouts": ctx.gate.dropped,
-              "worker_failures": st.worker_failures, "worker_restarts": st.worker_restarts,
-              "learner_restarts": st.learner_restarts, **_storage_restarts(ctx),
-              "policy_lag_mean": ctx.gate.mean_lag, "policy_version": metrics["version"],
+    system = {STEPS_PER_S: st.env_steps / max(elapsed, 1e-9), "dropped_rollouts": ctx.gate.dropped,
+              "worker_failures": st.worker_failures, WORKER_RESTARTS: st.worker_restarts,
+              LEARNER_RESTARTS: st.learner_restarts, **_storage_restarts(ctx),
+              POLICY_LAG_MEAN: ctx.gate.mean_lag, POLICY_VERSION: result.version,
               "sample_s": max(m.sample_s for m in metas), "payload_bytes": sum(m.payload_bytes for m in metas),
-              **metrics["system"]}
+              **result.system}
     if ctx.cfg.selfplay.enabled:
         system["selfplay_opponent_version_mean"] = sum(m.opponent_version for m in metas) / len(metas)
         system["selfplay_pool_size"] = len(ctx.pool.snapshots)
-    return {"rollout": rollout, "train": metrics["train"], "system": system}
+    return {ROLLOUT: rollout, TRAIN: result.train, SYSTEM: system}
 
 
 def status(ctx: RunContext, state: str, elapsed: float) -> dict[str, Any]:
     """The live status published to Ray metrics and the status actor (``rl-system status``)."""
     st = ctx.stats
     return {
-        "state": state, "round": st.rounds, "env_steps": st.env_steps,
-        "steps_per_s": st.env_steps / max(elapsed, 1e-9), "policy_version": ctx.version,
-        "return_mean": ctx.window.mean, "policy_lag_mean": ctx.gate.mean_lag,
-        "workers_alive": len(ctx.workers), "num_workers": ctx.cfg.workers.num_workers,
-        "rollouts_dropped": ctx.gate.dropped, "worker_restarts": st.worker_restarts,
-        "learner_restarts": st.learner_restarts, **_storage_restarts(ctx),
-        "reseeds": len(st.reseeds), "rollbacks": len(st.rollbacks), "bytes_shipped": st.bytes_shipped,
-        "compression_ratio": st.bytes_raw / st.bytes_shipped if st.bytes_shipped else None,
-        "checkpoint_save_s": ctx.storage.checkpoint_stats.get("last_save_s") if ctx.storage else None,
+        RUN_STATE: state, ROUND: st.rounds, ENV_STEPS: st.env_steps,
+        STEPS_PER_S: st.env_steps / max(elapsed, 1e-9), POLICY_VERSION: ctx.version,
+        RETURN_MEAN: ctx.window.mean, POLICY_LAG_MEAN: ctx.gate.mean_lag,
+        WORKERS_ALIVE: len(ctx.workers), NUM_WORKERS: ctx.cfg.workers.num_workers,
+        ROLLOUTS_DROPPED: ctx.gate.dropped, WORKER_RESTARTS: st.worker_restarts,
+        LEARNER_RESTARTS: st.learner_restarts, **_storage_restarts(ctx),
+        RESEEDS: len(st.reseeds), ROLLBACKS: len(st.rollbacks), BYTES_SHIPPED: st.bytes_shipped,
+        COMPRESSION_RATIO: st.bytes_raw / st.bytes_shipped if st.bytes_shipped else None,
+        CHECKPOINT_SAVE_S: ctx.storage.checkpoint_stats.get("last_save_s") if ctx.storage else None,
     }
 
 
 def summary(ctx: RunContext, wall: float, startup_s: float, state: str,
-            error: BaseException | None = None) -> dict[str, Any]:
+            error: BaseException | None = None) -> RunSummary:
     """``summary.json``: the run's outcome and where its time went."""
-    cfg, st, window = ctx.cfg, ctx.stats, ctx.window
-    ck = ctx.storage.checkpoint_stats if ctx.storage else {}
+    cfg, st, window, storage = ctx.cfg, ctx.stats, ctx.window, ctx.storage
     placement = ctx.placement or []
-    return {
-        "status": state,
-        "error": one_line(error) if error is not None else None,
-        "checkpoints": {"saved": ck.get("saved", 0), "skipped": ck.get("skipped", 0),
-                        "failed": ck.get("failed", 0), "last_error": ck.get("last_error"),
-                        "last_path": ck.get("last_path")},
-        "env": cfg.env.name,
-        "algo": cfg.algo,
-        "seed": cfg.seed,
-        "env_steps": st.env_steps,
-        "rounds": st.rounds,
-        "policy_version": ctx.version,
-        "wall_time_s": wall,
-        "startup_s": startup_s,
-        "steps_per_s": st.env_steps / wall if wall > 0 else 0.0,
-        "target_return": cfg.target_return,
-        "reached_target": st.time_to_target_s is not None,
-        "time_to_target_s": st.time_to_target_s,
-        "steps_to_target": st.steps_to_target,
-        "final_mean_return": window.mean if window.returns else None,
-        "best_mean_return": st.best_return if math.isfinite(st.best_return) else None,
-        "episodes": window.episodes,
-        **{f"final_{k}_rate": v for k, v in window.rates.items()},
-        "dropped_rollouts": ctx.gate.dropped,
-        "rollouts_per_worker": [st.rollouts_by_worker.get(w, 0) for w in range(cfg.workers.num_workers)],
-        "max_policy_lag_used": ctx.gate.max_lag_used,
-        "worker_failures": st.worker_failures,
-        "worker_restarts": st.worker_restarts,
-        "learner_restarts": st.learner_restarts,
-        **_storage_restarts(ctx),
-        "reseeds": st.reseeds,
-        "rollbacks": st.rollbacks,
-        "bytes_shipped": st.bytes_shipped,
-        "compression_ratio": st.bytes_raw / st.bytes_shipped if st.bytes_shipped else None,
-        "compression": sorted({p["compression"] for p in placement}),
-        "placement": {"learner": ctx.learner_node, "learners": ctx.learner_nodes,
-                      "workers": [p["node_id"] for p in placement]},
-        "num_learners": cfg.learner.num_learners,
-        "selfplay_pool_versions": [v for v, _ in ctx.pool.snapshots] if cfg.selfplay.enabled else None,
-        "archives_written": ctx.storage.archives_written if ctx.storage else 0,
-        "archives_skipped": ctx.storage.archives_skipped if ctx.storage else 0,
-        "time_breakdown_s": {"gather": st.time_sample, "update": st.time_update, "rounds": st.time_round},
-        "phases_s": dict(ctx.clock.seconds),
-        "run_dir": str(ctx.run_dir),
-        "cpu_s": {"workers": st.cpu_workers, "learner": st.cpu_learner, "total": st.cpu_workers + st.cpu_learner},
-    }
+    return RunSummary(
+        status=state,
+        error=one_line(error) if error is not None else None,
+        checkpoints=_checkpoint_tally(ctx),
+        env=cfg.env.name,
+        algo=cfg.algo,
+        seed=cfg.seed,
+        env_steps=st.env_steps,
+        rounds=st.rounds,
+        policy_version=ctx.version,
+        wall_time_s=wall,
+        startup_s=startup_s,
+        steps_per_s=st.env_steps / wall if wall > 0 else 0.0,
+        target_return=cfg.target_return,
+        reached_target=st.time_to_target_s is not None,
+        time_to_target_s=st.time_to_target_s,
+        steps_to_target=st.steps_to_target,
+        final_mean_return=window.mean if window.returns else None,
+        best_mean_return=st.best_return if math.isfinite(st.best_return) else None,
+        episodes=window.episodes,
+        final_rates=window.rates,
+        dropped_rollouts=ctx.gate.dropped,
+        rollouts_per_worker=[st.rollouts_by_worker.get(w, 0) for w in range(cfg.workers.num_workers)],
+        max_policy_lag_used=ctx.gate.max_lag_used,
+        worker_failures=st.worker_failures,
+        worker_restarts=st.worker_restarts,
+        learner_restarts=st.learner_restarts,
+        checkpointer_restarts=storage.checkpointer_restarts if storage else 0,
+        archiver_restarts=storage.archiver_restarts if storage else 0,
+        reseeds=st.reseeds,
+        rollbacks=st.rollbacks,
+        bytes_shipped=st.bytes_shipped,
+        compression_ratio=st.bytes_raw / st.bytes_shipped if st.bytes_shipped else None,
+        compression=sorted({p["compression"] for p in placement}),
+        placement=RunPlacement(ctx.learner_node, ctx.learner_nodes, [p["node_id"] for p in placement]),
+        num_learners=cfg.learner.num_learners,
+        selfplay_pool_versions=[v for v, _ in ctx.pool.snapshots] if cfg.selfplay.enabled else None,
+        archives_written=storage.archives_written if storage else 0,
+        archives_skipped=storage.archives_skipped if storage else 0,
+        time_breakdown_s=TimeBreakdown(gather=st.time_sample, update=st.time_update, rounds=st.time_round),
+        phases_s=dict(ctx.clock.seconds),
+        run_dir=str(ctx.run_dir),
+        cpu_s=CpuSeconds(workers=st.cpu_workers, learner=st.cpu_learner, total=st.cpu_workers + st.cpu_learner),
+    )
+
+
+def _checkpoint_tally(ctx: RunContext) -> CheckpointTally:
+    """The checkpointer's counts as far as seen (none before the storage actors started)."""
+    ck = ctx.storage.checkpoint_stats if ctx.storage else {}
+    return CheckpointTally(saved=ck.get("saved", 0), skipped=ck.get("skipped", 0), failed=ck.get("failed", 0),
+                           last_error=ck.get("last_error"), last_path=ck.get("last_path"))
 
 
 def _storage_restarts(ctx: RunContext) -> dict[str, int]:
     """Ray restarts of the checkpointer and the rollout archiver, as far as seen so far."""
     storage = ctx.storage
-    return {"checkpointer_restarts": storage.checkpointer_restarts if storage else 0,
-            "archiver_restarts": storage.archiver_restarts if storage else 0}
+    return {CHECKPOINTER_RESTARTS: storage.checkpointer_restarts if storage else 0,
+            ARCHIVER_RESTARTS: storage.archiver_restarts if storage else 0}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from rl_system.config import attempt_seed
+from rl_system.observe.metrics import RESEEDS, SYSTEM
 from rl_system.run.collect import RolloutCollector
 from rl_system.run.context import RunContext
 
@@ -41,7 +42,7 @@ def reseed(ctx: RunContext, collector: RolloutCollector) -> None:
                  f"at {st.env_steps:,} env steps; starting over from seed {seed} "
                  f"(policy version {ctx.version}; {in_flight} in-flight rollouts dropped); the step budget "
                  f"carries on")
-    ctx.log.scalars(st.env_steps, {"reseeds": len(st.reseeds)}, prefix="system/")
+    ctx.log.scalars(st.env_steps, {RESEEDS: len(st.reseeds)}, prefix=SYSTEM)
     ctx.window.clear()
     st.attempt_best_return = float("-inf")
     st.nonfinite_rounds = 0

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rl_system.checkpoint import CheckpointError, CheckpointStore
+from rl_system.checkpoint import CheckpointError, CheckpointStore, keys
+from rl_system.observe.metrics import ROLLBACKS, SYSTEM
 from rl_system.run.collect import RolloutCollector
 from rl_system.run.context import RunContext
 
@@ -56,7 +57,7 @@ def roll_back(ctx: RunContext, collector: RolloutCollector) -> bool:
     scale = cfg.lr_scale ** (len(st.rollbacks) + 1)
     # Rollouts still in flight (max_policy_lag > 0) were sampled by the collapsed policy.
     collector.forget_in_flight()
-    calls = ctx.learner.on_all("roll_back", state["learner"], ctx.version + 1, scale)
+    calls = ctx.learner.on_all("roll_back", state[keys.LEARNER], ctx.version + 1, scale)
     ctx.learner.wait(calls)
     ctx.publish_policy(ctx.learner.wait([ctx.learner.lead.get_version.remote()])[0], calls[0])
     st.rollbacks.append({"env_steps": st.env_steps, "round": st.rounds, "mean_return": ctx.window.mean,
@@ -68,7 +69,7 @@ def roll_back(ctx: RunContext, collector: RolloutCollector) -> bool:
                  f"{manifest['env_steps']:,} env steps (mean return {manifest['mean_return']:.3f}) with the "
                  f"learning rate x{scale:g} (rollback {len(st.rollbacks)} of {cfg.max_rollbacks}; policy version "
                  f"{ctx.version}); the step budget carries on")
-    ctx.log.scalars(st.env_steps, {"rollbacks": len(st.rollbacks)}, prefix="system/")
+    ctx.log.scalars(st.env_steps, {ROLLBACKS: len(st.rollbacks)}, prefix=SYSTEM)
     ctx.window.clear()
     st.nonfinite_rounds = 0
     return True

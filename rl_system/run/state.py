@@ -11,15 +11,17 @@ from ray.exceptions import RayActorError, RayTaskError
 
 from rl_system.actors.learner_group import LearnerGroup
 from rl_system.actors.placement import StartupError, wait_for_actors
+from rl_system.checkpoint import keys
 from rl_system.errors import TrainingError, one_line
 from rl_system.run.context import RunContext
 
 
 def snapshot(ctx: RunContext, elapsed: float) -> dict[str, Any]:
     """The run loop's part of a checkpoint (its ``driver`` section): counters, the return window,
-    reseeds and rollbacks, the clock."""
+    reseeds and rollbacks, the clock. Of its keys only the env steps are read elsewhere (Tune
+    trials, bench), hence that one constant (:mod:`rl_system.checkpoint.keys`)."""
     st = ctx.stats
-    return {"rounds": st.rounds, "env_steps": st.env_steps, "dropped": ctx.gate.dropped,
+    return {"rounds": st.rounds, keys.ENV_STEPS: st.env_steps, "dropped": ctx.gate.dropped,
             "worker_failures": st.worker_failures, "worker_restarts": st.worker_restarts,
             "learner_restarts": st.learner_restarts, "best_return": st.best_return,
             "time_to_target_s": st.time_to_target_s, "steps_to_target": st.steps_to_target, "elapsed_s": elapsed,
@@ -31,19 +33,19 @@ def snapshot(ctx: RunContext, elapsed: float) -> dict[str, Any]:
 
 def resume(ctx: RunContext, state: dict[str, Any]) -> None:
     """Continue from a checkpoint (``--resume``): learner weights/optimizer/RNG, counters, workers."""
-    loads = ctx.learner.on_all("load_state", state["learner"])
+    loads = ctx.learner.on_all("load_state", state[keys.LEARNER])
     ctx.learner.wait(loads)
-    ctx.publish_policy(int(state["learner"]["version"]), loads[0])
-    d, st = state["driver"], ctx.stats
+    ctx.publish_policy(int(state[keys.LEARNER][keys.VERSION]), loads[0])
+    d, st = state[keys.DRIVER], ctx.stats
     ctx.gate.dropped = d["dropped"]
     st.worker_failures, st.worker_restarts = d["worker_failures"], d["worker_restarts"]
     st.learner_restarts = d.get("learner_restarts", 0)
     st.elapsed_before_resume = d["elapsed_s"]
     restore_progress(ctx, d)
-    if state.get("selfplay") is not None:
-        ctx.pool.load_state(state["selfplay"])
+    if state.get(keys.SELFPLAY) is not None:
+        ctx.pool.load_state(state[keys.SELFPLAY])
         ctx.pool.refresh(ctx.workers)
-    workers = state.get("workers")
+    workers = state.get(keys.WORKERS)
     if workers and len(workers) == len(ctx.workers):
         ray.get([w.set_state.remote(s) for w, s in zip(ctx.workers, workers)])
     else:
@@ -56,7 +58,7 @@ def restore_progress(ctx: RunContext, d: dict[str, Any] | None) -> None:
     has not started): rounds, env steps, best and target figures, reseeds, the return window.
     Failure counters and the clock are not progress and stay as they are."""
     st, d = ctx.stats, d or {}
-    st.rounds, st.env_steps = d.get("rounds", 0), d.get("env_steps", 0)
+    st.rounds, st.env_steps = d.get("rounds", 0), d.get(keys.ENV_STEPS, 0)
     st.best_return = d.get("best_return", float("-inf"))
     st.time_to_target_s, st.steps_to_target = d.get("time_to_target_s"), d.get("steps_to_target")
     # (checkpoints from before reseeds existed: one attempt so far, its best is the run's;
@@ -86,7 +88,7 @@ def rebuild_learner(ctx: RunContext, err: Exception) -> None:
     try:
         wait_for_actors(ctx.learner.start_refs(), ctx.cfg.startup_timeout_s, ctx.log.line)
         ctx.learner.form()
-        restores = ctx.learner.on_all("restore", state["learner"] if state else None, ctx.version + 1)
+        restores = ctx.learner.on_all("restore", state[keys.LEARNER] if state else None, ctx.version + 1)
         ctx.learner.wait(restores)
     except (StartupError, RayActorError, RayTaskError) as start_err:
         ctx.log.detail(getattr(start_err, "detail", "") or str(start_err))
@@ -94,7 +96,7 @@ def rebuild_learner(ctx: RunContext, err: Exception) -> None:
     ctx.publish_policy(ray.get(ctx.learner.lead.get_version.remote()), restores[0])
     ctx.place_learner()
     if state is not None:
-        restore_progress(ctx, state["driver"])
+        restore_progress(ctx, state[keys.DRIVER])
         where = f"its checkpoint of round {st.rounds}"
     else:
         restore_progress(ctx, None)

@@ -25,7 +25,7 @@ from typing import Any
 
 from ray import tune
 
-from rl_system.checkpoint import load_checkpoint
+from rl_system.checkpoint import keys, load_checkpoint
 from rl_system.tuning.space import trial_config
 
 TRAINABLE = "rl_system"  # the name trials carry: rl_system_<id>_<index>
@@ -135,7 +135,7 @@ def run_trial(params: dict[str, Any], base: dict[str, Any], metric: str,
         # From here on the trial's past is that checkpoint (PBT may have handed it another
         # trial's): the run's older checkpoints must not be what a rebuilt learner reloads.
         shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
-    start_steps = resume_state["driver"]["env_steps"] if resume_state else 0
+    start_steps = resume_state[keys.DRIVER][keys.ENV_STEPS] if resume_state else 0
     reporter = TuneReporter(metric, checkpoint_every_steps, start_steps)
     RunLoop(cfg, run_dir, log_level="warning", resume_state=resume_state, reporter=reporter,
             namespace=f"rl_system-{ctx.get_trial_id()}").run()

@@ -211,7 +211,7 @@ class HMASDTrainer(Trainer):
         metrics.update(prep.stats)
         if self.high_region is not None:
             metrics.update(self.high_region.metrics("high_"))
-        metrics.update(lr=lr, minibatch_steps=done.steps, skipped_minibatches=done.skipped, chunk_len=plan.L)
+        metrics.update(done.report(lr), chunk_len=plan.L)
         return metrics
 
     def _set_bonuses(self, batch: dict[str, torch.Tensor], stats: dict[str, float]) -> None:

@@ -73,8 +73,8 @@ class MAPPO(Trainer):
         value, ret = (data[col.VALUE], data[col.RETURN]) if active is None else (data[col.VALUE][active],
                                                                                  data[col.RETURN][active])
         metrics = done.means(PPO_STATS)
-        metrics.update(lr=lr, minibatch_steps=done.steps, skipped_minibatches=done.skipped,
-                       explained_variance=self.group.explained_variance(value.flatten(), ret.flatten()))
+        metrics.update(done.report(lr))
+        metrics.update(explained_variance=self.group.explained_variance(value.flatten(), ret.flatten()))
         return metrics
 
     def _minibatches(self, source: Minibatches) -> Iterator[tuple[dict[str, torch.Tensor], int]]:

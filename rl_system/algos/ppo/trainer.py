@@ -180,8 +180,9 @@ class PPO(Trainer):
             metrics["compiled"] = float(self.loss_fn.compiled)
         if self._report_closed_form:
             metrics["closed_form"] = float(self._closed_form_ran)
-        metrics.update(lr=lr, minibatch_steps=done.steps, skipped_minibatches=done.skipped,
-                       explained_variance=self.group.explained_variance(data[col.VALUE].flatten(), data[col.RETURN].flatten()))
+        metrics.update(done.report(lr))
+        explained = self.group.explained_variance(data[col.VALUE].flatten(), data[col.RETURN].flatten())
+        metrics.update(explained_variance=explained)
         return metrics
 
     def _minibatches(self, source: Minibatches, seq_rows: int) -> Iterator[tuple[dict, int, tuple | None]]:
