@@ -69,32 +69,63 @@ def become_subreaper() -> bool:
         return False
 
 
-def reap_orphans(timeout_s: float = 30.0) -> None:
-    """Wait for the descendants left behind (Ray's, after its driver exits), up to ``timeout_s``."""
+def _cpu(usage: resource.struct_rusage) -> float:
+    return usage.ru_utime + usage.ru_stime
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return "?"
+
+
+def reap_orphans(timeout_s: float = 30.0) -> tuple[dict[str, float], list[str]]:
+    """Wait for the descendants left behind (Ray's, after its driver exits), up to ``timeout_s``:
+    ``({name: CPU s of the reaped processes of that name}, names of those still running)``."""
+    reaped: dict[str, float] = {}
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            # Peek first (WNOWAIT) so that the zombie's name can still be read, then reap it.
+            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         except ChildProcessError:
-            return
-        if pid == 0:
+            return reaped, []
+        if info is None:
             time.sleep(0.2)
+            continue
+        name = _comm(info.si_pid)
+        _, _, usage = os.wait4(info.si_pid, 0)
+        reaped[name] = reaped.get(name, 0.0) + _cpu(usage)
+    left = [_comm(int(p.name)) for p in Path("/proc").iterdir() if p.name.isdigit() and _ppid(p) == os.getpid()]
+    return reaped, left
 
 
-def run_child(cmd: list[str], log: Path) -> dict[str, float]:
-    """Run ``cmd`` (output to ``log``), raise on failure; its wall s and the CPU s of its process tree."""
+def _ppid(proc: Path) -> int | None:
+    try:
+        return int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def run_child(cmd: list[str], log: Path) -> dict[str, Any]:
+    """Run ``cmd`` (output to ``log``), raise on failure; its wall s, the CPU s of its process tree,
+    and where that CPU went: the command itself (with the descendants it waited for) and the
+    orphans reaped here, by name, and any still running after the wait (their CPU is missing)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     with open(log, "w") as out:
-        rc = subprocess.run(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, check=False).returncode
-    reap_orphans()
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    reaped, left = reap_orphans()
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if rc != 0:
+    if proc.returncode != 0:
         tail = "".join(log.read_text(errors="replace").splitlines(keepends=True)[-15:])
-        raise RuntimeError(f"{' '.join(cmd)} exited {rc}; the end of {log}:\n{tail}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"process_wall_s": wall, "process_cpu_s": cpu}
+        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}; the end of {log}:\n{tail}")
+    return {"process_wall_s": wall, "process_cpu_s": _cpu(after) - _cpu(before),
+            "cpu_by_process": {"command": _cpu(usage), **reaped}, "still_running": left}
 
 
 # -- runs ------------------------------------------------------------------------------------------
