@@ -194,6 +194,10 @@ def table_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                      "time_to_level_s": time_to(r.get("train_curve", []), level) if level is not None else None,
                      "process_wall_s": r.get("process_wall_s"), "process_cpu_s": r.get("process_cpu_s"),
                      "cores_busy": (r["process_cpu_s"] / r["process_wall_s"]) if r.get("process_wall_s") else None,
+                     # Less CPU for the whole tree than the run counted itself: some processes were not reaped here.
+                     "run_cpu_s": r.get("train_cpu_s"),
+                     "cpu_missed": bool(r.get("process_cpu_s") is not None and r.get("train_cpu_s")
+                                        and r["process_cpu_s"] < r["train_cpu_s"]),
                      "load": (r.get("load_1m_before"), r.get("load_1m_after"))})
     return rows
 
@@ -204,12 +208,20 @@ COLUMNS = (f"Returns are the agents' mean episode return: *eval* over {EVAL_EPIS
            "sampled actions. Wall s: from the first batch to the end (BenchMARL's includes its evaluation after every "
            "batch, in parentheses, which env steps/s leaves out). Process: the whole subprocess, start-up and "
            "shutdown included; cores busy = its process tree's CPU s / its wall s. Load: the 1-minute load average "
-           "before and after each run (other work shared the machine where it exceeds 2).")
+           "before and after each run (other work shared the machine where it exceeds 2). \\*: the process tree's "
+           "CPU s came out below the CPU s the run counted in its own processes (BenchMARL's process time; "
+           "rl_system's workers and learner), so some of its processes were not reaped here.")
 """What the table's columns are, below it."""
 
 
 def _wall(r: dict[str, Any]) -> str:
     return num(r["train_wall_s"]) + (f" ({num(r['eval_wall_s'])} eval)" if r["eval_wall_s"] else "")
+
+
+def _cpu_cell(r: dict[str, Any]) -> str:
+    if not r["cpu_missed"]:
+        return num(r["process_cpu_s"])
+    return f"{num(r['process_cpu_s'])}* (the run's own count: {num(r['run_cpu_s'])})"
 
 
 def _to_level(r: dict[str, Any]) -> str:
@@ -226,7 +238,8 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], command: str) -> 
               "process CPU s", "cores busy", "load before → after"]
     body = [[r["env"], r["seed"], r["system"], steps(r["env_steps"]), num(r["final_eval_return"], 3),
              num(r["final_train_return"], 3), _wall(r), num(r["steps_per_s"]), _to_level(r), num(r["process_wall_s"]),
-             num(r["process_cpu_s"]), num(r["cores_busy"], 2), " → ".join(num(x, 1) for x in r["load"])]
+             _cpu_cell(r), num(r["cores_busy"], 2) + ("*" if r["cpu_missed"] else ""),
+             " → ".join(num(x, 1) for x in r["load"])]
             for r in rows]
     where = (f"`{command}` on {meta.get('lscpu_model') or meta['cpu']} ({meta['cores']} cores); BenchMARL "
              f"{meta.get('benchmarl')}, TorchRL {meta.get('torchrl')}, VMAS {meta.get('vmas')}.")

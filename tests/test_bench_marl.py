@@ -107,3 +107,11 @@ def test_markdown_formats_a_result():
     assert lines[1].startswith("| vmas:balance | 0 | rl_system | 120k | 20.000 | 15.000 | 400 | 300 | "
                                "400 s (to 8.000) |")
     assert lines[1].endswith("| 440 | 800 | 1.82 | – → – |")
+
+
+def test_a_tree_counted_short_of_the_runs_own_cpu_is_flagged():
+    ours, bm = _runs()
+    ours.update(train_cpu_s=320.0, process_cpu_s=14.0)
+    row = bench_marl.table_rows([bm, ours])[1]
+    assert row["cpu_missed"] and not bench_marl.table_rows([bm])[0]["cpu_missed"]
+    assert bench_marl._cpu_cell(row) == "14* (the run's own count: 320)"
