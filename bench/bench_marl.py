@@ -46,7 +46,7 @@ from typing import Any
 from bench.harness.learning import first_at, read_ours, read_run
 from bench.harness.markdown import md_table, num, steps
 from bench.harness.results import RESULTS, command_line, run_index, write_run, write_suite
-from bench.harness.stamp import ROOT, load1, stamp, stamp_line, version
+from bench.harness.stamp import ROOT, load1, stamp, stamp_line, version, where_it_ran
 
 CONFIGS = {"balance": "launch/configs/vmas_balance_mappo.yaml", "transport": "launch/configs/vmas_transport_mappo.yaml"}
 FRAMES_PER_BATCH = 60_000
@@ -231,8 +231,9 @@ def _to_level(r: dict[str, Any]) -> str:
     return f"{got} (to {r['level']:.3f})"
 
 
-def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], command: str) -> str:
-    """The suite's Markdown: title, machine and command, the table, what the columns are."""
+def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], command: str, run_commands: list[str] = ()) -> str:
+    """The suite's Markdown: title, machine and command, the table, what the columns are;
+    ``run_commands``: the commands that trained the runs, where the table was built from their files."""
     header = ["task", "seed", "system", "env steps", "final eval return", "final training return", "wall s",
               "env steps/s with learning", "time to BenchMARL's final training return", "process wall s",
               "process CPU s", "cores busy", "load before → after"]
@@ -244,7 +245,10 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], command: str) -> 
     where = (f"`{command}` on {meta.get('lscpu_model') or meta['cpu']} ({meta['cores']} cores); BenchMARL "
              f"{meta.get('benchmarl')}, TorchRL {meta.get('torchrl')}, VMAS {meta.get('vmas')}.")
     lines = [f"# VMAS: rl_system's MAPPO beside BenchMARL's ({meta['date_utc']}, commit {meta['commit']})", "",
-             where, "", stamp_line(meta), "", *md_table(header, body), "", COLUMNS, ""]
+             where, "", stamp_line(meta), ""]
+    if run_commands:
+        lines += ["The table was built from stored runs; they were trained by " + "; ".join(run_commands) + ".", ""]
+    lines += [*md_table(header, body), "", COLUMNS, ""]
     return "\n".join(lines)
 
 
@@ -283,7 +287,9 @@ def main(argv: list[str] | None = None) -> str:
         runs = train_all(args.tasks, args.seeds, args.frames, args.systems, args.out, command)
     meta["load_1m_after"] = load1()
     rows = table_rows(runs)
-    text = markdown(meta, rows, command)
+    trained_by = sorted({f"`{r['command']}` (commit {r.get('commit', '?')}, ended {r.get('date_utc', '?')})"
+                         for r in runs if r.get("command")}) if args.from_runs else []
+    text = markdown(meta, rows, command, trained_by)
     write_suite(args.out, "marl", {"meta": meta, "runs": run_index(runs, args.out), "table": rows}, text)
     print(text)
     return text
@@ -303,7 +309,7 @@ def train_all(tasks: list[str], seeds: list[int], frames: int, systems: list[str
                     # Each run keeps the command and the load it ran under: a table may join runs of
                     # several sittings (--from-runs).
                     row = {**run(task, frames, seed, Path(tmp)), "command": command, "load_1m_before": before,
-                           "load_1m_after": load1()}
+                           "load_1m_after": load1(), "date_utc": stamp()["date_utc"], **where_it_ran()}
                     row["source"] = str(write_run(run_file(out, row), row))
                     runs.append(row)
                     print(f"  final eval return {row['final_return']:.3f} in {row['train_wall_s']:.0f}s", flush=True)
