@@ -114,4 +114,5 @@ def test_a_tree_counted_short_of_the_runs_own_cpu_is_flagged():
     ours.update(train_cpu_s=320.0, process_cpu_s=14.0)
     row = bench_marl.table_rows([bm, ours])[1]
     assert row["cpu_missed"] and not bench_marl.table_rows([bm])[0]["cpu_missed"]
-    assert bench_marl._cpu_cell(row) == "14* (the run's own count: 320)"
+    assert bench_marl._cpu_cell(row) == "≥ 334* (14 + 320)"
+    assert row["cores_busy"] == pytest.approx(334 / 440)
