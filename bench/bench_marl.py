@@ -255,9 +255,13 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], command: str, run
     where = (f"`{command}` on {meta.get('lscpu_model') or meta['cpu']} ({meta['cores']} cores); BenchMARL "
              f"{meta.get('benchmarl')}, TorchRL {meta.get('torchrl')}, VMAS {meta.get('vmas')}.")
     lines = [f"# VMAS: rl_system's MAPPO beside BenchMARL's ({meta['date_utc']}, commit {meta['commit']})", "",
-             where, "", stamp_line(meta), ""]
-    if run_commands:
-        lines += ["The table was built from stored runs; they were trained by " + "; ".join(run_commands) + ".", ""]
+             where, ""]
+    if run_commands:  # the stamp is the table's; the runs' commits, dates and loads are their own
+        lines += [f"Built {meta['date_utc']} at commit `{meta['commit']}` from stored runs, trained on this machine "
+                  f"({meta['cpu']}, {meta['cores']} cores; Python {meta['python']}, torch {meta['torch']}, Ray "
+                  f"{meta['ray']}) by " + "; ".join(run_commands) + ".", ""]
+    else:
+        lines += [stamp_line(meta), ""]
     lines += [*md_table(header, body), "", COLUMNS, ""]
     return "\n".join(lines)
 
@@ -297,7 +301,7 @@ def main(argv: list[str] | None = None) -> str:
         runs = train_all(args.tasks, args.seeds, args.frames, args.systems, args.out, command)
     meta["load_1m_after"] = load1()
     rows = table_rows(runs)
-    trained_by = sorted({f"`{r['command']}` (commit {r.get('commit', '?')}, ended {r.get('date_utc', '?')})"
+    trained_by = sorted({f"`{r['command']}` (commit {r.get('commit', '?')}, {r.get('date_utc', '?')})"
                          for r in runs if r.get("command")}) if args.from_runs else []
     text = markdown(meta, rows, command, trained_by)
     write_suite(args.out, "marl", {"meta": meta, "runs": run_index(runs, args.out), "table": rows}, text)
