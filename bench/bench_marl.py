@@ -266,6 +266,16 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], command: str, run
     return "\n".join(lines)
 
 
+def sittings(runs: list[dict[str, Any]]) -> list[str]:
+    """Each command that trained some of ``runs``, with its commit and the dates its runs ended."""
+    by: dict[tuple[str, str], list[str]] = {}
+    for r in runs:
+        if r.get("command"):
+            by.setdefault((r["command"], r.get("commit", "?")), []).append(r.get("date_utc", "?"))
+    return [f"`{cmd}` (commit {commit}, runs ended {min(dates)}" + (f" to {max(dates)}" if len(set(dates)) > 1 else "")
+            + ")" for (cmd, commit), dates in sorted(by.items())]
+
+
 def lscpu_model() -> str | None:
     """``lscpu``'s model name, or None where lscpu is missing."""
     try:
@@ -301,8 +311,7 @@ def main(argv: list[str] | None = None) -> str:
         runs = train_all(args.tasks, args.seeds, args.frames, args.systems, args.out, command)
     meta["load_1m_after"] = load1()
     rows = table_rows(runs)
-    trained_by = sorted({f"`{r['command']}` (commit {r.get('commit', '?')}, {r.get('date_utc', '?')})"
-                         for r in runs if r.get("command")}) if args.from_runs else []
+    trained_by = sittings(runs) if args.from_runs else []
     text = markdown(meta, rows, command, trained_by)
     write_suite(args.out, "marl", {"meta": meta, "runs": run_index(runs, args.out), "table": rows}, text)
     print(text)
@@ -312,7 +321,7 @@ def main(argv: list[str] | None = None) -> str:
 def train_all(tasks: list[str], seeds: list[int], frames: int, systems: list[str], out: Path,
               command: str) -> list[dict[str, Any]]:
     """Every task, seed and system in turn; each run's row written to ``out`` as it ends."""
-    runs = []
+    runs, code = [], where_it_ran()  # the code this sitting runs: HEAD now, whatever is committed later
     with tempfile.TemporaryDirectory(prefix="bench_marl_") as tmp:
         for task in tasks:
             for seed in seeds:
@@ -323,7 +332,7 @@ def train_all(tasks: list[str], seeds: list[int], frames: int, systems: list[str
                     # Each run keeps the command and the load it ran under: a table may join runs of
                     # several sittings (--from-runs).
                     row = {**run(task, frames, seed, Path(tmp)), "command": command, "load_1m_before": before,
-                           "load_1m_after": load1(), "date_utc": stamp()["date_utc"], **where_it_ran()}
+                           "load_1m_after": load1(), "date_utc": stamp()["date_utc"], **code}
                     row["source"] = str(write_run(run_file(out, row), row))
                     runs.append(row)
                     print(f"  final eval return {row['final_return']:.3f} in {row['train_wall_s']:.0f}s", flush=True)
