@@ -1,0 +1,309 @@
+"""Overcooked (overcooked-ai 1.1.0's ``OvercookedGridworld``), N kitchens stepped as torch tensors.
+
+Two cooks share a kitchen and are paid for every soup they serve. Each step follows overcooked-ai's
+``get_state_transition`` exactly:
+
+1. Interacts, player 1's first, then player 2's on the state player 1 left (so two cooks at one counter or
+   pot act in that order). Facing a counter: put down what is held on an empty counter, or pick up what lies
+   there with empty hands. Facing a dispenser with empty hands: take an onion, a tomato or a dish. Facing a
+   pot: add a held ingredient while the pot is idle with fewer than 3 ingredients; with empty hands start
+   cooking an idle pot with at least one ingredient (cooking never starts by itself); with a dish take a
+   ready soup. Facing a serving location with a soup: deliver it, paid by the recipe's value (0 for a
+   recipe not among the layout's orders).
+2. Moves: a move turns the cook that way and steps into the cell if it is floor; if the cooks would end in
+   one cell or swap cells, neither moves (both still turn). ``stay`` and ``interact`` change nothing.
+3. Every cooking soup advances one tick; it is ready once the tick reaches the recipe's cook time.
+
+Actions ``AgentDiscrete(6, 2)``: 0 north, 1 south, 2 east, 3 west, 4 stay, 5 interact (overcooked-ai's
+``Action.INDEX_TO_ACTION``). Episodes start from the layout's start cells, both cooks facing north, and
+are truncated after ``horizon`` steps (400); there is no terminal state.
+
+Reward ``[N]`` float32: the delivery reward of both cooks plus ``reward_shaping`` times their shaped reward
+(overcooked-ai's: placing an ingredient in a pot 3, taking a dish while a pot needs one 3, taking a soup 5),
+the factor annealed linearly to 0 over ``reward_shaping_horizon`` env steps of the whole batch (``None``:
+constant). ``info``: ``sparse_reward`` and ``shaped_reward`` ``[N, 2]`` per cook, ``soups_served`` ``[N]``.
+
+Observations: ``"obs"`` ``[N, 2, W * H * 26]`` float32 is overcooked-ai's ``lossless_state_encoding`` of
+each cook (26 planes over the ``W x H`` grid: the cook's and the partner's cell and facing, the terrain,
+ingredients and soups in pots, cook time left, soups, dishes, onions, tomatoes, urgency in the last 40
+steps), flattened in its ``[W, H, 26]`` order (``x``, then ``y``, then plane); reshape to ``[W, H, 26]``
+for a convolution. ``"state"`` ``[N, W * H * 26]`` is cook 1's encoding: lossless, so it is the global
+state.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+from rl_system.envs.base import AgentDiscrete, Obs, StepResult, TensorSpec, VecEnv, make_generator
+from rl_system.envs.overcooked.layout import (COUNTER, DISH_DISP, FLOOR, MAX_INGREDIENTS, ONION_DISP, POT, SERVE,
+                                              TOMATO_DISP, TOMATO_STEP, Layout, load_layout)
+
+N_ACTIONS, STAY, INTERACT = 6, 4, 5
+NONE, ONION, TOMATO, DISH, SOUP = range(5)  # object codes, held or on a cell
+N_PLANES = 26
+URGENCY_STEPS = 40  # lossless_state_encoding's urgency plane: fewer than this many steps left
+STATE_KEYS = ("pos", "ori", "held", "held_rec", "obj", "rec", "tick", "t", "served", "batch_steps")
+
+
+class OvercookedVecEnv(VecEnv):
+    """``num_envs`` Overcooked kitchens on ``device``; see the module docstring.
+
+    Parameters
+        layout: a layout name (:func:`rl_system.envs.overcooked.layout_names`, e.g. ``"cramped_room"``) or a
+            grid (a string with newlines or a sequence of rows) with overcooked-ai's default recipes.
+        horizon: steps per episode (truncation).
+        reward_shaping: the initial weight of the shaped reward in ``reward`` (0: delivery reward only).
+        reward_shaping_horizon: env steps (summed over the batch) over which that weight anneals to 0.
+    """
+
+    num_agents = 2
+
+    def __init__(self, num_envs: int, device: str | torch.device = "cpu", seed: int | None = None, *,
+                 layout: str | Sequence[str] = "cramped_room", horizon: int = 400, reward_shaping: float = 0.0,
+                 reward_shaping_horizon: float | None = None) -> None:
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        if horizon < 1:
+            raise ValueError(f"horizon must be >= 1, got {horizon}")
+        if reward_shaping_horizon is not None and reward_shaping_horizon <= 0:
+            raise ValueError(f"reward_shaping_horizon must be > 0 or None, got {reward_shaping_horizon}")
+        self.layout: Layout = load_layout(layout)
+        self.num_envs, self.device = int(num_envs), torch.device(device)
+        self.horizon = int(horizon)
+        self.reward_shaping = float(reward_shaping)
+        self.reward_shaping_horizon = reward_shaping_horizon
+        self.width, self.height = self.layout.width, self.layout.height
+        self.obs_dim = self.width * self.height * N_PLANES
+        self.action_spec = AgentDiscrete(N_ACTIONS, self.num_agents)
+        self.observation_spec = {"state": TensorSpec((self.obs_dim,), torch.float32),
+                                 "obs": TensorSpec((self.num_agents, self.obs_dim), torch.float32)}
+        self._generator = make_generator(self.device, seed)  # starts are deterministic; kept for the API
+        self._build_tables()
+        self._alloc_state()
+        self._needs_reset = True
+
+    # ------------------------------------------------------------------ tables and state
+
+    def _build_tables(self) -> None:
+        dev, w, lay = self.device, self.width, self.layout
+        self._terrain = torch.tensor(lay.terrain_codes(), dtype=torch.int64, device=dev)  # [C]
+        self._pots = (self._terrain == POT).nonzero().squeeze(1)  # [P] pot cells
+        self._delta = torch.tensor([-w, w, 1, -1, 0, 0], dtype=torch.int64, device=dev)  # per action, in cells
+        self._rec_time = torch.tensor(lay.recipe_time, dtype=torch.int64, device=dev)  # [16]
+        self._rec_value = torch.tensor(lay.recipe_value, dtype=torch.float32, device=dev)  # [16]
+        rec = torch.arange(len(lay.recipe_time), device=dev)
+        self._rec_count = rec % TOMATO_STEP + rec // TOMATO_STEP  # [16] ingredients in the soup
+        self._add_step = torch.tensor([0, 1, TOMATO_STEP, 0, 0], dtype=torch.int64, device=dev)  # per held code
+        self._shaping = {k: torch.tensor(v, device=dev) for k, v in lay.shaping.items()}
+        codes = (COUNTER, ONION_DISP, TOMATO_DISP, DISH_DISP, SERVE)
+        is_pot = (self._terrain == POT).float()
+        # lossless_state_encoding's terrain planes: pot, counter, onion, tomato, dish dispenser, serving
+        self._static_planes = torch.stack([is_pot, *((self._terrain == c).float() for c in codes)])  # [6, C]
+        self._is_pot = self._terrain == POT
+        self._start_pos = torch.tensor([x + y * w for x, y in lay.starts], dtype=torch.int64, device=dev)  # [2]
+        self._perm = torch.tensor([[0, 1], [1, 0]], device=dev)  # each cook's view: itself first
+
+    def _alloc_state(self) -> None:
+        n, c, dev = self.num_envs, len(self.layout.terrain_codes()), self.device
+        zeros = lambda *shape: torch.zeros(shape, dtype=torch.int64, device=dev)  # noqa: E731
+        self._pos, self._ori = zeros(n, 2), zeros(n, 2)  # cell index y * W + x; facing 0..3 (N, S, E, W)
+        self._held, self._held_rec = zeros(n, 2), zeros(n, 2)  # object code; recipe index of a held soup
+        self._obj, self._rec = zeros(n, c), zeros(n, c)  # object on each cell; its recipe index if a soup
+        self._tick = zeros(n, c) - 1  # a soup's cooking tick, -1 while idle (and on cells without a soup)
+        self._t, self._served = zeros(n), zeros(n)  # timestep; soups served this episode
+        self._batch_steps = zeros()  # env steps of the whole batch, for annealing the shaping
+
+    def _restart(self, done: torch.Tensor | None) -> None:
+        """Put the envs where ``done`` (bool ``[N]``; ``None``: all) back at the start state."""
+        if done is None:
+            done = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
+        d1 = done.unsqueeze(1)
+        self._pos = torch.where(d1, self._start_pos, self._pos)
+        for name in ("_ori", "_held", "_held_rec", "_obj", "_rec"):
+            setattr(self, name, getattr(self, name).masked_fill(d1, 0))
+        self._tick = self._tick.masked_fill(d1, -1)
+        self._t = self._t.masked_fill(done, 0)
+        self._served = self._served.masked_fill(done, 0)
+
+    # ------------------------------------------------------------------ public API
+
+    def reset(self, seed: int | None = None) -> Obs:
+        """Reset all envs to the layout's start state (deterministic; ``seed`` reseeds the unused generator)."""
+        if seed is not None:
+            self._generator.manual_seed(seed)
+        self._restart(None)
+        self._needs_reset = False
+        return self._observe()
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        state = {k: getattr(self, f"_{k}").clone() for k in STATE_KEYS}
+        state["generator"] = self._generator.get_state()
+        return state
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        for key in STATE_KEYS:
+            want = tuple(getattr(self, f"_{key}").shape)
+            if key not in state or tuple(state[key].shape) != want:
+                got = tuple(state[key].shape) if key in state else "missing"
+                raise ValueError(f"state[{key!r}] must have shape {want} for this layout and batch, got {got}")
+        for key in STATE_KEYS:
+            setattr(self, f"_{key}", state[key].to(device=self.device, dtype=torch.int64).clone())
+        self._generator.set_state(state["generator"])
+        self._needs_reset = False
+
+    @property
+    def shaping_weight(self) -> float:
+        """The weight of the shaped reward at the next step (after annealing)."""
+        if self.reward_shaping_horizon is None:
+            return self.reward_shaping
+        return self.reward_shaping * max(0.0, 1.0 - float(self._batch_steps) / self.reward_shaping_horizon)
+
+    def step(self, action: torch.Tensor) -> StepResult:
+        action = self._step_action(action)
+        if self.device.type == "cpu":
+            lo, hi = torch.aminmax(action)
+            if lo < 0 or hi >= N_ACTIONS:
+                raise ValueError(f"actions must be in [0, {N_ACTIONS}), got values in [{int(lo)}, {int(hi)}]")
+        weight = self.shaping_weight
+        sparse, shaped = self._interact(action)
+        self._move(action)
+        self._cook()
+        self._t += 1
+        self._batch_steps += self.num_envs
+        self._served += self._served_now.sum(1)
+        reward = sparse.sum(1) + weight * shaped.sum(1)
+        truncated = self._t >= self.horizon
+        terminated = torch.zeros_like(truncated)
+        info = {"sparse_reward": sparse, "shaped_reward": shaped, "soups_served": self._served.clone()}
+        final_obs = self._observe()
+        obs = final_obs
+        if bool(truncated.any()):
+            self._restart(truncated)
+            obs = self._observe()
+        return StepResult(obs, reward, terminated, truncated, final_obs, info)
+
+    # ------------------------------------------------------------------ dynamics
+
+    def _interact(self, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Both cooks' interacts, cook 1 first; returns the delivery and shaped rewards, float32 ``[N, 2]``."""
+        sparse = torch.zeros((self.num_envs, 2), dtype=torch.float32, device=self.device)
+        shaped = torch.zeros_like(sparse)
+        self._served_now = torch.zeros((self.num_envs, 2), dtype=torch.bool, device=self.device)
+        for i in range(2):
+            self._interact_one(i, action[:, i] == INTERACT, sparse, shaped)
+        return sparse, shaped
+
+    def _interact_one(self, i: int, act: torch.Tensor, sparse: torch.Tensor, shaped: torch.Tensor) -> None:
+        """Cook ``i``'s interact where ``act`` (bool ``[N]``), writing its rewards into column ``i``."""
+        tgt = (self._pos[:, i] + self._delta[self._ori[:, i]]).unsqueeze(1)  # [N, 1] the faced cell
+        ter = self._terrain[tgt[:, 0]]
+        h, hr = self._held[:, i], self._held_rec[:, i]
+        o, r, tk = (x.gather(1, tgt)[:, 0] for x in (self._obj, self._rec, self._tick))
+        free = h == NONE
+        soup_here, idle = o == SOUP, tk < 0
+        count = self._rec_count[r]
+        ready = soup_here & ~idle & (tk >= self._rec_time[r])
+        at = lambda code: act & (ter == code)  # noqa: E731
+        drop = at(COUNTER) & ~free & (o == NONE)
+        pick = at(COUNTER) & free & (o != NONE)
+        take = {ONION: at(ONION_DISP) & free, TOMATO: at(TOMATO_DISP) & free, DISH: at(DISH_DISP) & free}
+        start = at(POT) & free & soup_here & idle & (count > 0)
+        ladle = at(POT) & (h == DISH) & ready
+        add = at(POT) & ((h == ONION) | (h == TOMATO)) & ((o == NONE) | (soup_here & idle & (count < MAX_INGREDIENTS)))
+        serve = at(SERVE) & (h == SOUP)
+        useful_dish = self._dish_pickup_useful()
+
+        new_h = torch.where(drop | add | serve, NONE, h)
+        new_h = torch.where(pick, o, new_h)
+        new_h = torch.where(ladle, SOUP, new_h)
+        for code, where in take.items():
+            new_h = torch.where(where, code, new_h)
+        new_hr = torch.where(pick | ladle, r, hr).masked_fill(new_h != SOUP, 0)
+        cleared = pick | ladle
+        new_o = torch.where(drop, h, torch.where(add, SOUP, o)).masked_fill(cleared, NONE)
+        new_r = torch.where(drop, hr, torch.where(add, r + self._add_step[h], r)).masked_fill(cleared, 0)
+        # a soup put down keeps the tick it finished cooking at, which is its recipe's cook time
+        dropped_tick = torch.where(h == SOUP, self._rec_time[hr], -1)
+        new_tk = torch.where(drop, dropped_tick, tk).masked_fill(cleared, -1).masked_fill(start, 0)
+
+        sparse[:, i] = torch.where(serve, self._rec_value[hr], 0.0)
+        self._served_now[:, i] = serve
+        sh = self._shaping
+        shaped[:, i] = (add * sh["PLACEMENT_IN_POT_REW"] + (take[DISH] & useful_dish) * sh["DISH_PICKUP_REWARD"]
+                        + ladle * sh["SOUP_PICKUP_REWARD"])
+        # last: h and hr are views of the held tensors written here
+        self._held[:, i], self._held_rec[:, i] = new_h, new_hr
+        self._obj.scatter_(1, tgt, new_o.unsqueeze(1))
+        self._rec.scatter_(1, tgt, new_r.unsqueeze(1))
+        self._tick.scatter_(1, tgt, new_tk.unsqueeze(1))
+
+    def _dish_pickup_useful(self) -> torch.Tensor:
+        """overcooked-ai's ``is_dish_pickup_useful``, bool ``[N]``: no dish on a counter and fewer dishes in
+        hand than pots that are cooking, ready or partly filled (an idle full pot does not count)."""
+        obj, rec, tick = (x[:, self._pots] for x in (self._obj, self._rec, self._tick))  # [N, P]
+        full_idle = (tick < 0) & (self._rec_count[rec] >= MAX_INGREDIENTS)
+        non_empty = ((obj == SOUP) & ~full_idle).sum(1)
+        dishes_held = (self._held == DISH).sum(1)
+        no_counter_dish = ~((self._obj == DISH) & ~self._is_pot).any(1)
+        return no_counter_dish & (dishes_held < non_empty)
+
+    def _move(self, action: torch.Tensor) -> None:
+        """Moves and turns; cooks that would share a cell or swap stay where they were."""
+        moving = action < STAY
+        cand = self._pos + self._delta[action]
+        new = torch.where(moving & (self._terrain[cand] == FLOOR), cand, self._pos)
+        self._ori = torch.where(moving, action, self._ori)
+        old = self._pos
+        clash = (new[:, 0] == new[:, 1]) | ((new[:, 0] == old[:, 1]) & (new[:, 1] == old[:, 0]))
+        self._pos = torch.where(clash.unsqueeze(1), old, new)
+
+    def _cook(self) -> None:
+        """Every cooking soup (started, not yet at its cook time) advances one tick."""
+        tick = self._tick[:, self._pots]
+        rec = self._rec[:, self._pots]
+        cooking = (tick >= 0) & (tick < self._rec_time[rec])
+        self._tick[:, self._pots] = tick + cooking
+
+    # ------------------------------------------------------------------ observation
+
+    def _observe(self) -> Obs:
+        """``lossless_state_encoding`` of both cooks: ``state`` ``[N, W*H*26]``, ``obs`` ``[N, 2, W*H*26]``."""
+        n, c = self.num_envs, self._terrain.numel()
+        at_pos = torch.nn.functional.one_hot(self._pos, c).float()  # [N, 2, C]
+        facing = torch.nn.functional.one_hot(self._ori, 4).float()  # [N, 2, 4]
+        cook = torch.cat([at_pos.unsqueeze(2), facing.unsqueeze(3) * at_pos.unsqueeze(2)], 2)  # [N, 2, 5, C]
+        mine, other = cook[:, self._perm[:, 0]], cook[:, self._perm[:, 1]]  # [N, 2(view), 5, C]
+        player = torch.cat([mine[:, :, :1], other[:, :, :1], mine[:, :, 1:], other[:, :, 1:]], 2)  # [N, 2, 10, C]
+        objects = self._object_planes()  # [N, 9, C]
+        urgent = (self.horizon - self._t < URGENCY_STEPS).float().view(n, 1, 1).expand(n, 1, c)
+        shared = torch.cat([self._static_planes.expand(n, -1, -1), objects, urgent], 1)  # [N, 16, C]
+        planes = torch.cat([player, shared.unsqueeze(1).expand(n, 2, -1, -1)], 2)  # [N, 2, 26, C]
+        grid = planes.view(n, 2, N_PLANES, self.height, self.width).permute(0, 1, 4, 3, 2)  # [N, 2, W, H, 26]
+        obs = grid.reshape(n, 2, self.obs_dim)
+        return {"state": obs[:, 0], "obs": obs}
+
+    def _object_planes(self) -> torch.Tensor:
+        """Planes 16..24 of the encoding, float32 ``[N, 9, C]``: onions/tomatoes in an idle pot, onions/tomatoes
+        in a soup, cook time left, soup done, dishes, onions, tomatoes (held objects at their cook's cell)."""
+        obj, rec, tick = self._obj, self._rec, self._tick
+        soup = obj == SOUP
+        in_pot = soup & self._is_pot
+        idle_pot = in_pot & (tick < 0)
+        onions, tomatoes = (rec % TOMATO_STEP).float(), (rec // TOMATO_STEP).float()
+        time = self._rec_time[rec]
+        planes = torch.stack([
+            onions * idle_pot, tomatoes * idle_pot,
+            onions * (soup & ~idle_pot), tomatoes * (soup & ~idle_pot),
+            (time - tick).float() * (in_pot & ~idle_pot),
+            (soup & (~self._is_pot | (tick >= time))).float(),
+            (obj == DISH).float(), (obj == ONION).float(), (obj == TOMATO).float()], 1)
+        h, hr = self._held, self._held_rec
+        hsoup = (h == SOUP).float()
+        held = torch.stack([torch.zeros_like(hsoup), torch.zeros_like(hsoup),
+                            (hr % TOMATO_STEP).float() * hsoup, (hr // TOMATO_STEP).float() * hsoup,
+                            torch.zeros_like(hsoup), hsoup,
+                            (h == DISH).float(), (h == ONION).float(), (h == TOMATO).float()], 1)  # [N, 9, 2]
+        return planes.scatter_add_(2, self._pos.unsqueeze(1).expand(-1, 9, -1), held)

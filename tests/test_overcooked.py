@@ -1,0 +1,165 @@
+"""Tests for the batched Overcooked env (``rl_system.envs.overcooked``): step-for-step parity with
+overcooked-ai 1.1.0 on every standard layout, bad input, bit-exact resume."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from rl_system.envs import make_env
+from rl_system.envs.overcooked import OvercookedVecEnv, layout_names, load_layout
+from tests.overcooked_oracle import ScriptedCook, action_of, encode, env_state, import_mdp
+
+CLASSIC = ["cramped_room", "asymmetric_advantages", "coordination_ring", "forced_coordination",
+           "counter_circuit_o_1order"]
+
+
+def supported_layouts() -> list[str]:
+    names = []
+    for name in layout_names():
+        try:
+            load_layout(name)
+        except ValueError:
+            continue
+        names.append(name)
+    return names
+
+
+def run_parity(layout: str, num_envs: int, steps: int, seed: int, obs_every: int = 7) -> int:
+    """Step ``num_envs`` envs and as many oracle states with the same scripted-then-random joint actions;
+    assert equal states, rewards and (every ``obs_every`` steps) observations; returns soups served."""
+    om = import_mdp()
+    mdp = om.OvercookedGridworld.from_layout_name(layout)
+    env = OvercookedVecEnv(num_envs, layout=layout, reward_shaping=1.0)
+    env.reset()
+    states = [mdp.get_standard_start_state() for _ in range(num_envs)]
+    rng = random.Random(seed)
+    cook = ScriptedCook(mdp, rng)
+    served = 0
+    for step in range(steps):
+        joint = [[cook.act(states[k], i) for i in range(2)] for k in range(num_envs)]
+        out = env.step(torch.tensor(joint))
+        for k in range(num_envs):
+            new, infos = mdp.get_state_transition(states[k], tuple(action_of(a) for a in joint[k]))
+            sparse, shaped = infos["sparse_reward_by_agent"], infos["shaped_reward_by_agent"]
+            where = f"{layout} env {k} step {step} actions {joint[k]}"
+            np.testing.assert_array_equal(out.info["sparse_reward"][k].numpy(), sparse, err_msg=where)
+            np.testing.assert_array_equal(out.info["shaped_reward"][k].numpy(), shaped, err_msg=where)
+            assert float(out.reward[k]) == sum(sparse) + sum(shaped), where
+            served += sum(infos["event_infos"]["soup_delivery"])
+            done = new.timestep >= env.horizon
+            assert bool(out.truncated[k]) == done, where
+            if step % obs_every == 0 or done:
+                ref = np.stack(mdp.lossless_state_encoding(new, horizon=env.horizon)).reshape(2, -1)
+                np.testing.assert_array_equal(out.final_obs["obs"][k].numpy(), ref, err_msg=where)
+                np.testing.assert_array_equal(out.final_obs["state"][k].numpy(), ref[0], err_msg=where)
+            states[k] = mdp.get_standard_start_state() if done else new
+            want, got = encode(states[k], env.width, env.height), env_state(env, k)
+            for key in want:
+                np.testing.assert_array_equal(got[key], want[key], err_msg=f"{where}: {key}")
+    return served
+
+
+@pytest.mark.parametrize("layout", CLASSIC)
+def test_parity_classic_layouts(layout):
+    """The five layouts of the Overcooked-AI benchmark, 2,000 steps in each of 2 envs (5 episodes each)."""
+    assert run_parity(layout, num_envs=2, steps=2000, seed=1) > 0
+
+
+def test_parity_every_layout():
+    """Every standard two-player layout (tomatoes, bonus orders, recipe values and times), 400 steps x 2 envs."""
+    names = [n for n in supported_layouts() if n not in CLASSIC]
+    assert len(names) >= 30
+    served = {name: run_parity(name, num_envs=2, steps=400, seed=2, obs_every=23) for name in names}
+    assert sum(v > 0 for v in served.values()) >= len(names) // 2, served
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", supported_layouts())
+def test_parity_long(layout):
+    """20,000 steps (50 episodes) in each of 4 envs per layout."""
+    run_parity(layout, num_envs=4, steps=20000, seed=3, obs_every=31)
+
+
+def test_unsupported_layouts_are_refused_in_one_line():
+    for name in ("cramped_room_single", "multiplayer_schelling", "tutorial_1"):
+        with pytest.raises(ValueError) as err:
+            load_layout(name)
+        assert "\n" not in str(err.value) and name in str(err.value)
+
+
+def test_make_env_and_specs():
+    env = make_env("Overcooked", 3, layout="coordination_ring")
+    obs = env.reset()
+    assert obs["obs"].shape == (3, 2, 5 * 5 * 26) and obs["state"].shape == (3, 5 * 5 * 26)
+    assert env.action_spec.n == 6 and env.action_spec.num_agents == 2
+    out = env.step(torch.full((3, 2), 4))
+    assert out.reward.shape == (3,) and out.truncated.shape == (3,) and not out.truncated.any()
+
+
+def test_unknown_layout_lists_the_known_ones():
+    with pytest.raises(ValueError, match="unknown Overcooked layout 'nope'; known: .*cramped_room") as err:
+        OvercookedVecEnv(1, layout="nope")
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("grid, match", [
+    (["XXXXX", "X1 2S", "XODXX"], "no pot"),
+    (["XXPXX", "X1 2X", "XODXX"], "serving"),
+    (["XXPXX", "X1 2S", "XXXXX"], "dish"),
+    (["XXPXX", "X1 2S", "XDXX"], "rectangle"),
+    (["XXPXX", "X1  S", "XODXX"], "player 2"),
+    (["XXPXX", "X1Q2S", "XODXX"], "unknown grid characters"),
+    (["XXPXX", " 1 2S", "XODXX"], "border"),
+    (["XXXXXXX", "X1X2XPX", "XOXDXSX", "XXXXXXX"], "no pot can be reached"),
+])
+def test_malformed_grids_are_refused_in_one_line(grid, match):
+    with pytest.raises(ValueError, match=match) as err:
+        OvercookedVecEnv(1, layout=grid)
+    assert "\n" not in str(err.value)
+
+
+def test_bad_actions_are_refused_in_one_line():
+    env = OvercookedVecEnv(2)
+    env.reset()
+    for bad in (torch.zeros(2, dtype=torch.int64), torch.zeros((2, 3), dtype=torch.int64),
+                torch.zeros((3, 2), dtype=torch.int64), torch.full((2, 2), 6)):
+        with pytest.raises(ValueError) as err:
+            env.step(bad)
+        assert "\n" not in str(err.value)
+
+
+def test_state_dict_resumes_bit_exactly():
+    """Stop mid-episode, resume in a fresh env: the same observations, rewards and resets follow."""
+    torch.manual_seed(0)
+    actions = torch.randint(0, 6, (700, 16, 2))
+    actions[:, :, 1] = torch.where(torch.rand(700, 16) < 0.5, 5, actions[:, :, 1])
+    env = OvercookedVecEnv(16, layout="cramped_room", reward_shaping=1.0, reward_shaping_horizon=1e5)
+    env.reset()
+    for a in actions[:250]:
+        env.step(a)
+    saved = env.state_dict()
+    first = [env.step(a) for a in actions[250:]]
+    resumed = OvercookedVecEnv(16, layout="cramped_room", reward_shaping=1.0, reward_shaping_horizon=1e5)
+    resumed.load_state_dict(saved)
+    for a, ref in zip(actions[250:], first):
+        out = resumed.step(a)
+        assert torch.equal(out.obs["obs"], ref.obs["obs"]) and torch.equal(out.reward, ref.reward)
+        assert torch.equal(out.truncated, ref.truncated)
+    with pytest.raises(ValueError, match="must have shape"):
+        OvercookedVecEnv(8, layout="cramped_room").load_state_dict(saved)
+
+
+def test_shaping_anneals_to_zero():
+    env = OvercookedVecEnv(4, reward_shaping=1.0, reward_shaping_horizon=40)
+    env.reset()
+    assert env.shaping_weight == 1.0
+    for _ in range(5):
+        env.step(torch.full((4, 2), 4))
+    assert env.shaping_weight == 0.5
+    for _ in range(10):
+        env.step(torch.full((4, 2), 4))
+    assert env.shaping_weight == 0.0
