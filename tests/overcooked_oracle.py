@@ -49,20 +49,20 @@ def recipe_index(soup: Any) -> int:
 
 
 def encode(state: Any, width: int, height: int) -> dict[str, np.ndarray]:
-    """An oracle state in the env's own terms: cells ``y * W + x``, object codes, recipe indices, ticks."""
+    """An oracle state in the env's own terms: cells ``x * H + y``, object codes, recipe indices, ticks."""
     cells = width * height
     out = {"pos": np.zeros(2, np.int64), "ori": np.zeros(2, np.int64), "held": np.zeros(2, np.int64),
            "held_rec": np.zeros(2, np.int64), "obj": np.zeros(cells, np.int64), "rec": np.zeros(cells, np.int64),
            "tick": np.full(cells, -1, np.int64), "t": np.int64(state.timestep)}
     for i, p in enumerate(state.players):
-        out["pos"][i] = p.position[0] + p.position[1] * width
+        out["pos"][i] = p.position[0] * height + p.position[1]
         out["ori"][i] = DIRS.index(p.orientation)
         if p.held_object is not None:
             out["held"][i] = OBJ_CODE[p.held_object.name]
             if p.held_object.name == "soup":
                 out["held_rec"][i] = recipe_index(p.held_object)
     for (x, y), obj in state.objects.items():
-        c = x + y * width
+        c = x * height + y
         out["obj"][c] = OBJ_CODE[obj.name]
         if obj.name == "soup":
             out["rec"][c] = recipe_index(obj)
@@ -85,7 +85,7 @@ class ScriptedCook:
     def __init__(self, mdp: Any, rng: random.Random, eps: float = 0.2) -> None:
         self.mdp, self.rng, self.eps = mdp, rng, eps
         self.terrain = mdp.terrain_mtx
-        self.h, self.w = len(self.terrain), len(self.terrain[0])
+        self._memo: dict[str, set] = {}
 
     def act(self, state: Any, i: int) -> int:
         if self.rng.random() < self.eps:
@@ -101,7 +101,9 @@ class ScriptedCook:
         return d
 
     def _cells(self, chars: str) -> set:
-        return {(x, y) for y, row in enumerate(self.terrain) for x, c in enumerate(row) if c in chars}
+        if chars not in self._memo:
+            self._memo[chars] = {(x, y) for y, row in enumerate(self.terrain) for x, c in enumerate(row) if c in chars}
+        return self._memo[chars]
 
     def _goals(self, state: Any, i: int) -> set:
         """Cells to face and interact with, by what the cook holds and what the pots need."""

@@ -88,28 +88,32 @@ class OvercookedVecEnv(VecEnv):
     # ------------------------------------------------------------------ tables and state
 
     def _build_tables(self) -> None:
-        dev, w, lay = self.device, self.width, self.layout
+        dev, h, lay = self.device, self.height, self.layout
         self._terrain = torch.tensor(lay.terrain_codes(), dtype=torch.int64, device=dev)  # [C]
         self._pots = (self._terrain == POT).nonzero().squeeze(1)  # [P] pot cells
-        self._delta = torch.tensor([-w, w, 1, -1, 0, 0], dtype=torch.int64, device=dev)  # per action, in cells
+        self._delta = torch.tensor([-1, 1, h, -h, 0, 0], dtype=torch.int64, device=dev)  # per action, in cells
         self._rec_time = torch.tensor(lay.recipe_time, dtype=torch.int64, device=dev)  # [16]
         self._rec_value = torch.tensor(lay.recipe_value, dtype=torch.float32, device=dev)  # [16]
         rec = torch.arange(len(lay.recipe_time), device=dev)
         self._rec_count = rec % TOMATO_STEP + rec // TOMATO_STEP  # [16] ingredients in the soup
         self._add_step = torch.tensor([0, 1, TOMATO_STEP, 0, 0], dtype=torch.int64, device=dev)  # per held code
         self._shaping = {k: torch.tensor(v, device=dev) for k, v in lay.shaping.items()}
-        codes = (COUNTER, ONION_DISP, TOMATO_DISP, DISH_DISP, SERVE)
-        is_pot = (self._terrain == POT).float()
-        # lossless_state_encoding's terrain planes: pot, counter, onion, tomato, dish dispenser, serving
-        self._static_planes = torch.stack([is_pot, *((self._terrain == c).float() for c in codes)])  # [6, C]
+        # lossless_state_encoding's terrain planes 10..15: pot, counter, onion, tomato, dish dispenser, serving
+        template = torch.zeros((self._terrain.numel(), N_PLANES), device=dev)
+        for plane, code in enumerate((POT, COUNTER, ONION_DISP, TOMATO_DISP, DISH_DISP, SERVE), start=10):
+            template[:, plane] = (self._terrain == code).float()
+        self._template = template  # [C, 26]
         self._is_pot = self._terrain == POT
-        self._start_pos = torch.tensor([x + y * w for x, y in lay.starts], dtype=torch.int64, device=dev)  # [2]
+        self._start_pos = torch.tensor([lay.cell(x, y) for x, y in lay.starts], dtype=torch.int64, device=dev)
         self._perm = torch.tensor([[0, 1], [1, 0]], device=dev)  # each cook's view: itself first
+        # per view (self, other): the planes of the cell and of the facing (+ direction) of each cook
+        self._loc_plane = torch.tensor([0, 1], device=dev)
+        self._facing_plane = torch.tensor([2, 6], device=dev)
 
     def _alloc_state(self) -> None:
         n, c, dev = self.num_envs, len(self.layout.terrain_codes()), self.device
         zeros = lambda *shape: torch.zeros(shape, dtype=torch.int64, device=dev)  # noqa: E731
-        self._pos, self._ori = zeros(n, 2), zeros(n, 2)  # cell index y * W + x; facing 0..3 (N, S, E, W)
+        self._pos, self._ori = zeros(n, 2), zeros(n, 2)  # cell index x * H + y; facing 0..3 (N, S, E, W)
         self._held, self._held_rec = zeros(n, 2), zeros(n, 2)  # object code; recipe index of a held soup
         self._obj, self._rec = zeros(n, c), zeros(n, c)  # object on each cell; its recipe index if a soup
         self._tick = zeros(n, c) - 1  # a soup's cooking tick, -1 while idle (and on cells without a soup)
@@ -270,23 +274,21 @@ class OvercookedVecEnv(VecEnv):
     # ------------------------------------------------------------------ observation
 
     def _observe(self) -> Obs:
-        """``lossless_state_encoding`` of both cooks: ``state`` ``[N, W*H*26]``, ``obs`` ``[N, 2, W*H*26]``."""
+        """``lossless_state_encoding`` of both cooks: ``state`` ``[N, W*H*26]``, ``obs`` ``[N, 2, W*H*26]``.
+
+        Built in place in its final ``[N, 2, C, 26]`` order (cells ``x * H + y``): the terrain template, the
+        object planes shared by both views, then a one at each cook's cell and facing plane."""
         n, c = self.num_envs, self._terrain.numel()
-        at_pos = torch.nn.functional.one_hot(self._pos, c).float()  # [N, 2, C]
-        facing = torch.nn.functional.one_hot(self._ori, 4).float()  # [N, 2, 4]
-        cook = torch.cat([at_pos.unsqueeze(2), facing.unsqueeze(3) * at_pos.unsqueeze(2)], 2)  # [N, 2, 5, C]
-        mine, other = cook[:, self._perm[:, 0]], cook[:, self._perm[:, 1]]  # [N, 2(view), 5, C]
-        player = torch.cat([mine[:, :, :1], other[:, :, :1], mine[:, :, 1:], other[:, :, 1:]], 2)  # [N, 2, 10, C]
-        objects = self._object_planes()  # [N, 9, C]
-        urgent = (self.horizon - self._t < URGENCY_STEPS).float().view(n, 1, 1).expand(n, 1, c)
-        shared = torch.cat([self._static_planes.expand(n, -1, -1), objects, urgent], 1)  # [N, 16, C]
-        planes = torch.cat([player, shared.unsqueeze(1).expand(n, 2, -1, -1)], 2)  # [N, 2, 26, C]
-        grid = planes.view(n, 2, N_PLANES, self.height, self.width).permute(0, 1, 4, 3, 2)  # [N, 2, W, H, 26]
-        obs = grid.reshape(n, 2, self.obs_dim)
+        out = self._template.expand(n, 2, c, N_PLANES).clone()
+        out[:, :, :, 16:25] = self._object_planes().unsqueeze(1)
+        out[:, :, :, 25] = (self.horizon - self._t < URGENCY_STEPS).float().view(n, 1, 1)
+        pos, ori = self._pos[:, self._perm] * N_PLANES, self._ori[:, self._perm]  # [N, 2(view), 2(self, other)]
+        idx = torch.cat([pos + self._loc_plane, pos + self._facing_plane + ori], 2)  # [N, 2, 4]
+        obs = out.view(n, 2, self.obs_dim).scatter_(2, idx, 1.0)
         return {"state": obs[:, 0], "obs": obs}
 
     def _object_planes(self) -> torch.Tensor:
-        """Planes 16..24 of the encoding, float32 ``[N, 9, C]``: onions/tomatoes in an idle pot, onions/tomatoes
+        """Planes 16..24 of the encoding, float32 ``[N, C, 9]``: onions/tomatoes in an idle pot, onions/tomatoes
         in a soup, cook time left, soup done, dishes, onions, tomatoes (held objects at their cook's cell)."""
         obj, rec, tick = self._obj, self._rec, self._tick
         soup = obj == SOUP
@@ -299,11 +301,10 @@ class OvercookedVecEnv(VecEnv):
             onions * (soup & ~idle_pot), tomatoes * (soup & ~idle_pot),
             (time - tick).float() * (in_pot & ~idle_pot),
             (soup & (~self._is_pot | (tick >= time))).float(),
-            (obj == DISH).float(), (obj == ONION).float(), (obj == TOMATO).float()], 1)
+            (obj == DISH).float(), (obj == ONION).float(), (obj == TOMATO).float()], 2)
         h, hr = self._held, self._held_rec
         hsoup = (h == SOUP).float()
-        held = torch.stack([torch.zeros_like(hsoup), torch.zeros_like(hsoup),
-                            (hr % TOMATO_STEP).float() * hsoup, (hr // TOMATO_STEP).float() * hsoup,
-                            torch.zeros_like(hsoup), hsoup,
-                            (h == DISH).float(), (h == ONION).float(), (h == TOMATO).float()], 1)  # [N, 9, 2]
-        return planes.scatter_add_(2, self._pos.unsqueeze(1).expand(-1, 9, -1), held)
+        zero = torch.zeros_like(hsoup)
+        held = torch.stack([zero, zero, (hr % TOMATO_STEP).float() * hsoup, (hr // TOMATO_STEP).float() * hsoup,
+                            zero, hsoup, (h == DISH).float(), (h == ONION).float(), (h == TOMATO).float()], 2)
+        return planes.scatter_add_(1, self._pos.unsqueeze(2).expand(-1, -1, 9), held)  # held: [N, 2, 9]

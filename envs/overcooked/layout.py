@@ -57,9 +57,13 @@ class Layout:
     def width(self) -> int:
         return len(self.rows[0])
 
+    def cell(self, x: int, y: int) -> int:
+        """The index of cell ``(x, y)``: ``x * height + y``, overcooked-ai's ``[x][y]`` array order."""
+        return x * self.height + y
+
     def terrain_codes(self) -> list[int]:
-        """The terrain code of every cell, row-major (cell ``y * width + x``)."""
-        return [TERRAIN_CODES[c] for row in self.rows for c in row]
+        """The terrain code of every cell, in cell order."""
+        return [TERRAIN_CODES[self.rows[y][x]] for x in range(self.width) for y in range(self.height)]
 
 
 def installed_dir() -> Path | None:
