@@ -71,11 +71,11 @@ def test_parity_classic_layouts(layout):
 
 
 def test_parity_every_layout():
-    """Every other standard two-player layout (tomatoes, bonus orders, recipe values and times): 120 steps in
+    """Every other standard two-player layout (tomatoes, bonus orders, recipe values and times): 100 steps in
     each of 2 envs with a 100-step horizon; soups served in a third of them at least."""
     names = [n for n in supported_layouts() if n not in CLASSIC]
     assert len(names) >= 30
-    served = {name: run_parity(name, num_envs=2, steps=120, seed=2, horizon=100, obs_every=10) for name in names}
+    served = {name: run_parity(name, num_envs=2, steps=100, seed=2, horizon=100, obs_every=10) for name in names}
     assert sum(v > 0 for v in served.values()) >= len(names) // 3, served
 
 

@@ -96,6 +96,8 @@ class OvercookedVecEnv(VecEnv):
         self._rec_value = torch.tensor(lay.recipe_value, dtype=torch.float32, device=dev)  # [16]
         rec = torch.arange(len(lay.recipe_time), device=dev)
         self._rec_count = rec % TOMATO_STEP + rec // TOMATO_STEP  # [16] ingredients in the soup
+        # per recipe, float: onions, tomatoes (lookups are cheaper than integer division per cell)
+        self._rec_onions, self._rec_tomatoes = (rec % TOMATO_STEP).float(), (rec // TOMATO_STEP).float()
         self._add_step = torch.tensor([0, 1, TOMATO_STEP, 0, 0], dtype=torch.int64, device=dev)  # per held code
         self._shaping = {k: torch.tensor(v, device=dev) for k, v in lay.shaping.items()}
         # lossless_state_encoding's terrain planes 10..15: pot, counter, onion, tomato, dish dispenser, serving
@@ -119,6 +121,7 @@ class OvercookedVecEnv(VecEnv):
         self._tick = zeros(n, c) - 1  # a soup's cooking tick, -1 while idle (and on cells without a soup)
         self._t, self._served = zeros(n), zeros(n)  # timestep; soups served this episode
         self._batch_steps = zeros()  # env steps of the whole batch, for annealing the shaping
+        self._row_start = torch.arange(n, device=dev) * c  # [N] each env's first cell in the flattened tensors
 
     def _restart(self, done: torch.Tensor | None) -> None:
         """Put the envs where ``done`` (bool ``[N]``; ``None``: all) back at the start state."""
@@ -202,10 +205,11 @@ class OvercookedVecEnv(VecEnv):
 
     def _interact_one(self, i: int, act: torch.Tensor, sparse: torch.Tensor, shaped: torch.Tensor) -> None:
         """Cook ``i``'s interact where ``act`` (bool ``[N]``), writing its rewards into column ``i``."""
-        tgt = (self._pos[:, i] + self._delta[self._ori[:, i]]).unsqueeze(1)  # [N, 1] the faced cell
-        ter = self._terrain[tgt[:, 0]]
+        tgt = self._pos[:, i] + self._delta[self._ori[:, i]]  # [N] the faced cell
+        ter = self._terrain[tgt]
+        flat = tgt + self._row_start  # [N] the faced cell in the flattened [N * C] per-cell tensors
         h, hr = self._held[:, i], self._held_rec[:, i]
-        o, r, tk = (x.gather(1, tgt)[:, 0] for x in (self._obj, self._rec, self._tick))
+        o, r, tk = (x.take(flat) for x in (self._obj, self._rec, self._tick))
         free = h == NONE
         soup_here, idle = o == SOUP, tk < 0
         count = self._rec_count[r]
@@ -240,9 +244,9 @@ class OvercookedVecEnv(VecEnv):
                         + ladle * sh["SOUP_PICKUP_REWARD"])
         # last: h and hr are views of the held tensors written here
         self._held[:, i], self._held_rec[:, i] = new_h, new_hr
-        self._obj.scatter_(1, tgt, new_o.unsqueeze(1))
-        self._rec.scatter_(1, tgt, new_r.unsqueeze(1))
-        self._tick.scatter_(1, tgt, new_tk.unsqueeze(1))
+        self._obj.put_(flat, new_o)
+        self._rec.put_(flat, new_r)
+        self._tick.put_(flat, new_tk)
 
     def _dish_pickup_useful(self) -> torch.Tensor:
         """overcooked-ai's ``is_dish_pickup_useful``, bool ``[N]``: no dish on a counter and fewer dishes in
@@ -294,7 +298,7 @@ class OvercookedVecEnv(VecEnv):
         soup = obj == SOUP
         in_pot = soup & self._is_pot
         idle_pot = in_pot & (tick < 0)
-        onions, tomatoes = (rec % TOMATO_STEP).float(), (rec // TOMATO_STEP).float()
+        onions, tomatoes = self._rec_onions[rec], self._rec_tomatoes[rec]
         time = self._rec_time[rec]
         planes = torch.stack([
             onions * idle_pot, tomatoes * idle_pot,
@@ -305,6 +309,6 @@ class OvercookedVecEnv(VecEnv):
         h, hr = self._held, self._held_rec
         hsoup = (h == SOUP).float()
         zero = torch.zeros_like(hsoup)
-        held = torch.stack([zero, zero, (hr % TOMATO_STEP).float() * hsoup, (hr // TOMATO_STEP).float() * hsoup,
+        held = torch.stack([zero, zero, self._rec_onions[hr] * hsoup, self._rec_tomatoes[hr] * hsoup,
                             zero, hsoup, (h == DISH).float(), (h == ONION).float(), (h == TOMATO).float()], 2)
         return planes.scatter_add_(1, self._pos.unsqueeze(2).expand(-1, -1, 9), held)  # held: [N, 2, 9]
