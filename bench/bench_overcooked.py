@@ -12,7 +12,7 @@ Rows:
 One "env step" is one step of one kitchen (both cooks act). Each row is the best of ``--repeats`` runs of about
 ``--seconds``; ``cpu`` counts this process's CPU time (steadier on a shared machine). Prints a Markdown table.
 
-    python -m bench.bench_overcooked [--layouts cramped_room ...] [--sizes 1024] [--threads 1]
+    python -m bench.bench_overcooked [--layouts cramped_room ...] [--sizes 1024] [--threads 1] [--device cpu]
 """
 
 from __future__ import annotations
@@ -37,12 +37,13 @@ def random_actions(n: int, gen: torch.Generator) -> torch.Tensor:
     return torch.where(torch.rand((n, 2), generator=gen) < 0.5, 5, moves)
 
 
-def bench_batched(layout: str, n: int, seconds: float, repeats: int) -> tuple[float, float, float]:
-    env = OvercookedVecEnv(n, layout=layout, reward_shaping=1.0)
+def bench_batched(layout: str, n: int, seconds: float, repeats: int, device: str) -> tuple[float, float, float]:
+    env = OvercookedVecEnv(n, device=device, layout=layout, reward_shaping=1.0)
     env.reset()
     gen = torch.Generator().manual_seed(0)
-    actions = [random_actions(n, gen) for _ in range(N_ACTION_BATCHES)]
-    return best_rates(lambda i: env.step(actions[i % N_ACTION_BATCHES]), n, seconds, repeats, warmup=10)
+    actions = [random_actions(n, gen).to(device) for _ in range(N_ACTION_BATCHES)]
+    sync = torch.cuda.synchronize if env.device.type == "cuda" else None
+    return best_rates(lambda i: env.step(actions[i % N_ACTION_BATCHES]), n, seconds, repeats, warmup=10, sync=sync)
 
 
 def bench_reference(layout: str, seconds: float, repeats: int, obs: bool) -> tuple[float, float, float] | None:
@@ -77,6 +78,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=1.0)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", default="cpu", help="where the batched env runs")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
@@ -87,8 +89,9 @@ def main() -> None:
     print("|---|---|---:|---:|---:|")
     for layout in args.layouts:
         for n in args.sizes:
-            wall, cpu, ms = bench_batched(layout, n, args.seconds, args.repeats)
-            print(f"| {layout} | rl_system N={n:,} | {wall:,.0f} | {cpu:,.0f} | {ms:.2f} |", flush=True)
+            wall, cpu, ms = bench_batched(layout, n, args.seconds, args.repeats, args.device)
+            where = "" if args.device == "cpu" else f" on {args.device}"
+            print(f"| {layout} | rl_system N={n:,}{where} | {wall:,.0f} | {cpu:,.0f} | {ms:.2f} |", flush=True)
         for obs in (False, True):
             got = bench_reference(layout, args.seconds, args.repeats, obs)
             what = "overcooked-ai 1.1.0, transition" + (" + lossless obs" if obs else "")

@@ -93,6 +93,20 @@ def test_unsupported_layouts_are_refused_in_one_line():
         assert "\n" not in str(err.value) and name in str(err.value)
 
 
+def test_shipped_layouts_are_overcooked_ais_and_suffice(monkeypatch):
+    """The package's copies equal the installed overcooked-ai's files, and are used where it is missing."""
+    from rl_system.envs.overcooked import layout as layout_mod
+
+    installed = layout_mod.installed_dir()
+    if installed is not None:
+        for path in sorted(installed.glob("*.layout")):
+            assert (layout_mod.SHIPPED_DIR / path.name).read_text() == path.read_text(), path.name
+    monkeypatch.setattr(layout_mod, "installed_dir", lambda: None)
+    assert {"cramped_room", "forced_coordination", "counter_circuit_o_1order"} <= set(layout_names())
+    env = OvercookedVecEnv(2, layout="forced_coordination")
+    assert env.reset()["obs"].shape == (2, 2, 5 * 5 * 26)
+
+
 def test_make_env_and_specs():
     env = make_env("Overcooked", 3, layout="coordination_ring")
     obs = env.reset()
@@ -153,6 +167,24 @@ def test_state_dict_resumes_bit_exactly():
         assert torch.equal(out.truncated, ref.truncated)
     with pytest.raises(ValueError, match="must have shape"):
         OvercookedVecEnv(8, layout="cramped_room").load_state_dict(saved)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_matches_cpu():
+    """The same kitchens on the GPU step exactly as on the CPU (where parity with overcooked-ai is tested)."""
+    gen = torch.Generator().manual_seed(0)
+    for layout in CLASSIC:
+        envs = [OvercookedVecEnv(64, device=d, layout=layout, reward_shaping=1.0) for d in ("cpu", "cuda")]
+        for env in envs:
+            env.reset()
+        for _ in range(900):
+            a = torch.where(torch.rand((64, 2), generator=gen) < 0.5, 5, torch.randint(0, 5, (64, 2), generator=gen))
+            ref, out = (env.step(a) for env in envs)
+            assert torch.equal(out.obs["obs"].cpu(), ref.obs["obs"]) and torch.equal(out.reward.cpu(), ref.reward)
+            assert torch.equal(out.truncated.cpu(), ref.truncated)
+        for key, value in envs[0].state_dict().items():
+            if key != "generator":
+                assert torch.equal(envs[1].state_dict()[key].cpu(), value), key
 
 
 def test_shaping_anneals_to_zero():
