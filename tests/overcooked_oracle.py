@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rl_system.envs.overcooked.env import DISH, NONE, ONION, SOUP, TOMATO
+from rl_system.envs.overcooked.env import DISH, ONION, SOUP, TOMATO
 from rl_system.envs.overcooked.layout import TOMATO_STEP
 
 DIRS = [(0, -1), (0, 1), (1, 0), (-1, 0)]  # overcooked-ai's Direction.INDEX_TO_DIRECTION
@@ -120,8 +120,12 @@ class ScriptedCook:
             other = state.players[1 - i].held_object
             if startable:
                 return startable
-            want = "dish" if busy and (other is None or other.name != "dish") else self.rng.choice(["onion", "ingredient"])
-            disp = self._cells("D") if want == "dish" else self._cells("OT" if want == "ingredient" else "O") or self._cells("T")
+            dish_wanted = busy and (other is None or other.name != "dish")
+            want = "dish" if dish_wanted else self.rng.choice(["onion", "ingredient"])
+            if want == "dish":
+                disp = self._cells("D")
+            else:  # onions mostly (the classic recipes), any ingredient sometimes
+                disp = self._cells("OT" if want == "ingredient" else "O") or self._cells("T")
             lying = {c for c in counters if c in state.objects and state.objects[c].name in
                      (("dish",) if want == "dish" else ("onion", "tomato"))}
             return (disp | lying) if self.rng.random() < 0.5 else (disp or lying)

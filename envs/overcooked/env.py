@@ -33,13 +33,24 @@ state.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
 from rl_system.envs.base import AgentDiscrete, Obs, StepResult, TensorSpec, VecEnv, make_generator
-from rl_system.envs.overcooked.layout import (COUNTER, DISH_DISP, FLOOR, MAX_INGREDIENTS, ONION_DISP, POT, SERVE,
-                                              TOMATO_DISP, TOMATO_STEP, Layout, load_layout)
+from rl_system.envs.overcooked.layout import (
+    COUNTER,
+    DISH_DISP,
+    FLOOR,
+    MAX_INGREDIENTS,
+    ONION_DISP,
+    POT,
+    SERVE,
+    TOMATO_DISP,
+    TOMATO_STEP,
+    Layout,
+    load_layout,
+)
 
 N_ACTIONS, STAY, INTERACT = 6, 4, 5
 NONE, ONION, TOMATO, DISH, SOUP = range(5)  # object codes, held or on a cell
@@ -114,7 +125,7 @@ class OvercookedVecEnv(VecEnv):
 
     def _alloc_state(self) -> None:
         n, c, dev = self.num_envs, len(self.layout.terrain_codes()), self.device
-        zeros = lambda *shape: torch.zeros(shape, dtype=torch.int64, device=dev)  # noqa: E731
+        zeros = lambda *shape: torch.zeros(shape, dtype=torch.int64, device=dev)
         self._pos, self._ori = zeros(n, 2), zeros(n, 2)  # cell index x * H + y; facing 0..3 (N, S, E, W)
         self._held, self._held_rec = zeros(n, 2), zeros(n, 2)  # object code; recipe index of a held soup
         self._obj, self._rec = zeros(n, c), zeros(n, c)  # object on each cell; its recipe index if a soup
@@ -175,12 +186,12 @@ class OvercookedVecEnv(VecEnv):
             if lo < 0 or hi >= N_ACTIONS:
                 raise ValueError(f"actions must be in [0, {N_ACTIONS}), got values in [{int(lo)}, {int(hi)}]")
         weight = self.shaping_weight
-        sparse, shaped = self._interact(action)
+        sparse, shaped, served = self._interact(action)
         self._move(action)
         self._cook()
         self._t += 1
         self._batch_steps += self.num_envs
-        self._served += self._served_now.sum(1)
+        self._served += served.sum(1)
         reward = sparse.sum(1) + weight * shaped.sum(1)
         truncated = self._t >= self.horizon
         terminated = torch.zeros_like(truncated)
@@ -194,59 +205,61 @@ class OvercookedVecEnv(VecEnv):
 
     # ------------------------------------------------------------------ dynamics
 
-    def _interact(self, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Both cooks' interacts, cook 1 first; returns the delivery and shaped rewards, float32 ``[N, 2]``."""
-        sparse = torch.zeros((self.num_envs, 2), dtype=torch.float32, device=self.device)
-        shaped = torch.zeros_like(sparse)
-        self._served_now = torch.zeros((self.num_envs, 2), dtype=torch.bool, device=self.device)
-        for i in range(2):
-            self._interact_one(i, action[:, i] == INTERACT, sparse, shaped)
-        return sparse, shaped
+    def _interact(self, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Both cooks' interacts, cook 1 first. Returns float32 ``[N, 2]`` delivery and shaped rewards and bool
+        ``[N, 2]`` soups served (a soup no order wants is served for nothing)."""
+        out = [self._interact_one(i, action[:, i] == INTERACT) for i in range(2)]
+        return tuple(torch.stack(parts, 1) for parts in zip(*out))  # type: ignore[return-value]
 
-    def _interact_one(self, i: int, act: torch.Tensor, sparse: torch.Tensor, shaped: torch.Tensor) -> None:
-        """Cook ``i``'s interact where ``act`` (bool ``[N]``), writing its rewards into column ``i``."""
+    def _interact_one(self, i: int, act: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Cook ``i``'s interact where ``act`` (bool ``[N]``); its delivery reward, shaped reward, served flag."""
         tgt = self._pos[:, i] + self._delta[self._ori[:, i]]  # [N] the faced cell
-        ter = self._terrain[tgt]
         flat = tgt + self._row_start  # [N] the faced cell in the flattened [N * C] per-cell tensors
-        h, hr = self._held[:, i], self._held_rec[:, i]
+        h, hr = self._held[:, i].clone(), self._held_rec[:, i].clone()
         o, r, tk = (x.take(flat) for x in (self._obj, self._rec, self._tick))
+        ev = self._events(act, self._terrain[tgt], h, o, r, tk)
+        sparse = torch.where(ev["serve"], self._rec_value[hr], 0.0)
+        sh = self._shaping
+        shaped = (ev["add"] * sh["PLACEMENT_IN_POT_REW"] + ev["useful_dish"] * sh["DISH_PICKUP_REWARD"]
+                  + ev["ladle"] * sh["SOUP_PICKUP_REWARD"])
+        self._apply(i, flat, ev, h, hr, o, r, tk)
+        return sparse, shaped, ev["serve"]
+
+    def _events(self, act: torch.Tensor, ter: torch.Tensor, h: torch.Tensor, o: torch.Tensor, r: torch.Tensor,
+                tk: torch.Tensor) -> dict[str, torch.Tensor]:
+        """What an interact does, bool ``[N]`` each, from the faced terrain ``ter``, the held object ``h`` and the
+        faced cell's object ``o``, recipe ``r`` and tick ``tk`` (all ``[N]``); overcooked-ai's resolve_interacts."""
         free = h == NONE
         soup_here, idle = o == SOUP, tk < 0
         count = self._rec_count[r]
         ready = soup_here & ~idle & (tk >= self._rec_time[r])
-        at = lambda code: act & (ter == code)  # noqa: E731
-        drop = at(COUNTER) & ~free & (o == NONE)
-        pick = at(COUNTER) & free & (o != NONE)
-        take = {ONION: at(ONION_DISP) & free, TOMATO: at(TOMATO_DISP) & free, DISH: at(DISH_DISP) & free}
-        start = at(POT) & free & soup_here & idle & (count > 0)
-        ladle = at(POT) & (h == DISH) & ready
-        add = at(POT) & ((h == ONION) | (h == TOMATO)) & ((o == NONE) | (soup_here & idle & (count < MAX_INGREDIENTS)))
-        serve = at(SERVE) & (h == SOUP)
-        useful_dish = self._dish_pickup_useful()
+        at = lambda code: act & (ter == code)
+        ev = {"drop": at(COUNTER) & ~free & (o == NONE), "pick": at(COUNTER) & free & (o != NONE),
+              "onion": at(ONION_DISP) & free, "tomato": at(TOMATO_DISP) & free, "dish": at(DISH_DISP) & free,
+              "start": at(POT) & free & soup_here & idle & (count > 0),
+              "ladle": at(POT) & (h == DISH) & ready,
+              "add": at(POT) & ((h == ONION) | (h == TOMATO))
+              & ((o == NONE) | (soup_here & idle & (count < MAX_INGREDIENTS))),
+              "serve": at(SERVE) & (h == SOUP)}
+        ev["useful_dish"] = ev["dish"] & self._dish_pickup_useful()
+        return ev
 
-        new_h = torch.where(drop | add | serve, NONE, h)
-        new_h = torch.where(pick, o, new_h)
-        new_h = torch.where(ladle, SOUP, new_h)
-        for code, where in take.items():
-            new_h = torch.where(where, code, new_h)
-        new_hr = torch.where(pick | ladle, r, hr).masked_fill(new_h != SOUP, 0)
-        cleared = pick | ladle
-        new_o = torch.where(drop, h, torch.where(add, SOUP, o)).masked_fill(cleared, NONE)
-        new_r = torch.where(drop, hr, torch.where(add, r + self._add_step[h], r)).masked_fill(cleared, 0)
+    def _apply(self, i: int, flat: torch.Tensor, ev: dict[str, torch.Tensor], h: torch.Tensor, hr: torch.Tensor,
+               o: torch.Tensor, r: torch.Tensor, tk: torch.Tensor) -> None:
+        """Write cook ``i``'s held object and the faced cell (``flat``) after the events ``ev``."""
+        new_h = torch.where(ev["drop"] | ev["add"] | ev["serve"], NONE, h)
+        new_h = torch.where(ev["pick"], o, new_h)
+        for name, code in (("ladle", SOUP), ("onion", ONION), ("tomato", TOMATO), ("dish", DISH)):
+            new_h = torch.where(ev[name], code, new_h)
+        cleared = ev["pick"] | ev["ladle"]
+        self._held[:, i] = new_h
+        self._held_rec[:, i] = torch.where(cleared, r, hr).masked_fill(new_h != SOUP, 0)
+        drop, add = ev["drop"], ev["add"]
+        self._obj.put_(flat, torch.where(drop, h, torch.where(add, SOUP, o)).masked_fill(cleared, NONE))
+        self._rec.put_(flat, torch.where(drop, hr, torch.where(add, r + self._add_step[h], r)).masked_fill(cleared, 0))
         # a soup put down keeps the tick it finished cooking at, which is its recipe's cook time
         dropped_tick = torch.where(h == SOUP, self._rec_time[hr], -1)
-        new_tk = torch.where(drop, dropped_tick, tk).masked_fill(cleared, -1).masked_fill(start, 0)
-
-        sparse[:, i] = torch.where(serve, self._rec_value[hr], 0.0)
-        self._served_now[:, i] = serve
-        sh = self._shaping
-        shaped[:, i] = (add * sh["PLACEMENT_IN_POT_REW"] + (take[DISH] & useful_dish) * sh["DISH_PICKUP_REWARD"]
-                        + ladle * sh["SOUP_PICKUP_REWARD"])
-        # last: h and hr are views of the held tensors written here
-        self._held[:, i], self._held_rec[:, i] = new_h, new_hr
-        self._obj.put_(flat, new_o)
-        self._rec.put_(flat, new_r)
-        self._tick.put_(flat, new_tk)
+        self._tick.put_(flat, torch.where(drop, dropped_tick, tk).masked_fill(cleared, -1).masked_fill(ev["start"], 0))
 
     def _dish_pickup_useful(self) -> torch.Tensor:
         """overcooked-ai's ``is_dish_pickup_useful``, bool ``[N]``: no dish on a counter and fewer dishes in

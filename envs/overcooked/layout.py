@@ -15,9 +15,10 @@ from __future__ import annotations
 import ast
 import importlib.util
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 MAX_INGREDIENTS = 3
 N_RECIPES = 16  # recipe index onions + 4 * tomatoes, both in [0, 3]
@@ -74,7 +75,7 @@ def installed_dir() -> Path | None:
         return None
     if spec is None or not spec.submodule_search_locations:
         return None
-    path = Path(list(spec.submodule_search_locations)[0]) / "data" / "layouts"
+    path = Path(next(iter(spec.submodule_search_locations))) / "data" / "layouts"
     return path if path.is_dir() else None
 
 
@@ -146,7 +147,6 @@ def parse_grid(rows: list[str], name: str) -> tuple[list[str], list[tuple[int, i
                         ("OT", "onion or tomato dispenser")):
         if not any(c in cells for c in chars):
             raise ValueError(f"layout {name!r}: no {what} ({'/'.join(chars)}) in the grid")
-    h, w = len(rows), len(rows[0])
     border = rows[0] + rows[-1] + "".join(r[0] + r[-1] for r in rows)
     if any(c in " 12" for c in border):
         raise ValueError(f"layout {name!r}: the grid's border must not be walkable (floor or a player on it)")
