@@ -13,6 +13,12 @@ from rl_system.envs import make_env
 from rl_system.envs.overcooked import OvercookedVecEnv, layout_names, load_layout
 from tests.overcooked_oracle import ScriptedCook, action_of, encode, env_state, import_mdp
 
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Small batches step fastest on one thread (the conftest restores the count afterwards)."""
+    torch.set_num_threads(1)
+
+
 CLASSIC = ["cramped_room", "asymmetric_advantages", "coordination_ring", "forced_coordination",
            "counter_circuit_o_1order"]
 
@@ -185,6 +191,20 @@ def test_cuda_matches_cpu():
         for key, value in envs[0].state_dict().items():
             if key != "generator":
                 assert torch.equal(envs[1].state_dict()[key].cpu(), value), key
+
+
+def test_per_cook_rewards_sum_to_the_team_reward():
+    gen = torch.Generator().manual_seed(1)
+    envs = [OvercookedVecEnv(32, layout="cramped_room", reward_shaping=0.5, team_reward=t) for t in (True, False)]
+    for env in envs:
+        env.reset()
+    nonzero = 0
+    for _ in range(300):
+        a = torch.where(torch.rand((32, 2), generator=gen) < 0.5, 5, torch.randint(0, 5, (32, 2), generator=gen))
+        team, own = (env.step(a).reward for env in envs)
+        assert own.shape == (32, 2) and torch.equal(own.sum(1), team)
+        nonzero += int((own != 0).sum())
+    assert nonzero > 0
 
 
 def test_shaping_anneals_to_zero():

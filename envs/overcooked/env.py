@@ -21,7 +21,8 @@ are truncated after ``horizon`` steps (400); there is no terminal state.
 Reward ``[N]`` float32: the delivery reward of both cooks plus ``reward_shaping`` times their shaped reward
 (overcooked-ai's: placing an ingredient in a pot 3, taking a dish while a pot needs one 3, taking a soup 5),
 the factor annealed linearly to 0 over ``reward_shaping_horizon`` env steps of the whole batch (``None``:
-constant). ``info``: ``sparse_reward`` and ``shaped_reward`` ``[N, 2]`` per cook, ``soups_served`` ``[N]``.
+constant); with ``team_reward=False`` each cook's own ``[N, 2]``. ``info``: ``sparse_reward`` and
+``shaped_reward`` ``[N, 2]`` per cook, ``soups_served`` ``[N]``.
 
 Observations: ``"obs"`` ``[N, 2, W * H * 26]`` float32 is overcooked-ai's ``lossless_state_encoding`` of
 each cook (26 planes over the ``W x H`` grid: the cook's and the partner's cell and facing, the terrain,
@@ -68,13 +69,14 @@ class OvercookedVecEnv(VecEnv):
         horizon: steps per episode (truncation).
         reward_shaping: the initial weight of the shaped reward in ``reward`` (0: delivery reward only).
         reward_shaping_horizon: env steps (summed over the batch) over which that weight anneals to 0.
+        team_reward: one reward for the team ``[N]`` (the cooks' sum); ``False``: each cook's own ``[N, 2]``.
     """
 
     num_agents = 2
 
     def __init__(self, num_envs: int, device: str | torch.device = "cpu", seed: int | None = None, *,
                  layout: str | Sequence[str] = "cramped_room", horizon: int = 400, reward_shaping: float = 0.0,
-                 reward_shaping_horizon: float | None = None) -> None:
+                 reward_shaping_horizon: float | None = None, team_reward: bool = True) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         if horizon < 1:
@@ -86,6 +88,7 @@ class OvercookedVecEnv(VecEnv):
         self.horizon = int(horizon)
         self.reward_shaping = float(reward_shaping)
         self.reward_shaping_horizon = reward_shaping_horizon
+        self.team_reward = bool(team_reward)
         self.width, self.height = self.layout.width, self.layout.height
         self.obs_dim = self.width * self.height * N_PLANES
         self.action_spec = AgentDiscrete(N_ACTIONS, self.num_agents)
@@ -192,7 +195,9 @@ class OvercookedVecEnv(VecEnv):
         self._t += 1
         self._batch_steps += self.num_envs
         self._served += served.sum(1)
-        reward = sparse.sum(1) + weight * shaped.sum(1)
+        reward = sparse + weight * shaped
+        if self.team_reward:
+            reward = reward.sum(1)
         truncated = self._t >= self.horizon
         terminated = torch.zeros_like(truncated)
         info = {"sparse_reward": sparse, "shaped_reward": shaped, "soups_served": self._served.clone()}
