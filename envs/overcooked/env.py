@@ -178,9 +178,14 @@ class OvercookedVecEnv(VecEnv):
     @property
     def shaping_weight(self) -> float:
         """The weight of the shaped reward at the next step (after annealing)."""
+        return float(self._shaping_weight())
+
+    def _shaping_weight(self) -> torch.Tensor:
+        """:attr:`shaping_weight` as a 0-dim tensor on ``device`` (no host sync)."""
         if self.reward_shaping_horizon is None:
-            return self.reward_shaping
-        return self.reward_shaping * max(0.0, 1.0 - float(self._batch_steps) / self.reward_shaping_horizon)
+            return torch.tensor(self.reward_shaping, device=self.device)
+        left = (1.0 - self._batch_steps / self.reward_shaping_horizon).clamp(min=0.0)
+        return self.reward_shaping * left
 
     def step(self, action: torch.Tensor) -> StepResult:
         action = self._step_action(action)
@@ -188,7 +193,7 @@ class OvercookedVecEnv(VecEnv):
             lo, hi = torch.aminmax(action)
             if lo < 0 or hi >= N_ACTIONS:
                 raise ValueError(f"actions must be in [0, {N_ACTIONS}), got values in [{int(lo)}, {int(hi)}]")
-        weight = self.shaping_weight
+        weight = self._shaping_weight()
         sparse, shaped, served = self._interact(action)
         self._move(action)
         self._cook()
@@ -203,7 +208,8 @@ class OvercookedVecEnv(VecEnv):
         info = {"sparse_reward": sparse, "shaped_reward": shaped, "soups_served": self._served.clone()}
         final_obs = self._observe()
         obs = final_obs
-        if bool(truncated.any()):
+        # all envs of a batch usually end together; on an accelerator, restart without asking the host
+        if self.device.type != "cpu" or bool(truncated.any()):
             self._restart(truncated)
             obs = self._observe()
         return StepResult(obs, reward, terminated, truncated, final_obs, info)
