@@ -3,7 +3,7 @@
 Two cooks share a kitchen and are paid for every soup they serve. Each step follows overcooked-ai's
 ``get_state_transition`` exactly:
 
-1. Interacts, player 1's first, then player 2's on the state player 1 left (so two cooks at one counter or
+1. Interacts, cook 1's first, then cook 2's on the state cook 1 left (so two cooks at one counter or
    pot act in that order). Facing a counter: put down what is held on an empty counter, or pick up what lies
    there with empty hands. Facing a dispenser with empty hands: take an onion, a tomato or a dish. Facing a
    pot: add a held ingredient while the pot is idle with fewer than 3 ingredients; with empty hands start
