@@ -105,35 +105,62 @@ class ScriptedCook:
             self._memo[chars] = {(x, y) for y, row in enumerate(self.terrain) for x, c in enumerate(row) if c in chars}
         return self._memo[chars]
 
+    def _faced(self, pos: tuple) -> set:
+        """The non-floor cells a cook standing at ``pos`` can get to face (its side of a split kitchen)."""
+        if pos not in self._memo:
+            region, queue = {pos}, deque([pos])
+            while queue:
+                x, y = queue.popleft()
+                for dx, dy in DIRS:
+                    nxt = (x + dx, y + dy)
+                    if nxt not in region and self.terrain[nxt[1]][nxt[0]] == " ":
+                        region.add(nxt)
+                        queue.append(nxt)
+            faced = {(x + dx, y + dy) for x, y in region for dx, dy in DIRS}
+            self._memo[pos] = {c for c in faced if self.terrain[c[1]][c[0]] != " "}
+        return self._memo[pos]
+
     def _goals(self, state: Any, i: int) -> set:
-        """Cells to face and interact with, by what the cook holds and what the pots need."""
+        """Cells to face and interact with, by what the cook holds, what the pots need and what this cook can
+        reach (what it cannot, it hands over on a counter)."""
         held = state.players[i].held_object
+        faced = self._faced(state.players[i].position)
         pots = {pos: state.objects.get(pos) for pos in self._cells("P")}
-        idle_open = {p for p, s in pots.items() if s is None or (s.is_idle and len(s.ingredients) < 3)}
-        ready = {p for p, s in pots.items() if s is not None and s.is_ready}
+        idle_open = {p for p, s in pots.items() if s is None or (s.is_idle and len(s.ingredients) < 3)} & faced
+        ready = {p for p, s in pots.items() if s is not None and s.is_ready} & faced
         counters = self._cells("X")
         empty_counters = {c for c in counters if c not in state.objects}
+        serving = self._cells("S") & faced
         if held is None:
-            startable = {p for p, s in pots.items() if s is not None and s.is_idle and len(s.ingredients) > 0
-                         and (len(s.ingredients) == 3 or self.rng.random() < 0.05)}
-            busy = any(s is not None and not s.is_idle for s in pots.values())
-            other = state.players[1 - i].held_object
-            if startable:
-                return startable
-            dish_wanted = busy and (other is None or other.name != "dish")
-            want = "dish" if dish_wanted else self.rng.choice(["onion", "ingredient"])
-            if want == "dish":
-                disp = self._cells("D")
-            else:  # onions mostly (the classic recipes), any ingredient sometimes
-                disp = self._cells("OT" if want == "ingredient" else "O") or self._cells("T")
-            lying = {c for c in counters if c in state.objects and state.objects[c].name in
-                     (("dish",) if want == "dish" else ("onion", "tomato"))}
-            return (disp | lying) if self.rng.random() < 0.5 else (disp or lying)
+            return self._pickup_goals(state, i, pots, counters, serving)
         if held.name == "soup":
-            return self._cells("S") | (empty_counters if self.rng.random() < 0.3 else set())
+            return serving | (empty_counters if self.rng.random() < 0.3 else set()) if serving else empty_counters
         if held.name == "dish":
-            return ready or empty_counters
+            return ready or (empty_counters if not self._cells("P") & faced else set())
+        if not self._cells("P") & faced:
+            return empty_counters
         return idle_open | (empty_counters if self.rng.random() < 0.3 else set())
+
+    def _pickup_goals(self, state: Any, i: int, pots: dict, counters: set, serving: set) -> set:
+        """An empty-handed cook's goals: start a pot, fetch a dish for a cooking pot, an ingredient, or a soup
+        handed over on a counter where this cook can serve it."""
+        startable = {p for p, s in pots.items() if s is not None and s.is_idle and len(s.ingredients) > 0
+                     and (len(s.ingredients) == 3 or self.rng.random() < 0.05)}
+        if startable:
+            return startable
+        busy = any(s is not None and not s.is_idle for s in pots.values())
+        other = state.players[1 - i].held_object
+        dish_wanted = busy and (other is None or other.name != "dish")
+        want = "dish" if dish_wanted else self.rng.choice(["onion", "ingredient"])
+        if want == "dish":
+            disp = self._cells("D")
+        else:  # onions mostly (the classic recipes), any ingredient sometimes
+            disp = self._cells("OT" if want == "ingredient" else "O") or self._cells("T")
+        disp = disp & self._faced(state.players[i].position)  # (not &=: the cell sets are cached)
+        names = ("dish",) if want == "dish" else ("onion", "tomato")
+        names += ("soup",) if serving else ()
+        lying = {c for c in counters if c in state.objects and state.objects[c].name in names}
+        return (disp | lying) if self.rng.random() < 0.5 else (disp or lying)
 
     def _route(self, start: tuple, goals: set, state: Any) -> tuple[int, bool] | None:
         """The first move toward the nearest floor cell next to a goal (BFS), and whether it is a turn to
