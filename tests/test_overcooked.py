@@ -11,7 +11,9 @@ import torch
 
 from rl_system.envs import make_env
 from rl_system.envs.overcooked import OvercookedVecEnv, layout_names, load_layout
+from rl_system.envs.overcooked.env import ONION
 from tests.overcooked_oracle import ScriptedCook, action_of, encode, env_state, import_mdp
+
 
 @pytest.fixture(autouse=True)
 def _one_thread():
@@ -90,6 +92,24 @@ def test_parity_every_layout():
 def test_parity_long(layout):
     """5,000 steps in each of 4 envs per layout (50 episodes of the 400-step horizon), soups served."""
     assert run_parity(layout, num_envs=4, steps=5000, seed=3, obs_every=31) > 0
+
+
+def test_dish_reward_reads_the_pots_before_either_cook_acts():
+    """Cook 1 puts an onion in the empty pot while cook 2 takes a dish: overcooked-ai counts the pots before
+    cook 1 acts (none needs a dish), so the dish earns no shaped reward."""
+    om = import_mdp()
+    mdp = om.OvercookedGridworld.from_layout_name("cramped_room")
+    player, obj = om.PlayerState, om.ObjectState
+    state = om.OvercookedState([player((2, 1), (0, -1), obj("onion", (2, 1))), player((1, 2), (0, 1))], {},
+                               all_orders=mdp.start_all_orders)
+    _, infos = mdp.get_state_transition(state, ("interact", "interact"))
+    env = OvercookedVecEnv(1, layout="cramped_room", reward_shaping=1.0)
+    env.reset()
+    env._pos[0] = torch.tensor([env.layout.cell(2, 1), env.layout.cell(1, 2)])
+    env._ori[0] = torch.tensor([0, 1])  # north to the pot, south to the dish dispenser
+    env._held[0, 0] = ONION
+    out = env.step(torch.tensor([[5, 5]]))
+    assert out.info["shaped_reward"][0].tolist() == infos["shaped_reward_by_agent"] == [3, 0]
 
 
 def test_unsupported_layouts_are_refused_in_one_line():

@@ -219,16 +219,21 @@ class OvercookedVecEnv(VecEnv):
     def _interact(self, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Both cooks' interacts, cook 1 first. Returns float32 ``[N, 2]`` delivery and shaped rewards and bool
         ``[N, 2]`` soups served (a soup no order wants is served for nothing)."""
-        out = [self._interact_one(i, action[:, i] == INTERACT) for i in range(2)]
+        # overcooked-ai reads the pots' states once, before cook 1 acts, for both cooks' dish rewards
+        pots_wanting_dish = self._pots_wanting_dish()
+        out = [self._interact_one(i, action[:, i] == INTERACT, pots_wanting_dish) for i in range(2)]
         return tuple(torch.stack(parts, 1) for parts in zip(*out))  # type: ignore[return-value]
 
-    def _interact_one(self, i: int, act: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Cook ``i``'s interact where ``act`` (bool ``[N]``); its delivery reward, shaped reward, served flag."""
+    def _interact_one(self, i: int, act: torch.Tensor, pots_wanting_dish: torch.Tensor
+                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Cook ``i``'s interact where ``act`` (bool ``[N]``); its delivery reward, shaped reward, served flag.
+        ``pots_wanting_dish``: int64 ``[N]``, from :meth:`_pots_wanting_dish` before either cook acted."""
         tgt = self._pos[:, i] + self._delta[self._ori[:, i]]  # [N] the faced cell
         flat = tgt + self._row_start  # [N] the faced cell in the flattened [N * C] per-cell tensors
         h, hr = self._held[:, i].clone(), self._held_rec[:, i].clone()
         o, r, tk = (x.take(flat) for x in (self._obj, self._rec, self._tick))
         ev = self._events(act, self._terrain[tgt], h, o, r, tk)
+        ev["useful_dish"] = ev["dish"] & self._dish_pickup_useful(pots_wanting_dish)
         sparse = torch.where(ev["serve"], self._rec_value[hr], 0.0)
         sh = self._shaping
         shaped = (ev["add"] * sh["PLACEMENT_IN_POT_REW"] + ev["useful_dish"] * sh["DISH_PICKUP_REWARD"]
@@ -252,7 +257,6 @@ class OvercookedVecEnv(VecEnv):
               "add": at(POT) & ((h == ONION) | (h == TOMATO))
               & ((o == NONE) | (soup_here & idle & (count < MAX_INGREDIENTS))),
               "serve": at(SERVE) & (h == SOUP)}
-        ev["useful_dish"] = ev["dish"] & self._dish_pickup_useful()
         return ev
 
     def _apply(self, i: int, flat: torch.Tensor, ev: dict[str, torch.Tensor], h: torch.Tensor, hr: torch.Tensor,
@@ -272,15 +276,18 @@ class OvercookedVecEnv(VecEnv):
         dropped_tick = torch.where(h == SOUP, self._rec_time[hr], -1)
         self._tick.put_(flat, torch.where(drop, dropped_tick, tk).masked_fill(cleared, -1).masked_fill(ev["start"], 0))
 
-    def _dish_pickup_useful(self) -> torch.Tensor:
-        """overcooked-ai's ``is_dish_pickup_useful``, bool ``[N]``: no dish on a counter and fewer dishes in
-        hand than pots that are cooking, ready or partly filled (an idle full pot does not count)."""
+    def _pots_wanting_dish(self) -> torch.Tensor:
+        """int64 ``[N]``: pots cooking, ready or partly filled (an idle full pot does not count)."""
         obj, rec, tick = (x[:, self._pots] for x in (self._obj, self._rec, self._tick))  # [N, P]
         full_idle = (tick < 0) & (self._rec_count[rec] >= MAX_INGREDIENTS)
-        non_empty = ((obj == SOUP) & ~full_idle).sum(1)
+        return ((obj == SOUP) & ~full_idle).sum(1)
+
+    def _dish_pickup_useful(self, pots_wanting_dish: torch.Tensor) -> torch.Tensor:
+        """overcooked-ai's ``is_dish_pickup_useful``, bool ``[N]``: no dish on a counter and fewer dishes in
+        hand than ``pots_wanting_dish`` (counted before either cook acted, as overcooked-ai does)."""
         dishes_held = (self._held == DISH).sum(1)
         no_counter_dish = ~((self._obj == DISH) & ~self._is_pot).any(1)
-        return no_counter_dish & (dishes_held < non_empty)
+        return no_counter_dish & (dishes_held < pots_wanting_dish)
 
     def _move(self, action: torch.Tensor) -> None:
         """Moves and turns; cooks that would share a cell or swap stay where they were."""
