@@ -1,7 +1,7 @@
 """Peers run side by side with rl_system by the suites: RLlib PPO (``rllib_ppo``, ``rllib_builtin``),
-a CleanRL-style loop (``cleanrl_ppo``), Stable-Baselines3 (``sb3_ppo``, ``sb3_minatar``) and
-sb3-contrib (``sb3_recurrent_ppo``). Each reports rows of one shape (:func:`peer_result`) and curves
-of the shape :mod:`bench.harness.learning` reads."""
+a CleanRL-style loop (``cleanrl_ppo``), Stable-Baselines3 (``sb3_ppo``, ``sb3_minatar``),
+sb3-contrib (``sb3_recurrent_ppo``) and BenchMARL's MAPPO on VMAS (``benchmarl_mappo``). Each reports
+rows of one shape (:func:`peer_result`) and curves of the shape :mod:`bench.harness.learning` reads."""
 
 from __future__ import annotations
 

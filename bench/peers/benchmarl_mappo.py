@@ -1,0 +1,212 @@
+"""BenchMARL's MAPPO on a VMAS task with BenchMARL's fine-tuned VMAS settings, as a peer.
+
+The settings and where each comes from:
+
+* the experiment: BenchMARL's installed defaults (``benchmarl/conf/experiment/base_experiment.yaml``)
+  overridden by its fine-tuned VMAS config (``fine_tuned/vmas/conf/config.yaml`` in the BenchMARL
+  repository; not part of the pip package, so :data:`FINE_TUNED` repeats its on-policy values):
+  60,000 frames per batch from 600 vectorized envs, 45 minibatch iterations of 4,096 frames,
+  gamma 0.9, lr 5e-5, grad norm clipped at 5, 200 evaluation episodes, shared policy parameters;
+* the algorithm: ``benchmarl/conf/algorithm/mappo.yaml`` (clip 0.2, GAE lambda 0.9, no entropy
+  bonus, critic coefficient 1, l2 critic loss, a shared central critic, TanhNormal actions with
+  a biased-softplus scale), the same values as ``fine_tuned/vmas/yaml/mappo.yaml``;
+* the actor and critic: ``benchmarl/conf/model/layers/mlp.yaml`` (MLP [256, 256], Tanh), which
+  the fine-tuned config names for both;
+* the task: ``benchmarl/conf/task/vmas/<task>.yaml`` (balance and transport: 4 agents, 100 steps).
+
+What differs from the fine-tuned config, and why: CPU instead of CUDA (this machine has no GPU);
+loggers ``csv`` in a temp dir instead of wandb (no network); no rendering (videos need
+torchvision); evaluation after every batch instead of every 120,000 frames, so the curve has a
+point at the end of any budget that is a multiple of 60,000 frames.
+
+A BenchMARL *frame* is one step of one env with all its agents: the env steps rl_system counts.
+
+The curve is BenchMARL's own evaluation: ``eval/agents/reward/episode_reward_mean`` (its CSV
+logger's ``eval_agents_reward_episode_reward_mean``): the mean over the evaluation episodes of each
+episode's return averaged over the agents, deterministic actions (the TanhNormal's mode). Beside it
+the training curve, ``collection/agents/reward/episode_reward_mean``: the same figure for the
+episodes that ended in each collected batch (stochastic actions).
+
+Run: ``python -m bench.peers.benchmarl_mappo --task balance --frames 300000 --seed 0 --json out.json``
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+TASKS = ("balance", "transport")
+
+#: ``fine_tuned/vmas/conf/config.yaml``'s ``experiment:`` values an on-policy run reads (the
+#: off-policy and exploration ones change nothing for MAPPO and are left at the defaults).
+FINE_TUNED: dict[str, Any] = {
+    "share_policy_params": True,
+    "prefer_continuous_actions": True,
+    "gamma": 0.9,
+    "lr": 0.00005,
+    "clip_grad_norm": True,
+    "clip_grad_val": 5,
+    "on_policy_collected_frames_per_batch": 60_000,
+    "on_policy_n_envs_per_worker": 600,
+    "on_policy_n_minibatch_iters": 45,
+    "on_policy_minibatch_size": 4096,
+    "evaluation": True,
+    "evaluation_episodes": 200,
+}
+
+#: what this peer sets beside :data:`FINE_TUNED` (the module docstring says why)
+LOCAL: dict[str, Any] = {
+    "sampling_device": "cpu",
+    "train_device": "cpu",
+    "buffer_device": "cpu",
+    "render": False,
+    "loggers": ["csv"],
+    "create_json": True,
+    "checkpoint_interval": 0,
+    "checkpoint_at_end": False,
+}
+
+EVAL_KEY = "eval_agents_reward_episode_reward_mean"
+TRAIN_KEY = "collection_agents_reward_episode_reward_mean"
+
+
+def experiment_config(frames: int, save_folder: str):
+    """BenchMARL's ``ExperimentConfig``: installed defaults, then :data:`FINE_TUNED`, then :data:`LOCAL`,
+    ``frames`` as the budget and one evaluation per collected batch."""
+    from benchmarl.experiment import ExperimentConfig
+
+    cfg = ExperimentConfig.get_from_yaml()
+    for key, value in {**FINE_TUNED, **LOCAL}.items():
+        setattr(cfg, key, value)
+    cfg.max_n_frames = frames
+    cfg.evaluation_interval = cfg.on_policy_collected_frames_per_batch
+    cfg.save_folder = save_folder
+    return cfg
+
+
+def settings(task: str) -> dict[str, Any]:
+    """The algorithm, model and task settings as loaded from the installed yaml files (for the record
+    and the tests)."""
+    from dataclasses import asdict
+
+    from benchmarl.algorithms import MappoConfig
+    from benchmarl.environments import VmasTask
+    from benchmarl.models.mlp import MlpConfig
+
+    model = MlpConfig.get_from_yaml()
+    return {"algorithm": asdict(MappoConfig.get_from_yaml()),
+            "model": {"num_cells": list(model.num_cells), "activation_class": model.activation_class.__name__},
+            "task": dict(VmasTask[task.upper()].get_from_yaml().config)}
+
+
+class Clock:
+    """A BenchMARL callback stamping every batch and evaluation with the wall and CPU seconds since
+    the run began (:meth:`start`) and the frames collected so far. Duck-typed (every hook of
+    ``benchmarl.experiment.callback.Callback``) so that this module imports without BenchMARL."""
+
+    def start(self) -> None:
+        self.t0, self.c0 = time.perf_counter(), time.process_time()
+        self.trained: dict[int, tuple[int, float, float]] = {}
+        self.evaluated: dict[int, tuple[int, float, float]] = {}
+
+    def __getstate__(self) -> dict:
+        # BenchMARL pickles its callbacks into config.pkl (for reloading); the clock's state and its
+        # experiment are not worth keeping there.
+        return {}
+
+    def _now(self) -> tuple[int, float, float]:
+        return (self.experiment.total_frames, time.perf_counter() - self.t0, time.process_time() - self.c0)
+
+    def on_train_end(self, training_td, group: str) -> None:
+        self.trained[self.experiment.n_iters_performed] = self._now()
+
+    def on_evaluation_end(self, rollouts) -> None:
+        self.evaluated[self.experiment.n_iters_performed] = self._now()
+
+    def on_setup(self) -> None: ...
+    def on_load_state_dict(self, state_dict) -> None: ...
+    def on_batch_collected(self, batch) -> None: ...
+    def on_train_step(self, batch, group: str) -> None: ...
+    def on_state_dict(self, state_dict) -> None: ...
+
+
+def read_scalar(folder: Path, name: str) -> dict[int, float]:
+    """``{step: value}`` of the CSV logger's scalar ``name`` anywhere under ``folder``."""
+    files = list(Path(folder).rglob(f"scalars/{name}.csv"))
+    if not files:
+        return {}
+    with open(files[0], newline="") as f:
+        return {int(step): float(value) for step, value in csv.reader(f)}
+
+
+def join_curve(stamps: dict[int, tuple[int, float, float]], values: dict[int, float]) -> list[tuple]:
+    """Rows ``(frames, wall s, return, CPU s)`` for the iterations that have both a stamp and a value."""
+    return [(stamps[i][0], round(stamps[i][1], 3), values[i], round(stamps[i][2], 3))
+            for i in sorted(stamps) if i in values and math.isfinite(values[i])]
+
+
+def run(task: str, frames: int, seed: int, threads: int | None = None) -> dict[str, Any]:
+    """Train BenchMARL's MAPPO on VMAS ``task`` for ``frames`` frames with ``seed`` on the CPU; returns
+    the evaluation and training curves (rows ``(frames, wall s, mean episode reward, CPU s)``, clocks
+    from the start of ``Experiment.run``), the totals and the settings used."""
+    import torch
+    from benchmarl.algorithms import MappoConfig
+    from benchmarl.environments import VmasTask
+    from benchmarl.experiment import Experiment
+    from benchmarl.models.mlp import MlpConfig
+
+    if threads:
+        torch.set_num_threads(threads)
+    t_build = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="benchmarl_") as tmp:
+        clock = Clock()
+        experiment = Experiment(task=VmasTask[task.upper()].get_from_yaml(),
+                                algorithm_config=MappoConfig.get_from_yaml(), model_config=MlpConfig.get_from_yaml(),
+                                critic_model_config=MlpConfig.get_from_yaml(), seed=seed,
+                                config=experiment_config(frames, tmp), callbacks=[clock])
+        build_s = time.perf_counter() - t_build
+        clock.start()
+        experiment.run()
+        wall, cpu = time.perf_counter() - clock.t0, time.process_time() - clock.c0
+        evals, trains = read_scalar(Path(tmp), EVAL_KEY), read_scalar(Path(tmp), TRAIN_KEY)
+        eval_s = sum(read_scalar(Path(tmp), "timers_evaluation_time").values())
+    curve, train_curve = join_curve(clock.evaluated, evals), join_curve(clock.trained, trains)
+    return {"peer": "benchmarl_mappo", "env": f"vmas:{task}", "seed": seed, "env_steps": experiment.total_frames,
+            "train_wall_s": wall, "train_cpu_s": cpu, "eval_wall_s": eval_s, "build_s": build_s,
+            "threads": torch.get_num_threads(), "final_return": curve[-1][2] if curve else math.nan,
+            "final_train_return": train_curve[-1][2] if train_curve else math.nan,
+            "reward": "eval/agents/reward/episode_reward_mean", "curve": curve, "train_curve": train_curve,
+            "settings": {"experiment": {**FINE_TUNED, **LOCAL, "evaluation_interval": FINE_TUNED[
+                "on_policy_collected_frames_per_batch"]}, **settings(task)}, "versions": versions()}
+
+
+def versions() -> dict[str, str | None]:
+    from bench.harness.stamp import version
+
+    return {m: version(m) for m in ("benchmarl", "torchrl", "tensordict", "vmas", "torch")}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--task", choices=TASKS, default="balance")
+    ap.add_argument("--frames", type=int, default=3_000_000, help="a multiple of 60,000 (one batch)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's, the cores)")
+    ap.add_argument("--json", default=None, help="write the result here")
+    args = ap.parse_args(argv)
+    result = run(args.task, args.frames, args.seed, args.threads)
+    print(f"vmas:{args.task} seed {args.seed}: {result['env_steps']:,} frames in {result['train_wall_s']:.0f}s "
+          f"({result['train_cpu_s']:.0f} CPU s, {result['eval_wall_s']:.0f}s evaluating), "
+          f"final eval return {result['final_return']:.3f}", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, default=str))
+
+
+if __name__ == "__main__":
+    main()
