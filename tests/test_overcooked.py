@@ -90,8 +90,8 @@ def test_parity_every_layout():
 @pytest.mark.slow
 @pytest.mark.parametrize("layout", supported_layouts())
 def test_parity_long(layout):
-    """5,000 steps in each of 4 envs per layout (50 episodes of the 400-step horizon), soups served."""
-    assert run_parity(layout, num_envs=4, steps=5000, seed=3, obs_every=31) > 0
+    """2,500 steps in each of 4 envs per layout (25 episodes of the 400-step horizon), soups served."""
+    assert run_parity(layout, num_envs=4, steps=2500, seed=3, obs_every=31) > 0
 
 
 def test_dish_reward_reads_the_pots_before_either_cook_acts():
