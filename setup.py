@@ -8,4 +8,5 @@ setup(
     packages=[*find_packages(include=["rl_system", "rl_system.*"]), "rl_system.envs",
               *(f"rl_system.envs.{name}" for name in find_packages("envs"))],
     package_dir={"rl_system.envs": "envs"},
+    package_data={"rl_system.envs.overcooked": ["layouts/*.layout"]},
 )

@@ -52,6 +52,7 @@ _REGISTRY: dict[str, str | Callable[..., VecEnv]] = {
     "AirCombat": "rl_system.envs.air_combat:AirCombatVecEnv",
     "Navigation": "rl_system.envs.navigation:NavigationVecEnv",
     "AliceBob": "rl_system.envs.alice_bob:AliceBobVecEnv",
+    "Overcooked": "rl_system.envs.overcooked:OvercookedVecEnv",
 }
 
 GYM_PREFIX = "gym:"

@@ -59,6 +59,7 @@ def test_a_central_critic_reads_the_state_a_local_one_the_agents_observation():
 def _train(rounds: int, env_kwargs: dict, *overrides: str) -> tuple[list[float], dict, object]:
     """``rounds`` of in-process training on 32 CueMatch envs: the mean episode return of each
     round, the last round's columns, the trainer."""
+    torch.set_num_threads(1)  # small tensors: one thread is faster, and spares a loaded machine (restored after)
     cfg = _cfg("workers.rollout_len=16", *overrides)
     env = CueMatch(32, seed=0, **env_kwargs)
     torch.manual_seed(0)

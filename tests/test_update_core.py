@@ -71,6 +71,7 @@ def _cartpole(num_envs: int, seed: int = 0):
 
 
 def test_a2c_written_on_the_core_learns_cartpole():
+    torch.set_num_threads(1)  # small tensors: one thread is faster (conftest restores the count)
     policy, sampler = _cartpole(num_envs=16)
     trainer = A2C(policy)
     recent: list[float] = []
