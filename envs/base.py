@@ -91,6 +91,14 @@ class AgentDiscrete:
         return f"AgentDiscrete({self.n}, num_agents={self.num_agents})"
 
 
+def _checked_nvec(nvec: tuple[int, ...], kind: str) -> tuple[int, ...]:
+    """A multi-discrete spec's ``nvec`` as ints; ``ValueError`` (one line) unless non-empty and positive."""
+    checked = tuple(int(n) for n in nvec)
+    if not checked or any(n < 1 for n in checked):
+        raise ValueError(f"{kind} needs a non-empty nvec of positive ints, got {nvec!r}")
+    return checked
+
+
 @dataclass(frozen=True)
 class AgentMultiDiscrete:
     """``K = len(nvec)`` discrete sub-actions per agent of a multi-agent env: int64 ``[N, num_agents, K]``."""
@@ -101,9 +109,7 @@ class AgentMultiDiscrete:
     dtype: torch.dtype = field(default=torch.int64, init=False)
 
     def __post_init__(self) -> None:
-        nvec = tuple(int(n) for n in self.nvec)
-        if not nvec or any(n < 1 for n in nvec):
-            raise ValueError(f"AgentMultiDiscrete needs a non-empty nvec of positive ints, got {self.nvec!r}")
+        nvec = _checked_nvec(self.nvec, "AgentMultiDiscrete")
         object.__setattr__(self, "nvec", nvec)
         object.__setattr__(self, "shape", (self.num_agents, len(nvec)))
 
@@ -140,9 +146,7 @@ class MultiDiscrete:
     dtype: torch.dtype = field(default=torch.int64, init=False)
 
     def __post_init__(self) -> None:
-        nvec = tuple(int(n) for n in self.nvec)
-        if not nvec or any(n < 1 for n in nvec):
-            raise ValueError(f"MultiDiscrete needs a non-empty nvec of positive ints, got {self.nvec!r}")
+        nvec = _checked_nvec(self.nvec, "MultiDiscrete")
         object.__setattr__(self, "nvec", nvec)
         object.__setattr__(self, "shape", (len(nvec),))
 
