@@ -61,9 +61,9 @@ def test_one_version_behind_a_seed_repeats_bit_for_bit(ray_session, tmp_path):
         "seed=5", "max_policy_lag=1", "workers.rollout_len=16", "max_env_steps=16384", "target_return=null",
         "tensorboard=false", "checkpoint.every_rounds=2", "checkpoint.keep_last=100"])
     runs = [train(cfg, run_dir=tmp_path / name, quiet=True) for name in ("a", "b")]
-    assert all(r["max_policy_lag_used"] == 1 and r["dropped_rollouts"] == 0 for r in runs), runs
+    assert all(r.max_policy_lag_used == 1 and r.dropped_rollouts == 0 for r in runs), runs
     rows = compare(tmp_path / "a", tmp_path / "b")
-    assert [v for v, *_ in rows] == [2, 4, 6, 8], [r["checkpoints"] for r in runs]
+    assert [v for v, *_ in rows] == [2, 4, 6, 8], [r.checkpoints for r in runs]
     assert all(steps > 0 and dw == 0.0 and do == 0.0 for _, steps, dw, do in rows), rows
 
 
