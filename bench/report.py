@@ -1,12 +1,12 @@
-"""Rerun the benchmarks behind README's figures and write the tables README includes.
+"""Rerun the benchmarks behind the published figures and write the tables docs/results.md includes.
 
     python -m bench.report                     # everything (8-15 minutes on 2 cores, ~5 more with --peers)
     python -m bench.report --quick             # tiny budgets, one seed (~2 minutes): checks the pipeline
     python -m bench.report --only ttt,codec    # a subset of the sections
     python -m bench.report --peers             # also RLlib / CleanRL-style PPO where importable
-    python -m bench.report --update-readme     # ... and put the tables between README's markers
-    python -m bench.report --from-json bench/results/report/report.json --update-readme
-                                               # README from the latest run, without rerunning
+    python -m bench.report --update-results    # ... and put the tables between docs/results.md's markers
+    python -m bench.report --from-json bench/results/report/report.json --update-results
+                                               # the pages from the latest run, without rerunning
 
 Sections (``--only``):
 
@@ -32,11 +32,14 @@ both stamped with the date (UTC), git commit (``+dirty`` when the tree has chang
 ``bench/results``), machine (CPU model, cores, memory, GPU), Python / torch / Ray /
 gymnasium versions and the 1-minute load average before and after the run. Every table row
 carries the command that reproduces it. Ray runs embedded on this machine, as ``rl-system
-train`` starts it. README's figures come from the latest full run on a quiet machine
-(``--update-readme`` refuses ``--quick`` and ``--only`` results, and runs with a section not measured).
+train`` starts it. The published figures come from the latest full run on a quiet machine
+(``--update-results`` refuses ``--quick`` and ``--only`` results, and runs with a section not measured).
 
-Exit status: 0; 1 when a section could not be measured (its error is in the tables; README is left
-alone); 2 for bad flags or README without its marker lines (one line on stderr).
+``--update-results`` also regenerates README's *results at a glance* (``bench.pages``), which reads
+``report.json``.
+
+Exit status: 0; 1 when a section could not be measured (its error is in the tables; the pages are
+left alone); 2 for bad flags or a page without its marker lines (one line on stderr).
 """
 
 from __future__ import annotations
@@ -53,18 +56,19 @@ from pathlib import Path
 from bench.harness.learning import shutdown_ray
 from bench.harness.results import RESULTS, write_suite
 from bench.harness.stamp import ROOT, load1, stamp
+from bench import pages
 from bench.report_md import (
     END_MARKER,
     START_MARKER,
     ReportError,
-    check_readme_markers,
+    check_page_markers,
     render_markdown,
-    replace_readme_block,
+    replace_page_block,
 )
 from bench.report_sections import FULL, QUICK, RUN_ORDER, RUNNERS, SECTIONS, Budget, log, run_peers
 
 OUT_DIR = RESULTS / "report"
-README = ROOT / "README.md"
+RESULTS_PAGE = ROOT / "docs" / "results.md"
 
 
 # -- running ------------------------------------------------------------------------------------
@@ -148,46 +152,49 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default=None, metavar="NAME[,NAME]", help=f"sections to run: {', '.join(SECTIONS)}")
     ap.add_argument("--peers", action="store_true", help="also RLlib PPO and the CleanRL-style loop, where importable")
     ap.add_argument("--out", type=Path, default=OUT_DIR, help="output folder (default bench/results/report)")
-    ap.add_argument("--update-readme", action="store_true",
-                    help=f"replace the lines between {START_MARKER} and {END_MARKER} in README with the tables")
-    ap.add_argument("--readme", type=Path, default=README, help="the README --update-readme edits")
+    ap.add_argument("--update-results", action="store_true",
+                    help=f"replace the lines between {START_MARKER} and {END_MARKER} in docs/results.md with the tables")
+    ap.add_argument("--page", type=Path, default=RESULTS_PAGE, help="the page --update-results edits (default docs/results.md)")
     ap.add_argument("--from-json", type=Path, default=None, metavar="REPORT.json",
                     help="render a saved report.json instead of running anything")
     args = ap.parse_args(argv)
     try:
         only = _parse_only(args.only)
-        if args.update_readme:
-            check_readme_markers(args.readme)  # before a long run, not after
+        if args.update_results:
+            check_page_markers(args.page)  # before a long run, not after
         if args.from_json:
             try:
                 results = json.loads(args.from_json.read_text())
             except (OSError, ValueError) as err:
                 raise ReportError(f"{args.from_json}: {getattr(err, 'strerror', None) or err}") from None
         else:
-            if args.update_readme and (args.quick or args.only):
-                raise ReportError("--update-readme: README's figures come from a full run (no --quick, no --only)")
+            if args.update_results and (args.quick or args.only):
+                raise ReportError("--update-results: the published figures come from a full run (no --quick, no --only)")
             budget = QUICK if args.quick else FULL
             if args.seeds:
                 budget = dataclasses.replace(budget, seeds=tuple(args.seeds))
             mode = "quick" if args.quick else "full" if only == list(SECTIONS) else "partial"
             results = run_report(budget, only, args.peers, mode)
-            rerun = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--update-readme"]
+            rerun = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--update-results"]
             results["command"] = " ".join(["python -m bench.report", *rerun])
             md, js = write_outputs(results, args.out)
             log(f"wrote {md} and {js} in {results['elapsed_s']:.0f} s")
             failed = [n for n, sec in results["sections"].items() if sec.get("error")]
             if failed:
                 print(render_markdown(results), end="")
-                log(f"not measured: {', '.join(failed)} (see the errors above); README left alone")
+                log(f"not measured: {', '.join(failed)} (see the errors above); the pages are left alone")
                 return 1
-        if args.update_readme:
+        if args.update_results:
             if results.get("mode", "full") != "full":
-                raise ReportError(f"--update-readme: {args.from_json} is a {results.get('mode')} run, not a full one")
+                raise ReportError(f"--update-results: {args.from_json} is a {results.get('mode')} run, not a full one")
             failed = [n for n, sec in results.get("sections", {}).items() if sec.get("error")]
             if failed:
-                raise ReportError(f"--update-readme: {args.from_json} lacks {', '.join(failed)} (not measured)")
-            replace_readme_block(args.readme, render_markdown(results))
-            log(f"updated {args.readme}")
+                raise ReportError(f"--update-results: {args.from_json} lacks {', '.join(failed)} (not measured)")
+            replace_page_block(args.page, render_markdown(results))
+            log(f"updated {args.page}")
+            if args.page == RESULTS_PAGE and not args.from_json:
+                pages.write(pages.GLANCE)  # it reads the report.json just written
+                log("updated README.md's results at a glance")
         else:
             print(render_markdown(results), end="")
     except ReportError as err:

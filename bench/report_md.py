@@ -1,5 +1,5 @@
 """The Markdown side of ``python -m bench.report``: one table per section under the stamp line,
-and README's generated block between its marker lines. Pure functions of a results dict (what
+and the generated block between a page's marker lines (docs/results.md). Pure functions of a results dict (what
 ``report.json`` holds), so a saved report renders without rerunning anything."""
 
 from __future__ import annotations
@@ -138,11 +138,11 @@ def md_hmasd(sec: dict) -> list[str]:
 
 RENDERERS = {"ttt": md_ttt, "throughput": md_throughput, "field": md_field, "envs": md_envs, "codec": md_codec,
              "hmasd": md_hmasd}
-RENDER_ORDER = ("ttt", "throughput", "field", "envs", "codec", "hmasd")  # README's order
+RENDER_ORDER = ("ttt", "throughput", "field", "envs", "codec", "hmasd")  # the page's order
 
 
 def render_markdown(results: dict) -> str:
-    """The tables (with the stamp line on top), as they go into report.md and README's block."""
+    """The tables (with the stamp line on top), as they go into report.md and docs/results.md's block."""
     lines = [stamp_line(results["stamp"], results.get("mode", "full"), results.get("elapsed_s")), "",
              f"Regenerate with `{results.get('command') or 'python -m bench.report'}` "
              f"(figures: `bench/results/report/report.json`)."]
@@ -154,40 +154,53 @@ def render_markdown(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-# -- README ------------------------------------------------------------------------------------
+# -- the pages' generated blocks -----------------------------------------------------------------
 
-def _marker_lines(lines: list[str]) -> tuple[int, int]:
-    starts = [i for i, ln in enumerate(lines) if ln.strip() == START_MARKER]
-    ends = [i for i, ln in enumerate(lines) if ln.strip() == END_MARKER]
+def _marker_lines(lines: list[str], start: str = START_MARKER, end: str = END_MARKER) -> tuple[int, int]:
+    starts = [i for i, ln in enumerate(lines) if ln.strip() == start]
+    ends = [i for i, ln in enumerate(lines) if ln.strip() == end]
     if not starts or not ends:
-        missing = ", ".join(m for m, found in ((START_MARKER, starts), (END_MARKER, ends)) if not found)
-        raise ReportError(f"marker line missing: {missing} (--update-readme replaces what lies between "
-                          f"{START_MARKER} and {END_MARKER})")
+        missing = ", ".join(m for m, found in ((start, starts), (end, ends)) if not found)
+        raise ReportError(f"marker line missing: {missing} (the generated block lies between {start} and {end})")
     if len(starts) > 1 or len(ends) > 1 or ends[0] < starts[0]:
-        raise ReportError(f"expected one {START_MARKER} line followed by one {END_MARKER} line")
+        raise ReportError(f"expected one {start} line followed by one {end} line")
     return starts[0], ends[0]
 
 
-def check_readme_markers(path: Path) -> None:
+def check_page_markers(path: Path, start: str = START_MARKER, end: str = END_MARKER) -> None:
     try:
         text = Path(path).read_text()
     except OSError as err:
         raise ReportError(f"{path}: {err.strerror}") from None
     try:
-        _marker_lines(text.splitlines())
+        _marker_lines(text.splitlines(), start, end)
     except ReportError as err:
         raise ReportError(f"{path}: {err}") from None
 
 
-def replace_readme_block(path: Path, block: str) -> None:
-    """Replace everything between README's marker lines with ``block``; the marker lines and all
-    outside them stay byte for byte. Raises :class:`ReportError` when the markers are missing."""
+def page_block(path: Path, start: str = START_MARKER, end: str = END_MARKER) -> str:
+    """What lies between the page's marker lines."""
+    lines = Path(path).read_text().splitlines(keepends=True)
+    try:
+        s, e = _marker_lines([ln.rstrip("\r\n") for ln in lines], start, end)
+    except ReportError as err:
+        raise ReportError(f"{path}: {err}") from None
+    return "".join(lines[s + 1:e])
+
+
+def replace_page_block(path: Path, block: str, start: str = START_MARKER, end: str = END_MARKER) -> bool:
+    """Replace everything between the page's marker lines with ``block``; the marker lines and all
+    outside them stay byte for byte. True when the page changed; :class:`ReportError` when the
+    markers are missing."""
     path = Path(path)
     text = path.read_text()
     lines = text.splitlines(keepends=True)
     try:
-        s, e = _marker_lines([ln.rstrip("\r\n") for ln in lines])
+        s, e = _marker_lines([ln.rstrip("\r\n") for ln in lines], start, end)
     except ReportError as err:
         raise ReportError(f"{path}: {err}") from None
     body = block if block.endswith("\n") or not block else block + "\n"
-    path.write_text("".join(lines[:s + 1]) + body + "".join(lines[e:]))
+    new = "".join(lines[:s + 1]) + body + "".join(lines[e:])
+    if new != text:
+        path.write_text(new)
+    return new != text

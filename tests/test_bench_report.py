@@ -78,15 +78,15 @@ def test_readme_block_replaced_exactly(tmp_path):
     old = f"{report_md.START_MARKER}\nold table\n| a | b |\n{report_md.END_MARKER}\n"
     p, before, after = _readme(tmp_path, old)
     block = "new line 1\n\n| x | y |\n|---|---|\n"
-    report_md.replace_readme_block(p, block)
+    report_md.replace_page_block(p, block)
     assert p.read_text() == before + f"{report_md.START_MARKER}\n{block}{report_md.END_MARKER}\n" + after
-    report_md.replace_readme_block(p, "again")  # idempotent on its own output, newline added
+    report_md.replace_page_block(p, "again")  # idempotent on its own output, newline added
     assert p.read_text() == before + f"{report_md.START_MARKER}\nagain\n{report_md.END_MARKER}\n" + after
 
 
 def test_readme_block_empty_between_markers(tmp_path):
     p, before, after = _readme(tmp_path, f"{report_md.START_MARKER}\n{report_md.END_MARKER}\n")
-    report_md.replace_readme_block(p, "t\n")
+    report_md.replace_page_block(p, "t\n")
     assert p.read_text() == before + f"{report_md.START_MARKER}\nt\n{report_md.END_MARKER}\n" + after
 
 
@@ -97,33 +97,33 @@ def test_readme_without_markers_is_an_error(tmp_path, middle):
     p, _, _ = _readme(tmp_path, middle)
     text = p.read_text()
     with pytest.raises(report_md.ReportError, match="bench-report"):
-        report_md.replace_readme_block(p, "tables\n")
+        report_md.replace_page_block(p, "tables\n")
     assert p.read_text() == text  # untouched
     with pytest.raises(report_md.ReportError):
-        report_md.check_readme_markers(p)
+        report_md.check_page_markers(p)
 
 
-def test_update_readme_cli_exits_2_without_markers(tmp_path, capsys):
+def test_update_results_cli_exits_2_without_markers(tmp_path, capsys):
     p, _, _ = _readme(tmp_path, "nothing here\n")
     saved = tmp_path / "report.json"
     saved.write_text(json.dumps(RESULTS))
-    assert report.main(["--from-json", str(saved), "--update-readme", "--readme", str(p)]) == 2
+    assert report.main(["--from-json", str(saved), "--update-results", "--page", str(p)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "bench-report:start" in err[0]
 
 
-def test_update_readme_cli_from_json(tmp_path):
+def test_update_results_cli_from_json(tmp_path):
     p, before, after = _readme(tmp_path, f"{report_md.START_MARKER}\nold\n{report_md.END_MARKER}\n")
     ok = {**RESULTS, "sections": {k: v for k, v in RESULTS["sections"].items() if not v.get("error")}}
     saved = tmp_path / "report.json"
     saved.write_text(json.dumps(ok))
-    assert report.main(["--from-json", str(saved), "--update-readme", "--readme", str(p)]) == 0
+    assert report.main(["--from-json", str(saved), "--update-results", "--page", str(p)]) == 0
     expected = before + f"{report_md.START_MARKER}\n{report_md.render_markdown(ok)}{report_md.END_MARKER}\n" + after
     assert p.read_text() == expected
     # quick figures, or a run with a section not measured, never go into README
     for bad in ({**ok, "mode": "quick"}, RESULTS):
         saved.write_text(json.dumps(bad))
-        assert report.main(["--from-json", str(saved), "--update-readme", "--readme", str(p)]) == 2
+        assert report.main(["--from-json", str(saved), "--update-results", "--page", str(p)]) == 2
         assert p.read_text() == expected
 
 

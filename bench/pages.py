@@ -1,0 +1,211 @@
+"""The generated blocks of README.md and the docs: each block is a pure function of files under
+``bench/results/``, so a figure has one source and a hand-edited figure is caught.
+
+    python -m bench.pages            # rewrite every block from the results
+    python -m bench.pages --check    # exit 1 and name each block that differs from its results
+
+A block lies between ``<!-- generated:NAME -->`` and ``<!-- /generated:NAME -->`` lines (the
+benchmark report's block keeps its own marker pair, ``bench.report_md.START_MARKER``/``END_MARKER``).
+Everything outside the markers is left byte for byte.
+
+Exit status: 0; 1 when ``--check`` finds a block out of date; 2 when a page lacks its markers or a
+source is missing (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.harness.markdown import md_table
+from bench.harness.results import RESULTS, read_json
+from bench.harness.stamp import ROOT
+from bench.report_md import END_MARKER, START_MARKER, ReportError, page_block, render_markdown, replace_page_block
+
+REPORT_JSON = RESULTS / "report" / "report.json"
+MUJOCO_JSON = RESULTS / "mujoco" / "mujoco.json"
+MINATAR_JSON = RESULTS / "minatar" / "minatar.json"
+MEMORY_JSON = RESULTS / "memory" / "memory.json"
+MARL_JSON = RESULTS / "marl" / "300k" / "marl.json"
+
+
+@dataclass(frozen=True)
+class Block:
+    """One generated block: the page it lives in, its marker lines and its renderer."""
+
+    name: str
+    page: Path
+    start: str
+    end: str
+    render: Callable[[], str]
+    sources: tuple[Path, ...]
+
+
+def _shown(path: Path) -> str:
+    """A path as the messages show it: relative to the checkout when inside it."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def _load(path: Path) -> dict:
+    if not path.is_file():
+        raise ReportError(f"{_shown(path)}: no such results file (its suite writes it)")
+    return read_json(path)
+
+
+def _k(x: float) -> str:
+    """A rate in thousands: 295412 -> '295k'."""
+    return f"{x / 1000:.0f}k" if x >= 10_000 else f"{x / 1000:.1f}k"
+
+
+def _seconds(x: float) -> str:
+    return f"{x:.1f} s" if x < 20 else f"{x:.0f} s"
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+# -- results at a glance (README) -----------------------------------------------------------
+
+def _cartpole_rows() -> list[list[str]]:
+    sec = _load(REPORT_JSON)["sections"]
+    ttt = sec["ttt"]
+    ours = _median([r["train_wall_s"] for r in ttt["rows"] if r["reached"]])
+    by_peer: dict[str, list[float]] = {}
+    for r in ttt.get("peer_rows", []):
+        if r["reached"]:
+            by_peer.setdefault(r["peer"].split("[")[0], []).append(r["train_wall_s"])
+    peers = ", ".join(f"{p} {_seconds(_median(v))}" for p, v in by_peer.items())
+    thr = sec["throughput"]
+    ours_rate = thr["rows"][0]["steps_per_s"]
+    rllib = next(r for r in thr["peer_rows"] if r["peer"] == "rllib-ppo[throughput]")
+    return [["CartPole: train time to return 475 (median of seeds)", _seconds(ours), peers,
+             "[throughput](docs/results.md#throughput)"],
+            ["CartPole: env steps/s with learning on", _k(ours_rate), f"rllib-ppo {_k(rllib['steps_per_s'])}",
+             "[throughput](docs/results.md#throughput)"]]
+
+
+def _mujoco_rows() -> list[list[str]]:
+    summary = _load(MUJOCO_JSON)["summary"]
+    rows = []
+    for env in ("HalfCheetah-v5", "Hopper-v5"):
+        ours = next(s for s in summary if s["env"] == env and s["peer"] == "rl_system")
+        sb3 = next(s for s in summary if s["env"] == env and s["peer"] == "sb3_zoo")
+        rows.append([f"{env}: time to SB3's final return ({ours['common_return']:.0f})",
+                     _seconds(ours["time_to_common_s"]), f"SB3 (RL Zoo) {_seconds(sb3['cpu_to_common_s'])}",
+                     "[MuJoCo](docs/results.md#gymnasium-mujoco-beside-stable-baselines3)"])
+    return rows
+
+
+def _minatar_rows() -> list[list[str]]:
+    runs = _load(MINATAR_JSON)["runs"]
+
+    def final(env: str, stem: str) -> list[float]:
+        names = {f"{stem}_s{s}.json.xz" for s in range(20)}
+        return [r["final_return"] for r in runs if r["env"] == env and r["file"] in names]
+
+    rows = []
+    for env in ("Breakout", "SpaceInvaders"):
+        ours, sb3 = final(env, env), final(env, f"{env}_sb3_ppo")
+        rows.append([f"MinAtar {env}: return at 5M env steps (median of seeds)", f"{_median(ours):.1f}",
+                     f"SB3 PPO {_median(sb3):.1f}",
+                     "[MinAtar](docs/results.md#minatar-ppo-with-the-small-cnn-beside-stable-baselines3)"])
+    return rows
+
+
+def _memory_rows() -> list[list[str]]:
+    rows = _load(MEMORY_JSON)["rows"]
+    ours = next(r for r in rows if r["peer"] == "rl_system_gru" and r["env"] == "CartPole-positions")
+    peer = next(r for r in rows if r["peer"] == "sb3_contrib_recurrent_ppo")
+    return [["CartPole, velocities hidden (GRU): time to 475", _seconds(ours["time_to_target_s"]),
+             f"sb3-contrib RecurrentPPO {_seconds(peer['time_to_target_s'])}",
+             "[memory](docs/results.md#memory-recurrent-ppo-beside-sb3-contrib)"]]
+
+
+def _multi_agent_rows() -> list[list[str]]:
+    hmasd = _load(REPORT_JSON)["sections"]["hmasd"]["rows"][0]
+    table = _load(MARL_JSON)["table"]
+
+    def final(system: str) -> float:
+        return next(r["final_eval_return"] for r in table if r["env"] == "vmas:balance" and r["system"] == system)
+
+    steps = next(r["env_steps"] for r in table if r["env"] == "vmas:balance")
+    return [["AliceBob, HMASD: seeds with test success ≥ 0.8", f"{hmasd['passed']} of {hmasd['seeds']}", "–",
+             "[HMASD](docs/hmasd.md)"],
+            [f"VMAS balance, MAPPO: eval return at {steps // 1000}k frames", f"{final('rl_system'):.2f}",
+             f"BenchMARL {final('benchmarl_mappo'):.2f}", "[multi-agent](docs/multi_agent.md)"]]
+
+
+def render_glance() -> str:
+    """README's *results at a glance*: one row per headline figure, each linking to its details."""
+    rows = _cartpole_rows() + _mujoco_rows() + _minatar_rows() + _memory_rows() + _multi_agent_rows()
+    table = md_table(["task", "rl_system", "peer, same task", "details"], rows)
+    return "\n".join(table) + "\n"
+
+
+def render_report() -> str:
+    """docs/results.md's benchmark-report tables, from the latest full ``python -m bench.report``."""
+    return render_markdown(_load(REPORT_JSON))
+
+
+def _marker(name: str) -> tuple[str, str]:
+    return f"<!-- generated:{name} -->", f"<!-- /generated:{name} -->"
+
+
+GLANCE = Block("glance", ROOT / "README.md", *_marker("glance"), render_glance,
+               (REPORT_JSON, MUJOCO_JSON, MINATAR_JSON, MEMORY_JSON, MARL_JSON))
+REPORT = Block("report", ROOT / "docs" / "results.md", START_MARKER, END_MARKER, render_report, (REPORT_JSON,))
+BLOCKS = (GLANCE, REPORT)
+
+
+# -- the pages ------------------------------------------------------------------------------
+
+def current(block: Block) -> str:
+    """What the page holds between the block's markers."""
+    return page_block(block.page, block.start, block.end)
+
+
+def write(block: Block) -> bool:
+    """Put the block's rendering between its markers; True when the page changed."""
+    return replace_page_block(block.page, block.render(), block.start, block.end)
+
+
+def stale(blocks: tuple[Block, ...] = BLOCKS) -> list[str]:
+    """The names of the blocks whose page differs from what their results say."""
+    return [b.name for b in blocks if current(b) != b.render()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.pages", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true", help="change nothing; exit 1 when a block is out of date")
+    ap.add_argument("--only", default="", help="comma-separated block names (default: all: "
+                    + ", ".join(b.name for b in BLOCKS) + ")")
+    args = ap.parse_args(argv)
+    wanted = set(filter(None, args.only.split(",")))
+    unknown = wanted - {b.name for b in BLOCKS}
+    try:
+        if unknown:
+            raise ReportError(f"--only: no block named {', '.join(sorted(unknown))}")
+        blocks = tuple(b for b in BLOCKS if not wanted or b.name in wanted)
+        if args.check:
+            out = stale(blocks)
+            for name in out:
+                b = next(b for b in blocks if b.name == name)
+                print(f"{_shown(b.page)}: block '{name}' differs from "
+                      f"{', '.join(_shown(s) for s in b.sources)}; run python -m bench.pages",
+                      file=sys.stderr)
+            return 1 if out else 0
+        for b in blocks:
+            print(f"{_shown(b.page)}: {b.name} {'updated' if write(b) else 'unchanged'}")
+    except (ReportError, OSError) as err:
+        print(f"python -m bench.pages: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
