@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import site
 import subprocess
 import sys
 import textwrap
@@ -41,11 +42,24 @@ def _train(python: Path, project: Path, run: str, *overrides: str) -> dict:
     return json.loads((project / "runs" / run / "summary.json").read_text())
 
 
+def _see_this_environments_packages(python: Path) -> None:
+    """``venv --system-site-packages`` sees the *base* interpreter's packages; when the tests run in
+    a virtualenv themselves, torch and Ray live in that virtualenv's site-packages instead, so the
+    new venv gets them by a ``.pth`` file (plain path lines: the outer editable install's own
+    ``.pth`` hooks are not run, so the new venv's rl_system is the wheel's)."""
+    if sys.prefix == sys.base_prefix:
+        return
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    (Path(purelib) / "outer_environment.pth").write_text("".join(f"{d}\n" for d in site.getsitepackages()))
+
+
 @pytest.mark.slow
 def test_a_user_project_with_its_own_envs_package_trains_its_env_and_a_built_in_one(tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
     python = venv / "bin" / "python"
+    _see_this_environments_packages(python)
     had_build = (REPO / "build").exists()
     try:
         subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", str(REPO)],
