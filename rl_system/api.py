@@ -287,6 +287,8 @@ def evaluate(run_or_checkpoint: str | Path, episodes: int = 100, deterministic: 
     (its ``env.eval_kwargs``). ``pick`` as in :func:`load_policy`."""
     from rl_system.policy.evaluation import evaluate as _evaluate
 
+    if episodes < 1:  # as eval's --episodes, before the checkpoint is read
+        raise ValueError(f"episodes: expected a positive number, got {episodes}")
     found = _find_checkpoint(run_or_checkpoint, pick, "evaluate")
     return {**_evaluate(found.state, episodes=episodes, deterministic=deterministic, num_envs=num_envs, seed=seed,
                         device=device), "checkpoint": found.path}

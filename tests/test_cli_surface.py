@@ -145,3 +145,10 @@ def test_eval_and_the_python_api_share_option_names_and_defaults():
     for function in (rl_system.load_policy, rl_system.export):
         assert inspect.signature(function).parameters["pick"].default == flags["pick"] == export_flags["pick"]
     assert inspect.signature(rl_system.load_policy).parameters["device"].default == flags["device"]
+
+
+def test_a_number_of_episodes_below_1_is_refused_alike_before_the_checkpoint_is_read(tmp_path, capsys):
+    assert main(["eval", str(tmp_path / "nowhere"), "--episodes", "0"]) == 2
+    assert capsys.readouterr().err.strip() == "rl-system: --episodes: expected a positive number"
+    with pytest.raises(ValueError, match="^episodes: expected a positive number, got 0$"):
+        rl_system.evaluate(tmp_path / "nowhere", episodes=0)
