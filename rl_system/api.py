@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from rl_system.checkpoint.pick import DEFAULT_PICK
 from rl_system.config import ConfigError, RunConfig, apply_override, build_config, load_config
 from rl_system.run.summary import RunSummary
 
@@ -242,24 +243,21 @@ class Policy:
 
 
 def _find_checkpoint(run_or_checkpoint: str | Path, pick: str, doing: str) -> Any:
-    """The checkpoint ``pick`` names in a run or checkpoints directory (``best``: of the best
-    training mean return; ``final`` or ``latest``: the newest valid one), or one checkpoint file,
+    """The checkpoint ``pick`` names (:func:`rl_system.checkpoint.pick_checkpoint`, as ``--pick``),
     loaded; :class:`ValueError` (one line, ``cannot <doing> <path>: why``) otherwise."""
-    from rl_system.checkpoint import CheckpointError, find_resume
+    from rl_system.checkpoint import CheckpointError, check_pick, pick_checkpoint
 
-    if pick not in ("best", "final", "latest"):
-        raise ValueError(f"pick must be 'best', 'final' or 'latest', got {pick!r}")
-    path = Path(run_or_checkpoint)
+    check_pick(pick)
     try:
-        return find_resume(str(path), load_config(None), None, pick="best" if pick == "best" and path.is_dir()
-                           else "latest")
+        return pick_checkpoint(run_or_checkpoint, pick)
     except CheckpointError as err:
-        raise ValueError(f"cannot {doing} {path}: {err}") from None
+        raise ValueError(f"cannot {doing} {run_or_checkpoint}: {err}") from None
 
 
-def load_policy(run_or_checkpoint: str | Path, pick: str = "best", device: str = "cpu") -> Policy:
-    """The policy of a run directory (``pick``: ``best``, the checkpoint with the best training
-    mean return; ``final`` or ``latest``, the newest valid one) or of one checkpoint file. PPO and
+def load_policy(run_or_checkpoint: str | Path, pick: str = DEFAULT_PICK, device: str = "cpu") -> Policy:
+    """The policy of a run directory, its checkpoints directory or one checkpoint file. ``pick``
+    as ``--pick`` (:mod:`rl_system.checkpoint.pick`): ``best`` (the best training mean return,
+    else the latest), ``latest`` (the newest; ``final`` is the same) or ``v<N>``. PPO and
     multi-agent PPO policies (a multi-agent policy acts for all agents at once: ``[B, n, ...]``);
     :class:`ValueError` (one line) for a file that is not a checkpoint of one."""
     from rl_system.algos import load_policy as _load_network
@@ -282,19 +280,23 @@ def load_policy(run_or_checkpoint: str | Path, pick: str = "best", device: str =
     return Policy(network, cfg, obs_spec, int(state[keys.LEARNER].get(keys.VERSION, -1)), str(found.path))
 
 
-def evaluate(run_or_checkpoint: str | Path, episodes: int = 100, deterministic: bool = False, pick: str = "best",
-             num_envs: int | None = None, seed: int = 12345) -> dict[str, Any]:
-    """As ``rl-system eval``: mean and std of return and length, each outcome's rate, over
-    ``episodes`` episodes of the checkpoint's env (its ``env.eval_kwargs``)."""
+def evaluate(run_or_checkpoint: str | Path, episodes: int = 100, deterministic: bool = False, pick: str = DEFAULT_PICK,
+             num_envs: int | None = None, seed: int = 12345, device: str = "cpu") -> dict[str, Any]:
+    """As ``rl-system eval`` (the same options under the same names and defaults): mean and std of
+    return and length, each outcome's rate, over ``episodes`` episodes of the checkpoint's env
+    (its ``env.eval_kwargs``). ``pick`` as in :func:`load_policy`."""
     from rl_system.policy.evaluation import evaluate as _evaluate
 
+    if episodes < 1:  # as eval's --episodes, before the checkpoint is read
+        raise ValueError(f"episodes: expected a positive number, got {episodes}")
     found = _find_checkpoint(run_or_checkpoint, pick, "evaluate")
-    return {**_evaluate(found.state, episodes=episodes, deterministic=deterministic, num_envs=num_envs, seed=seed),
-            "checkpoint": found.path}
+    return {**_evaluate(found.state, episodes=episodes, deterministic=deterministic, num_envs=num_envs, seed=seed,
+                        device=device), "checkpoint": found.path}
 
 
-def export(run_or_checkpoint: str | Path, format: str, out: str | Path, pick: str = "best") -> Path:  # noqa: A002
-    """As ``rl-system export``: the policy as a TorchScript or ONNX file (:mod:`rl_system.policy.export`)."""
+def export(run_or_checkpoint: str | Path, format: str, out: str | Path, pick: str = DEFAULT_PICK) -> Path:  # noqa: A002
+    """As ``rl-system export``: the policy as a TorchScript or ONNX file (:mod:`rl_system.policy.export`);
+    ``pick`` as in :func:`load_policy`."""
     from rl_system.policy.export import ExportError, check_format, export_policy
 
     check_format(format)  # before the checkpoint is read: a bad format fails at once

@@ -82,7 +82,7 @@ def test_eval_env_override_errors_are_one_line_and_exit_2(tmp_path, capsys, over
     assert len(err.splitlines()) == 1 and err.startswith(f"rl-system: {needle}"), err
 
 
-def test_eval_pick_best_loads_the_checkpoint_with_the_best_training_return(tmp_path, capsys):
+def test_eval_picks_the_checkpoint_with_the_best_training_return_by_default(tmp_path, capsys):
     import json
 
     from rl_system.checkpoint.store import CheckpointStore
@@ -94,14 +94,14 @@ def test_eval_pick_best_loads_the_checkpoint_with_the_best_training_return(tmp_p
         state["learner"]["version"] = version
         store.save(state, {"policy_version": version, "mean_return": mean_return})
     out = tmp_path / "eval.json"
-    for pick, version in (("latest", 3), ("best", 2)):
-        assert main(["eval", str(tmp_path / "run"), "--pick", pick, "--episodes", "2", "--json", str(out)]) == 0
+    for pick, version in (([], 2), (["--pick", "latest"], 3), (["--pick", "best"], 2)):
+        assert main(["eval", str(tmp_path / "run"), *pick, "--episodes", "2", "--json", str(out)]) == 0
         assert json.loads(out.read_text())["checkpoint"].endswith(f"ckpt-v{version:08d}.rlck")
     capsys.readouterr()
     one_file = str(tmp_path / "run" / "checkpoints" / "ckpt-v00000002.rlck")
-    assert main(["eval", one_file, "--pick", "best"]) == 1
+    assert main(["eval", one_file, "--pick", "v3"]) == 1
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "picking the best needs a run or checkpoints directory" in err, err
+    assert len(err.splitlines()) == 1 and err.endswith("ckpt-v00000002.rlck is one checkpoint, v2, not v3"), err
 
 
 @pytest.mark.parametrize("flags, says", [

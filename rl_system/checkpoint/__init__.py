@@ -5,24 +5,29 @@
   safe loading (``weights_only``), RNG capture;
 * :mod:`.store` -- a directory of them: atomic writes, pruning, ``latest.json`` / ``best.json``;
 * :mod:`.writer` -- the :class:`Checkpointer` Ray actor that writes off the learner's path;
-* :mod:`.resume` -- what a ``--resume`` / ``eval`` argument names, loaded.
+* :mod:`.resume` -- what a ``--resume`` argument names, loaded;
+* :mod:`.pick` -- which checkpoint of a run ``eval``, ``export`` and the Python API read (``--pick``).
+
+The names below are imported on first use: the format loads torch, which ``rl-system --help``
+(it shows ``--pick``'s help from :mod:`.pick`) has no need of.
 """
 
 from __future__ import annotations
 
-from rl_system.checkpoint import keys
-from rl_system.checkpoint.format import (
-    CheckpointError,
-    capture_rng_state,
-    checkpoint_name,
-    load_checkpoint,
-    read_manifest,
-    restore_rng_state,
-)
-from rl_system.checkpoint.resume import Resume, find_resume
-from rl_system.checkpoint.store import BEST, LATEST, CheckpointInfo, CheckpointStore
+import importlib
 
-__all__ = [
-    "BEST", "LATEST", "CheckpointError", "CheckpointInfo", "CheckpointStore", "Resume", "capture_rng_state",
-    "checkpoint_name", "find_resume", "keys", "load_checkpoint", "read_manifest", "restore_rng_state",
-]
+_WHERE = {
+    "CheckpointError": "format", "capture_rng_state": "format", "checkpoint_name": "format",
+    "load_checkpoint": "format", "read_manifest": "format", "restore_rng_state": "format",
+    "DEFAULT_PICK": "pick", "PICK_HELP": "pick", "PICKS": "pick", "check_pick": "pick", "pick_checkpoint": "pick",
+    "Resume": "resume", "find_resume": "resume",
+    "BEST": "store", "LATEST": "store", "CheckpointInfo": "store", "CheckpointStore": "store",
+}
+
+__all__ = ["keys", *sorted(_WHERE)]
+
+
+def __getattr__(name: str):
+    if name in _WHERE:
+        return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

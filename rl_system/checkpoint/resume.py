@@ -3,8 +3,8 @@
 ``--resume`` accepts ``latest`` (the newest run under ``run_dir`` that has checkpoints, or the
 ``--run-dir`` given), a run directory, a checkpoint directory, or one checkpoint file. For a
 directory, the newest checkpoint that loads is used: corrupt or truncated newer ones are skipped
-and named in the log. ``pick="best"`` (``rl-system eval --pick best``) takes the directory's
-checkpoint with the best training mean return instead (the one ``best.json`` names).
+and named in the log. (What ``eval``, ``export`` and the Python API read is chosen by
+:mod:`.pick`, which only reads.)
 """
 
 from __future__ import annotations
@@ -36,32 +36,24 @@ def _newest_run(parent: Path) -> Path:
     return max(runs, key=lambda p: p.stat().st_mtime).parent
 
 
-def _from_store(ckpt_dir: Path, run_dir: Path | None, pick: str = "latest") -> Resume:
+def _from_store(ckpt_dir: Path, run_dir: Path | None) -> Resume:
     if not ckpt_dir.is_dir():
         raise CheckpointError(f"{ckpt_dir}: no checkpoints directory")
     store = CheckpointStore(str(ckpt_dir))
-    if pick == "best":
-        state, manifest, path = store.load_best()
-    else:
-        state, manifest, path = store.load_latest_valid(quarantine=True)
+    state, manifest, path = store.load_latest_valid(quarantine=True)
     return Resume(state, manifest, path, run_dir, list(getattr(store, "skipped", [])))
 
 
-def find_resume(spec: str, cfg: RunConfig, run_dir: Path | None, pick: str = "latest") -> Resume:
-    """Resolve ``spec`` to a loaded checkpoint; raises :class:`CheckpointError` with one line.
-    ``pick`` (``latest`` or ``best``) chooses within a directory."""
-    if pick not in ("latest", "best"):
-        raise ValueError(f"pick must be 'latest' or 'best', got {pick!r}")
+def find_resume(spec: str, cfg: RunConfig, run_dir: Path | None) -> Resume:
+    """Resolve ``spec`` to a loaded checkpoint; raises :class:`CheckpointError` with one line."""
     if spec == "latest":
         root = run_dir if run_dir is not None else _newest_run(Path(cfg.run_dir))
-        return _from_store(root / CHECKPOINT_DIR, root, pick)
+        return _from_store(root / CHECKPOINT_DIR, root)
     path = Path(spec)
     if path.is_dir():
         if (path / CHECKPOINT_DIR).is_dir():
-            return _from_store(path / CHECKPOINT_DIR, run_dir or path, pick)
-        return _from_store(path, run_dir or (path.parent if path.name == CHECKPOINT_DIR else None), pick)
-    if pick == "best":
-        raise CheckpointError(f"{spec}: picking the best needs a run or checkpoints directory, not one file")
+            return _from_store(path / CHECKPOINT_DIR, run_dir or path)
+        return _from_store(path, run_dir or (path.parent if path.name == CHECKPOINT_DIR else None))
     state, manifest = load_checkpoint(spec)
     owner = path.parent.parent if path.parent.name == CHECKPOINT_DIR else None
     return Resume(state, manifest, spec, run_dir or owner, [])

@@ -17,7 +17,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="an env constructor kwarg (repeatable), e.g. --env size=small")
     c.add_argument("--num-envs", type=int, default=8, help="batch size N to check and time (default 8)")
     c.add_argument("--steps", type=int, default=200, help="random steps per check (default 200)")
-    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--seed", type=int, default=0, help="seed of the env copies and the random actions (default 0)")
     c.add_argument("--device", default="cpu", help="torch device to build the env on (default cpu)")
     c.set_defaults(handler=cmd_check_env)
 

@@ -10,8 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from rl_system.cli.common import fail, with_env_kwargs
-from rl_system.config import load_config
+from rl_system.cli.common import add_pick_flag, fail, with_env_kwargs
 
 
 @dataclass(frozen=True)
@@ -56,10 +55,8 @@ CONFLICTS = (
 def add_parser(sub: argparse._SubParsersAction) -> None:
     e = sub.add_parser("eval", help="run a checkpoint's policy without training")
     e.add_argument("checkpoint", help="checkpoint file, checkpoints dir or run dir")
-    e.add_argument("--pick", choices=("latest", "best"), default="latest",
-                   help="for a run or checkpoints dir: its newest valid checkpoint, or the one with the best "
-                        "training mean return (the one best.json names)")
-    e.add_argument("--episodes", type=int, default=100)
+    add_pick_flag(e)
+    e.add_argument("--episodes", type=int, default=100, help="episodes to finish and average over (default 100)")
     greedy = e.add_mutually_exclusive_group()
     greedy.add_argument("--deterministic", action="store_true", help="greedy / mean action instead of sampling")
     greedy.add_argument("--greedy-level", choices=("high", "low"), default=None,
@@ -68,13 +65,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="override one of the env kwargs the checkpoint is tested under (its env.kwargs, "
                         "then env.eval_kwargs) for this evaluation (repeatable), e.g. --env random_start=true; "
                         "the observation and action shapes must not change")
-    e.add_argument("--num-envs", type=int, default=None)
-    e.add_argument("--seed", type=int, default=12345)
+    e.add_argument("--num-envs", type=int, default=None,
+                   help="envs stepped at once (default: --episodes, at most 64); each finishes at most its share "
+                        "of the episodes")
+    e.add_argument("--seed", type=int, default=12345, help="seed of the envs and the action sampling (default 12345)")
+    e.add_argument("--device", default="cpu",
+                   help="torch device the statistics' envs and policy run on (default cpu; pictures and videos: cpu)")
     e.add_argument("--json", dest="json_out", type=Path, default=None,
                    help="where to write the result (default: eval.json beside the checkpoint's run)")
     e.add_argument("--opponent", default=None, metavar="CHECKPOINT",
-                   help="another checkpoint (file, checkpoints dir or run dir) whose policy flies the other "
-                        "side instead of the env's scripted opponent (two-player envs: AirCombat)")
+                   help="another checkpoint (file, checkpoints dir or run dir; of a run, its default --pick) "
+                        "whose policy flies the other side instead of the env's scripted opponent (two-player envs: AirCombat)")
     _add_picture_flags(e)
     for extra in _EXTRAS:
         extra.add_flags(e)
@@ -113,12 +114,12 @@ def conflict(args: argparse.Namespace) -> str | None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from rl_system.checkpoint import CheckpointError, find_resume
+    from rl_system.checkpoint import CheckpointError, pick_checkpoint
 
     if args.episodes < 1:
         return fail("--episodes: expected a positive number", 2)
     try:
-        found = find_resume(args.checkpoint, load_config(None), None, pick=args.pick)
+        found = pick_checkpoint(args.checkpoint, args.pick)
     except CheckpointError as err:
         return fail(f"cannot load checkpoint: {err}", 1)
     if args.env_overrides:
@@ -137,19 +138,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def _statistics(args: argparse.Namespace, found) -> int:
     """Episode statistics of the checkpoint ``found`` (against ``--opponent`` where given), one
     line on stdout and the result as JSON."""
-    from rl_system.checkpoint import CheckpointError, find_resume
+    from rl_system.checkpoint import CheckpointError, pick_checkpoint
     from rl_system.filesystems import write_json
     from rl_system.policy.evaluation import evaluate
 
     opponent = None
     if args.opponent is not None:
         try:
-            opponent = find_resume(args.opponent, load_config(None), None).state
+            opponent = pick_checkpoint(args.opponent).state
         except CheckpointError as err:
             return fail(f"cannot load opponent checkpoint: {err}", 1)
     try:
         result = evaluate(found.state, episodes=args.episodes, deterministic=args.greedy_level or args.deterministic,
-                          num_envs=args.num_envs, seed=args.seed, opponent=opponent)
+                          num_envs=args.num_envs, seed=args.seed, device=args.device, opponent=opponent)
     except ValueError as err:
         return fail(f"cannot evaluate: {err}", 2)
     result["checkpoint"] = found.path

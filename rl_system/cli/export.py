@@ -6,16 +6,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rl_system.cli.common import fail
+from rl_system.cli.common import add_pick_flag, fail
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     x = sub.add_parser("export", help="a trained policy as a TorchScript or ONNX file that runs without rl_system or Ray")
     x.add_argument("checkpoint", help="run dir, checkpoints dir or checkpoint file")
-    x.add_argument("--format", dest="fmt", choices=("torchscript", "onnx"), required=True)
+    x.add_argument("--format", dest="fmt", choices=("torchscript", "onnx"), required=True,
+                   help="torchscript (torch.jit.load) or onnx (onnxruntime; needs onnx: pip install -e '.[export]')")
     x.add_argument("--out", type=Path, required=True, help="the file to write (written whole or not at all)")
-    x.add_argument("--pick", choices=("best", "final"), default="best",
-                   help="for a run: the checkpoint of the best training mean return, or the newest")
+    add_pick_flag(x)
     x.set_defaults(handler=cmd_export)
 
 

@@ -17,7 +17,8 @@ def add_status_parser(sub: argparse._SubParsersAction) -> None:
 
 def add_grafana_parser(sub: argparse._SubParsersAction) -> None:
     g = sub.add_parser("grafana-dashboard", help="write the Grafana dashboard of the rl_system_* series (JSON)")
-    g.add_argument("--out", type=Path, default=Path("rl_system_grafana_dashboard.json"))
+    g.add_argument("--out", type=Path, default=Path("rl_system_grafana_dashboard.json"),
+                   help="the file to write (default rl_system_grafana_dashboard.json)")
     g.set_defaults(handler=cmd_grafana_dashboard)
 
 

@@ -22,7 +22,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key for every trial (repeatable)")
     t.add_argument("--num-samples", type=int, default=8, help="trials to draw (times each grid() combination)")
-    t.add_argument("--scheduler", choices=("fifo", "asha", "pbt"), default="asha")
+    t.add_argument("--scheduler", choices=("fifo", "asha", "pbt"), default="asha",
+                   help="fifo (every trial runs to the end), asha (stops the worse early, rungs in env steps) or "
+                        "pbt (population-based training); default asha")
     t.add_argument("--metric", default="return", help="what to maximise: return or <outcome>_rate (success_rate...)")
     t.add_argument("--max-concurrent", type=int, default=0, help="trials at once (default: as many as fit)")
     t.add_argument("--grace-steps", type=int, default=None, help="ASHA: env steps before the first cut "
