@@ -19,7 +19,8 @@ from pathlib import Path
 log = logging.getLogger("mkdocs.hooks.repo_links")
 
 # [text](target) or [text](target#anchor), the target relative (no scheme, no leading / or #).
-_LINK = re.compile(r"(?<!!)\[(?P<text>[^\]\n]*)\]\((?P<target>(?![a-z][a-z0-9+.-]*:|[/#])[^)\s#]+)(?P<anchor>#[^)\s]*)?\)")
+_LINK = re.compile(r"(?<!!)\[(?P<text>[^\]\n]*)\]"
+                   r"\((?P<target>(?![a-z][a-z0-9+.-]*:|[/#])[^)\s#]+)(?P<anchor>#[^)\s]*)?\)")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
 
