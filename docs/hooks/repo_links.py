@@ -13,6 +13,7 @@ too. So this hook checks each repository link itself, before MkDocs sees it:
 from __future__ import annotations
 
 import logging
+import os
 import re
 from pathlib import Path
 
@@ -26,13 +27,14 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 
 def _rewrite(match: re.Match[str], page_dir: Path, docs_dir: Path, repo_root: Path, repo_url: str,
              src_uri: str) -> str:
-    target = (page_dir / match["target"]).resolve()
+    # normpath, not resolve(): the link is text relative to the page, whatever symlinks lie on the way.
+    target = Path(os.path.normpath(page_dir / match["target"]))
     if target.is_relative_to(docs_dir) or not target.is_relative_to(repo_root):
         return match[0]  # a docs page or asset: MkDocs validates it
     rel = target.relative_to(repo_root).as_posix()
     if not target.exists():
-        log.warning("Doc file '%s' links to '%s', which is not in the repository.", src_uri, rel)
-        return match[0]
+        log.warning("Doc file '%s' contains a link '%s', but '%s' is not in the repository.", src_uri,
+                    match["target"], rel)
     if repo_url:
         kind = "tree" if target.is_dir() else "blob"
         return f"[{match['text']}]({repo_url.rstrip('/')}/{kind}/HEAD/{rel}{match['anchor'] or ''})"
@@ -43,9 +45,9 @@ def _rewrite(match: re.Match[str], page_dir: Path, docs_dir: Path, repo_root: Pa
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
-    docs_dir = Path(config["docs_dir"]).resolve()
-    repo_root = Path(config["config_file_path"]).resolve().parent
-    page_dir = Path(page.file.abs_src_path).resolve().parent
+    docs_dir = Path(os.path.abspath(config["docs_dir"]))
+    repo_root = Path(os.path.abspath(config["config_file_path"])).parent
+    page_dir = Path(os.path.abspath(page.file.abs_src_path)).parent
     repo_url = config.get("repo_url") or ""
     out, in_fence = [], False
     for line in markdown.split("\n"):
