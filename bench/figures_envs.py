@@ -12,12 +12,14 @@ config's test kwargs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
-from bench.figures import ROOT, new_figure, save_png, stamp_line
+from bench.harness.plots import ROOT, new_figure, save_png, stamp_line
+from rl_system.envs.render import Renderer
 
 SEED = 0
 MAX_SIDE_PX = (800, 600)  # the renderers' figures are scaled to fit inside this
@@ -104,12 +106,11 @@ def render_air_combat(out: Path) -> Path:
 # --------------------------------------------------------------------------- drawn here
 
 
-class AliceBobPicture:
+class AliceBobPicture(Renderer):
     """The map and both agents' paths over one episode (the env calls no autoreset observer, so
     the step that ends the episode is not captured: its reset state is not the episode's)."""
 
     figsize = (6.5, 5.2)
-    env_kwargs: dict[str, Any] = {}
 
     def __init__(self) -> None:
         self.cells: list[list[tuple[int, int]]] = []
@@ -160,16 +161,17 @@ def render_alice_bob(out: Path) -> Path:
     return draw(picture, meta, out / "env_alice_bob.png")
 
 
-class OvercookedPicture:
+KITCHEN = {"X": ("counter", "#d9c7a7"), "O": ("onions", "#f2e394"), "T": ("tomatoes", "#f2a594"),
+           "D": ("dishes", "#cfe3f2"), "P": ("pot", "0.55"), "S": ("serve", "#a7d9a9")}
+DISHES = {1: "onion", 2: "tomato", 3: "dish", 4: "soup"}  # the env's object codes
+FACING = ((0, -1), (0, 1), (1, 0), (-1, 0))  # N, S, E, W as (dx, dy), y down
+
+
+class OvercookedPicture(Renderer):
     """The kitchen after a few steps: terrain, both cooks (facing arrow, what they hold), the
     objects on counters and in pots."""
 
     figsize = (5.0, 4.2)
-    env_kwargs: dict[str, Any] = {}
-    TERRAIN = {"X": ("counter", "#d9c7a7"), "O": ("onions", "#f2e394"), "T": ("tomatoes", "#f2a594"),
-               "D": ("dishes", "#cfe3f2"), "P": ("pot", "0.55"), "S": ("serve", "#a7d9a9")}
-    OBJECTS = {1: "onion", 2: "tomato", 3: "dish", 4: "soup"}
-    ARROWS = ((0, -1), (0, 1), (1, 0), (-1, 0))  # facing N, S, E, W in (dx, dy), y down
 
     def __init__(self) -> None:
         self.state: dict[str, torch.Tensor] = {}
@@ -181,9 +183,6 @@ class OvercookedPicture:
     def capture(self, env: Any) -> None:
         self.state = {k: v[0].clone() for k, v in env.state_dict().items() if k != "generator" and v.dim() > 0}
 
-    def on_step(self, out: Any, action: torch.Tensor) -> None:
-        pass
-
     def draw(self, fig: Any, meta: dict[str, Any]) -> None:
         from matplotlib.patches import Rectangle
 
@@ -191,21 +190,21 @@ class OvercookedPicture:
         ax = fig.add_subplot(1, 1, 1)
         for y, row in enumerate(lay.rows):
             for x, ch in enumerate(row):
-                label, color = self.TERRAIN.get(ch, ("", "white"))
+                label, color = KITCHEN.get(ch, ("", "white"))
                 ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=color, edgecolor="0.3", lw=0.8))
                 if label:
                     ax.text(x, y + 0.32, label, ha="center", va="center", fontsize=7)
                 obj = int(s["obj"][x * h + y])
                 if obj:
-                    ax.text(x, y - 0.05, self.OBJECTS[obj], ha="center", va="center", fontsize=7, weight="bold")
+                    ax.text(x, y - 0.05, DISHES[obj], ha="center", va="center", fontsize=7, weight="bold")
         for cook, color in enumerate(("tab:blue", "tab:green")):
             cell, facing = int(s["pos"][cook]), int(s["ori"][cook])
             x, y = divmod(cell, h)
             ax.add_patch(plt_circle(x, y, color))
-            dx, dy = self.ARROWS[facing]
+            dx, dy = FACING[facing]
             ax.annotate("", (x + 0.42 * dx, y + 0.42 * dy), (x, y), arrowprops={"arrowstyle": "->", "lw": 1.5})
             held = int(s["held"][cook])
-            ax.text(x, y + 0.36, f"cook {cook + 1}" + (f": {self.OBJECTS[held]}" if held else ""),
+            ax.text(x, y + 0.36, f"cook {cook + 1}" + (f": {DISHES[held]}" if held else ""),
                     ha="center", va="center", fontsize=7, color=color, weight="bold")
         ax.set_xlim(-0.5, lay.width - 0.5)
         ax.set_ylim(h - 0.5, -0.5)
@@ -242,7 +241,7 @@ def render_vmas(out: Path, scenario: str = "balance", steps: int = 40) -> Path |
         for _ in range(steps):
             env.step(torch.rand(shape, generator=gen) * 2 - 1)
         image = env.env.render(mode="rgb_array", env_index=0, visualize_when_rgb=False)
-    except Exception as err:  # pyglet without a display, no OpenGL: the picture is optional
+    except Exception as err:  # noqa: BLE001 -- pyglet without a display or OpenGL fails many ways; the picture is optional
         print(f"envs: VMAS {scenario} not drawn ({type(err).__name__}: {str(err).splitlines()[0][:120]})")
         return None
     finally:
