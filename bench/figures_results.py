@@ -35,7 +35,7 @@ from bench.harness.results import read_json, read_text
 class Series:
     """One system's runs on one env: the per-run files matching ``pattern`` under the results."""
     label: str
-    pattern: str
+    pattern: str | tuple[str, ...]
     color: str
     curve_key: str = "curve"  # the rows to draw ("train_curve" where "curve" is something else)
 
@@ -47,10 +47,14 @@ class Panel:
     ylabel: str = "training mean return (100 episodes)"
 
 
-def find_runs(results: Path, pattern: str) -> list[Path]:
-    paths = sorted(results.glob(pattern))
-    if not paths:
-        raise FigureError(f"no runs match {results / pattern}")
+def find_runs(results: Path, pattern: str | tuple[str, ...]) -> list[Path]:
+    """The files matching ``pattern`` (one glob, or several whose files are one set of seeds)."""
+    paths = []
+    for one in (pattern,) if isinstance(pattern, str) else pattern:
+        found = sorted(results.glob(one))
+        if not found:
+            raise FigureError(f"no runs match {results / one}")
+        paths += found
     return paths
 
 
@@ -117,7 +121,8 @@ MUJOCO = (
 MINATAR = (
     Panel("MinAtar Breakout", (
         Series("rl_system, shipped config (2 threads, bf16)",
-               "minatar/2026-12-02_bf16/Breakout_threads2_bf16_nocache_s[0-9].json.xz", OURS),
+               ("minatar/2026-12-02_bf16/Breakout_threads2_bf16_nocache_s[0-9].json.xz",
+                "minatar/2026-12-02_config_bf16/Breakout_s[0-9].json.xz"), OURS),
         Series("rl_system, one fp32 thread", "minatar/Breakout_s[0-9].json.xz", OTHER),
         Series("SB3 PPO, same network and settings", "minatar/Breakout_sb3_ppo_s[0-9].json.xz", PEER))),
     Panel("MinAtar SpaceInvaders", (
