@@ -1,0 +1,109 @@
+"""The docs' pictures, drawn from the committed results: ``python -m bench.figures``.
+
+    python -m bench.figures                          # every figure into docs/img/
+    python -m bench.figures --only mujoco,minatar    # some of them
+    python -m bench.figures --list                   # their names and sources
+
+Learning curves (return against env steps, the median over seeds with the min-max band, each seed
+thin) come from the per-run ``.json.xz`` files under ``bench/results/`` (their ``curve`` rows: env
+steps, wall s, 100-episode training mean return). Result sets that hold only end points (CartPole's
+time to 475, HMASD's seeds) are drawn as one point per seed. The env pictures (:mod:`bench.figures_envs`)
+go through the renderers ``rl-system eval --render`` uses, and the AirCombat range map through
+``rl-system air-combat range-map`` itself. Nothing is typed in: a figure whose source is missing
+stops with one line naming the file and the command that writes it.
+
+Every PNG is drawn with matplotlib's Agg canvas (no pyplot, no display) at about 800 px wide and
+stored as a 256-colour palette PNG (:mod:`bench.harness.plots`), which keeps plots of lines and flat colours
+sharp at a third of the bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from bench import figures_results as res
+from bench.harness.plots import OUT, FigureError, compact_file
+from bench.harness.stamp import RESULTS
+
+
+def fig_range_map(results: Path, out: Path) -> list[Path]:
+    """AirCombat's launch envelope and space-time diagram, by ``rl-system air-combat range-map``
+    itself (its default grid), then compacted."""
+    from rl_system.cli.main import main as rl_system_main
+
+    png = out / "air_combat_range_map.png"
+    if rl_system_main(["air-combat", "range-map", "--out", str(png)]) != 0:
+        raise FigureError("rl-system air-combat range-map failed (its line above says why)")
+    return [compact_file(png), compact_file(out / "air_combat_range_map_space_time.png")]
+
+
+def _env_pictures(results: Path, out: Path) -> list[Path]:
+    from bench.figures_envs import render_all  # torch and the envs only when asked for
+
+    return render_all(results, out)
+
+
+# name -> (draws it, what it is drawn from, what writes that)
+FIGURES: dict[str, tuple[Callable[[Path, Path], list[Path]], str, str]] = {
+    "mujoco": (res.fig_mujoco, "bench/results/mujoco/*_s<seed>.json.xz", "python -m bench.bench_mujoco"),
+    "minatar": (res.fig_minatar, "bench/results/minatar/ (the shipped config's runs in 2026-12-02_bf16/)",
+                "python -m bench.bench_minatar"),
+    "memory": (res.fig_memory, "bench/results/memory/", "python -m bench.bench_memory"),
+    "marl": (res.fig_marl, f"bench/results/marl/{res.MARL_BUDGET}/", "python -m bench.bench_marl"),
+    "cartpole_ttt": (res.fig_cartpole_ttt, "bench/results/report/report.json (section ttt)",
+                     "python -m bench.report --peers"),
+    "hmasd_seeds": (res.fig_hmasd, "bench/results/hmasd/shrink/, mappo_preset/", "python -m bench.bench_hmasd"),
+    "glance": (res.fig_glance, "the panels above, for the README", "the suites above"),
+    "envs": (_env_pictures, "the envs, through their renderers (bench/figures_envs.py)", "-"),
+    "range_map": (fig_range_map, "rl-system air-combat range-map (a 9,360-shot sweep; minutes on a busy machine)",
+                  "-"),
+}
+
+
+def build(names: Sequence[str], results: Path = RESULTS, out: Path = OUT) -> list[Path]:
+    """Draw the named figures; returns the files written. :class:`FigureError` on a bad name or a
+    missing source."""
+    unknown = [n for n in names if n not in FIGURES]
+    if unknown:
+        raise FigureError(f"no figure {', '.join(unknown)} (figures: {', '.join(FIGURES)})")
+    written = []
+    for name in names:
+        t0 = time.perf_counter()
+        try:
+            paths = FIGURES[name][0](Path(results), Path(out))
+        except FigureError as err:
+            writer = FIGURES[name][2]
+            raise FigureError(f"{name}: {err}" + (f" (written by {writer})" if writer != "-" else "")) from None
+        written += paths
+        sizes = ", ".join(f"{p.name} {p.stat().st_size / 1e3:.0f} kB" for p in paths)
+        print(f"{name}: {sizes} ({time.perf_counter() - t0:.1f} s)", flush=True)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.figures", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", default=None, metavar="NAME,...", help=f"some figures ({', '.join(FIGURES)})")
+    ap.add_argument("--out", type=Path, default=OUT, help="where the PNGs go (default docs/img)")
+    ap.add_argument("--results", type=Path, default=RESULTS, help="the results to draw (default bench/results)")
+    ap.add_argument("--list", action="store_true", help="list the figures and their sources")
+    args = ap.parse_args(argv)
+    if args.list:
+        for name, (_, source, _writer) in FIGURES.items():
+            print(f"{name:13} {source}")
+        return 0
+    names = [n.strip() for n in re.split(r"[,\s]+", args.only) if n.strip()] if args.only else list(FIGURES)
+    try:
+        build(names, args.results, args.out)
+    except FigureError as err:
+        print(f"bench.figures: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
