@@ -28,7 +28,6 @@ from bench.report_md import END_MARKER, START_MARKER, ReportError, page_block, r
 
 REPORT_JSON = RESULTS / "report" / "report.json"
 MUJOCO_JSON = RESULTS / "mujoco" / "mujoco.json"
-MINATAR_JSON = RESULTS / "minatar" / "minatar.json"
 MEMORY_JSON = RESULTS / "memory" / "memory.json"
 MARL_JSON = RESULTS / "marl" / "300k" / "marl.json"
 
@@ -65,6 +64,10 @@ def _seconds(x: float) -> str:
     return f"{x:.1f} s" if x < 20 else f"{x:.0f} s"
 
 
+def _seeds(n: int) -> str:
+    return f"{n} seed{'s' if n != 1 else ''}"
+
+
 def _median(values: list[float]) -> float:
     return statistics.median(values)
 
@@ -96,23 +99,26 @@ def _mujoco_rows() -> list[list[str]]:
         ours = next(s for s in summary if s["env"] == env and s["peer"] == "rl_system")
         sb3 = next(s for s in summary if s["env"] == env and s["peer"] == "sb3_zoo")
         rows.append([f"{env}: time to SB3's final return ({ours['common_return']:.0f})",
-                     _seconds(ours["time_to_common_s"]), f"SB3 (RL Zoo) {_seconds(sb3['cpu_to_common_s'])}",
+                     _seconds(ours["time_to_common_s"]), f"SB3 (RL Zoo) {_seconds(sb3['cpu_to_common_s'])} of CPU time",
                      "[MuJoCo](docs/results.md#gymnasium-mujoco-beside-stable-baselines3)"])
     return rows
 
 
 def _minatar_rows() -> list[list[str]]:
-    runs = _load(MINATAR_JSON)["runs"]
-
-    def final(env: str, stem: str) -> list[float]:
-        names = {f"{stem}_s{s}.json.xz" for s in range(20)}
-        return [r["final_return"] for r in runs if r["env"] == env and r["file"] in names]
+    """From the run sets the MinAtar figure draws (``bench.figures_results.MINATAR``): its first
+    series (the shipped config) and its peer series."""
+    from bench.figures_results import MINATAR, find_runs
+    from bench.harness.plots import FigureError, PEER
 
     rows = []
-    for env in ("Breakout", "SpaceInvaders"):
-        ours, sb3 = final(env, env), final(env, f"{env}_sb3_ppo")
-        rows.append([f"MinAtar {env}: return at 5M env steps (median of seeds)", f"{_median(ours):.1f}",
-                     f"SB3 PPO {_median(sb3):.1f}",
+    for panel in MINATAR:
+        ours, peer = panel.series[0], next(s for s in panel.series if s.color == PEER)
+        try:
+            finals = [[read_json(p)["final_return"] for p in find_runs(RESULTS, s.pattern)] for s in (ours, peer)]
+        except FigureError as err:
+            raise ReportError(str(err)) from None
+        rows.append([f"{panel.title}: return at 5M env steps (median of {_seeds(len(finals[0]))})",
+                     f"{_median(finals[0]):.1f}", f"SB3 PPO {_median(finals[1]):.1f} ({_seeds(len(finals[1]))})",
                      "[MinAtar](docs/results.md#minatar-ppo-with-the-small-cnn-beside-stable-baselines3)"])
     return rows
 
@@ -157,7 +163,7 @@ def _marker(name: str) -> tuple[str, str]:
 
 
 GLANCE = Block("glance", ROOT / "README.md", *_marker("glance"), render_glance,
-               (REPORT_JSON, MUJOCO_JSON, MINATAR_JSON, MEMORY_JSON, MARL_JSON))
+               (REPORT_JSON, MUJOCO_JSON, RESULTS / "minatar", MEMORY_JSON, MARL_JSON))
 REPORT = Block("report", ROOT / "docs" / "results.md", START_MARKER, END_MARKER, render_report, (REPORT_JSON,))
 BLOCKS = (GLANCE, REPORT)
 
