@@ -122,8 +122,8 @@ def md_codec(sec: dict) -> list[str]:
 def md_hmasd(sec: dict) -> list[str]:
     out = ["", ("**HMASD on Alice_and_Bob, default map, 3M env steps: cited, not rerun** (one run takes 6–16 "
                 "minutes alone on 2 cores, by the machine's speed; the figures are read from the twenty-seed "
-                "table of the shipped preset, with two learner threads, the KL bound's line search and rollback "
-                "on collapse, in "
+                "table of the preset in float32 (it ships `precision: auto`: bf16 where the CPU multiplies it "
+                "natively), with two learner threads, the KL bound's line search and rollback on collapse, in "
                 f"`{sec.get('source', HMASD_DOC)}`):"), ""]
     if sec.get("error"):
         return out + [f"*Not cited: {sec['error']}*"]

@@ -22,7 +22,7 @@ from bench.report_md import HMASD_DOC
 
 SECTIONS = ("ttt", "throughput", "field", "envs", "codec", "hmasd")
 RUN_ORDER = ("envs", "codec", "ttt", "throughput", "field", "hmasd")  # env-only first, while the box is quietest
-HMASD_TABLE_TITLE = "The shipped preset: two learner threads, the bound's line search and rollback on collapse"
+HMASD_TABLE_TITLE = "The preset in float32: two learner threads, the bound's line search and rollback on collapse"
 
 # -- budgets ----------------------------------------------------------------------------------
 
