@@ -25,6 +25,7 @@ CONFIG_DIR = Path(__file__).resolve().parent.parent / "launch" / "configs"
 CONFIGS = sorted(CONFIG_DIR.glob("*.yaml"))
 ROUNDS = 2
 NUM_ENVS = 4
+MAX_ROLLOUT_LEN = 100  # whole-episode rounds (Overcooked's 400 steps) shortened: a multiple of every shipped k
 
 
 def test_config_dir_is_not_empty():
@@ -35,7 +36,8 @@ def test_config_dir_is_not_empty():
 def test_shipped_config_trains_briefly(path):
     full = load_config(path)
     # Eager updates: learner.compile's compile costs seconds per config (tests/test_compile.py proves it).
-    cfg = load_config(path, [f"workers.num_envs={NUM_ENVS}", "tensorboard=false", "learner.compile=false"])
+    cfg = load_config(path, [f"workers.num_envs={NUM_ENVS}", "tensorboard=false", "learner.compile=false",
+                             f"workers.rollout_len={min(full.workers.rollout_len, MAX_ROLLOUT_LEN)}"])
     # Only the size changed: the algorithm, model and learning settings are the shipped ones.
     assert cfg.algo == full.algo and cfg.env.name == full.env.name
     assert cfg.model == full.model and cfg.ppo == full.ppo and cfg.hmasd == full.hmasd
