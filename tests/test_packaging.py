@@ -94,6 +94,7 @@ def test_a_user_project_with_its_own_envs_package_trains_its_env_and_a_built_in_
     assert built_in["status"] == "completed" and built_in["env_steps"] >= 2048
     # The old name loads from the project's folder, beside its own `envs` package, and means the
     # wheel's env (the driver resolves it as the runs above did; a third run would prove no more).
-    old_name = subprocess.run([str(python), "-c", OLD_NAME], check=False, cwd=project, capture_output=True, text=True, timeout=120)
+    old_name = subprocess.run([str(python), "-c", OLD_NAME], check=False, cwd=project, capture_output=True,
+                              text=True, timeout=120)
     assert old_name.returncode == 0, old_name.stderr[-2000:]
     assert old_name.stdout.strip() == str(venv_site(venv) / "rl_system" / "envs" / "cartpole.py"), old_name.stdout
