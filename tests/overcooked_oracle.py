@@ -70,11 +70,12 @@ def encode(state: Any, width: int, height: int) -> dict[str, np.ndarray]:
     return out
 
 
-def env_state(env: Any, k: int) -> dict[str, np.ndarray]:
-    """Env ``k``'s state in the same terms as :func:`encode`."""
-    return {"pos": env._pos[k].numpy(), "ori": env._ori[k].numpy(), "held": env._held[k].numpy(),
-            "held_rec": env._held_rec[k].numpy(), "obj": env._obj[k].numpy(), "rec": env._rec[k].numpy(),
-            "tick": env._tick[k].numpy(), "t": np.int64(env._t[k])}
+def env_states(env: Any) -> list[dict[str, np.ndarray]]:
+    """Every env's state in the same terms as :func:`encode` (the batch read once, then split)."""
+    batch = {"pos": env._pos, "ori": env._ori, "held": env._held, "held_rec": env._held_rec, "obj": env._obj,
+             "rec": env._rec, "tick": env._tick, "t": env._t}
+    arrays = {key: t.numpy() for key, t in batch.items()}
+    return [{key: a[k] for key, a in arrays.items()} for k in range(env.num_envs)]
 
 
 class ScriptedCook:

@@ -57,10 +57,22 @@ def test_killed_workers_are_restarted_and_training_reaches_threshold(ray_session
     assert summary.dropped_rollouts == 0 and summary.policy_version == summary.rounds
 
 
-def test_env_raising_is_reported_and_rollout_re_requested(ray_session, tmp_path):
+@pytest.fixture(scope="module")
+def troubled_run(tmp_path_factory):
+    """One run that two tests read (a run's start-up costs seconds): its env raises once, and a
+    regular file stands where its checkpoint directory should be."""
+    start_ray()
+    root = tmp_path_factory.mktemp("troubled")
+    blocker = root / "not-a-dir"
+    blocker.write_text("a regular file where the checkpoint directory should be")
     cfg = load_config(None, FAST + ["env.name=Chaos", "env.kwargs={env: CartPole, raise_at_step: 20}",
-                                    "workers.num_workers=1", "workers.num_envs=16", "max_env_steps=4096"])
-    summary = train(cfg, run_dir=tmp_path, quiet=True)
+                                    "workers.num_workers=1", "workers.num_envs=16", "max_env_steps=4096",
+                                    "checkpoint.every_rounds=2", f"checkpoint.dir={blocker / 'checkpoints'}"])
+    return train(cfg, run_dir=root / "run", quiet=True)
+
+
+def test_env_raising_is_reported_and_rollout_re_requested(troubled_run):
+    summary = troubled_run
     assert summary.status == "completed"
     assert summary.worker_failures == 1  # the worker's env raised once; its rollout was asked again
     assert summary.env_steps >= 4096 and summary.policy_version == summary.rounds
@@ -161,14 +173,9 @@ def test_eval_on_a_checkpoint(ray_session, tmp_path):
     assert result["length_mean"] == result["return_mean"]  # CartPole: reward 1 per step
 
 
-def test_unwritable_checkpoint_dir_is_reported_and_training_goes_on(ray_session, tmp_path):
-    blocker = tmp_path / "not-a-dir"
-    blocker.write_text("a regular file where the checkpoint directory should be")
-    cfg = load_config("launch/configs/cartpole_ppo.yaml", FAST + [
-        "target_return=null", "max_env_steps=8192", "workers.num_workers=1", "workers.num_envs=32",
-        "checkpoint.every_rounds=2", f"checkpoint.dir={blocker / 'checkpoints'}"])
-    summary = train(cfg, run_dir=tmp_path / "run", quiet=True)
-    assert summary.status == "completed" and summary.env_steps >= 8192
+def test_unwritable_checkpoint_dir_is_reported_and_training_goes_on(troubled_run):
+    summary = troubled_run
+    assert summary.status == "completed" and summary.env_steps >= 4096
     assert summary.checkpoints.saved == 0 and summary.checkpoints.failed >= 1
     assert summary.checkpoints.last_error
     assert "\n" not in summary.checkpoints.last_error
