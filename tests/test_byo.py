@@ -188,7 +188,8 @@ def test_user_env_and_network_train_checkpoint_resume_and_evaluate(ray_session, 
     assert code == 0 and "resuming from" in out, err
     resumed = json.loads((run / "summary.json").read_text())
     assert resumed["env_steps"] == 53248 and resumed["policy_version"] == 13, resumed
-    code, out, err = run_cli(capsys, "eval", str(run), "--pick", "latest", "--episodes", "40", "--json", str(tmp_path / "eval.json"))
+    code, out, err = run_cli(capsys, "eval", str(run), "--pick", "latest", "--episodes", "40",
+                             "--json", str(tmp_path / "eval.json"))
     assert code == 0, err
     result = json.loads((tmp_path / "eval.json").read_text())
     assert result["env"] == GRID and result["policy_version"] == 13
