@@ -109,3 +109,14 @@ def test_the_pages_examples_run_as_written(ray_session, tmp_path, monkeypatch):
     for block in blocks:
         exec(compile(block, "docs/python_api.md", "exec"), namespace)  # noqa: S102 - our own page
     assert namespace["result"].reached_target and namespace["scores"]["return_mean"] > 100
+
+
+@pytest.mark.slow  # trains CartPole to 475 and evaluates it
+def test_the_readme_example_runs_as_written(ray_session, tmp_path, monkeypatch):
+    (block,) = re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)
+    (tmp_path / "launch").symlink_to(REPO / "launch")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(compile(block, "README.md", "exec"), namespace)  # noqa: S102 - our own page
+    assert namespace["result"].reached_target and namespace["report"]["return_mean"] > 100
+    assert namespace["policy"] is not None
