@@ -5,7 +5,7 @@ import torch
 from rl_system.algos.advantages import compute_gae
 from rl_system.algos.ppo import PPO
 from rl_system.algos.ppo.policy import ActorCritic, RunningNorm
-from rl_system.algos.surrogate import approx_kl, ppo_sums
+from rl_system.algos.surrogate import approx_kl, ppo_sums, value_error_loss
 from rl_system.config import ModelConfig, PPOConfig
 from rl_system.envs.base import Box, Discrete, TensorSpec
 
@@ -135,3 +135,22 @@ def test_running_norm_matches_batch_statistics():
         norm.update(chunk)
     torch.testing.assert_close(norm.mean.float(), x.mean(0), atol=1e-4, rtol=1e-4)
     torch.testing.assert_close(norm.var.float(), x.var(0, unbiased=False), atol=1e-3, rtol=1e-3)
+
+
+def test_the_huber_value_loss_is_the_square_near_and_linear_far():
+    """``huber_delta`` (HMASD's presets: the papers' 10): half the squared error inside the delta,
+    ``delta * (|e| - delta / 2)`` beyond it, so one far return moves the value by a bounded step;
+    the clipped form takes the larger of the two per row, as the squared loss does."""
+    err = torch.tensor([-30.0, -2.0, 0.5, 10.0, 25.0])
+    assert torch.equal(value_error_loss(err), 0.5 * err.square())
+    huber = value_error_loss(err, huber_delta=10.0)
+    far = err.abs() > 10
+    assert torch.allclose(huber[~far], 0.5 * err[~far].square())
+    assert torch.allclose(huber[far], 10.0 * (err[far].abs() - 5.0))
+    zeros = torch.zeros(5)
+    new_v = err.clone().requires_grad_()
+    _, v, _, _ = ppo_sums(zeros, zeros, new_v, zeros, zeros, 0.2, None, huber_delta=10.0)
+    v.backward()
+    assert torch.allclose(v, huber.sum()) and new_v.grad.abs().max() == 10.0  # the gradient is bounded by delta
+    _, v_clipped, _, _ = ppo_sums(zeros, zeros, err, zeros, zeros, 0.2, 0.2, huber_delta=10.0)
+    assert torch.allclose(v_clipped, huber.sum())  # the clipped error (0.2 from the target) is the smaller

@@ -15,13 +15,23 @@ def approx_kl(log_ratio: torch.Tensor) -> torch.Tensor:
     return torch.expm1(log_ratio) - log_ratio
 
 
+def value_error_loss(err: torch.Tensor, huber_delta: float | None = None) -> torch.Tensor:
+    """Per row: half the squared error, or with ``huber_delta`` the Huber loss (the same below
+    ``delta``, linear beyond it, so a return far from the value estimate moves it by a bounded
+    step: MAPPO's and HMASD's papers use delta 10)."""
+    if huber_delta is None:
+        return 0.5 * err.square()
+    return torch.nn.functional.huber_loss(err, torch.zeros_like(err), reduction="none", delta=huber_delta)
+
+
 def ppo_sums(log_ratio: torch.Tensor, adv: torch.Tensor, new_v: torch.Tensor, old_v: torch.Tensor,
-             target: torch.Tensor, clip: float, vclip: float | None, weight: torch.Tensor | None = None
-             ) -> tuple[torch.Tensor, ...]:
+             target: torch.Tensor, clip: float, vclip: float | None, weight: torch.Tensor | None = None,
+             huber_delta: float | None = None) -> tuple[torch.Tensor, ...]:
     """``(pg, v, kl, clipped)`` over rows ``[B]``, each a sum over the rows: the clipped policy
     loss (each row's term times ``weight[B]``, where given: the decoupled objective's importance
-    weights), the (optionally clipped, by ``vclip``) squared value error halved, and, without
-    gradients, the approximate KL and the number of rows whose ratio left ``[1 - clip, 1 + clip]``.
+    weights), the (optionally clipped, by ``vclip``) value error's loss (:func:`value_error_loss`:
+    halved square, or Huber with ``huber_delta``), and, without gradients, the approximate KL and
+    the number of rows whose ratio left ``[1 - clip, 1 + clip]``.
 
     Sums, not means: the caller divides by the rows of the whole minibatch, which over a learner
     group are more than this learner holds.
@@ -30,10 +40,10 @@ def ppo_sums(log_ratio: torch.Tensor, adv: torch.Tensor, new_v: torch.Tensor, ol
     pg = torch.max(*_pg_terms(ratio, adv, clip))
     pg = (pg if weight is None else pg * weight).sum()
     if vclip is None:
-        v = 0.5 * (new_v - target).square().sum()
+        v = value_error_loss(new_v - target, huber_delta).sum()
     else:
         err, _, err_clipped = _v_terms(new_v, old_v, target, vclip)
-        v = 0.5 * torch.max(err.square(), err_clipped.square()).sum()
+        v = torch.max(value_error_loss(err, huber_delta), value_error_loss(err_clipped, huber_delta)).sum()
     with torch.no_grad():
         kl, clipped = _diagnostics(log_ratio, ratio, clip)
     return pg, v, kl, clipped

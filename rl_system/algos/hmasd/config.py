@@ -88,6 +88,8 @@ class HMASDConfig(Strict):
     ``train/high_step_halvings`` and ``train/high_kl_reverted``."""
     value_clip: float | None = Field(0.2, gt=0)
     """Clip range of the value loss (in normalised units with value_norm); None: unclipped."""
+    huber_delta: float | None = Field(None, gt=0)
+    """The value loss's Huber delta (the HMASD and MAPPO papers: 10); None: half the squared error."""
     vf_coef: float = Field(1.0, ge=0)
     disc_coef: float = Field(1.0, ge=0)
     """Weight of the discriminators' cross-entropy losses in the total loss."""
