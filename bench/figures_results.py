@@ -234,7 +234,7 @@ def fig_cartpole_ttt(results: Path, out: Path) -> list[Path]:
     return [save_png(fig, out / "cartpole_ttt.png")]
 
 
-HMASD_SOURCES = (("HMASD, shipped preset", "hmasd/shrink/s[0-9]*.txt*", OURS),
+HMASD_SOURCES = (("HMASD, the preset in float32", "hmasd/shrink/s[0-9]*.txt*", OURS),
                  ("flat MAPPO, its preset", "hmasd/mappo_preset/s[0-9]*.txt*", PEER))
 _HMASD_HEADER = ("method", "seed")
 
