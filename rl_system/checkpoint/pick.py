@@ -30,14 +30,13 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the format loads torch; imported where a checkpoint is read, not for --help
     from rl_system.checkpoint.resume import Resume
-    from rl_system.checkpoint.store import CheckpointStore
+    from rl_system.checkpoint.store import CheckpointInfo, CheckpointStore
 
 DEFAULT_PICK = "best"
 PICKS = ("best", "latest", "final")  # and v<N>
 PICK_HELP = ("which checkpoint of a run: best (default; the best training mean return, the one best.json names, "
              "else the latest), latest (the newest; final is the same), or vN (policy version N)")
 _VERSION_RE = re.compile(r"^v(\d+)$")
-_NAME_VERSION_RE = re.compile(r"ckpt-v(\d+)\.rlck$")
 
 
 def check_pick(pick: str) -> str:
@@ -52,13 +51,12 @@ def _version(pick: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _holdings(store: CheckpointStore, versions: list[int]) -> str:
+def _holdings(store: CheckpointStore, infos: list[CheckpointInfo]) -> str:
     """What a checkpoints directory holds, for an error line: ``v1, v3, v5 (best v3)``."""
-    if not versions:
-        return "no checkpoints"
+    version_at = {info.path: info.policy_version for info in infos}
     best = store.best_path()
-    best_v = f"best v{int(_NAME_VERSION_RE.search(best).group(1))}" if best else "none has a mean return"
-    return f"{', '.join(f'v{v}' for v in versions)} ({best_v})"
+    best_v = f"best v{version_at[best]}" if best in version_at else "none has a mean return"
+    return f"{', '.join(f'v{info.policy_version}' for info in infos)} ({best_v})"
 
 
 def _from_dir(ckpt_dir: Path, run_dir: Path | None, pick: str) -> Resume:
@@ -67,13 +65,13 @@ def _from_dir(ckpt_dir: Path, run_dir: Path | None, pick: str) -> Resume:
     from rl_system.checkpoint.store import CheckpointStore
 
     store = CheckpointStore(str(ckpt_dir), clean=False)
-    versions = [info.policy_version for info in store.list()]
-    if not versions:
+    infos = store.list()
+    if not infos:
         raise CheckpointError(f"{ckpt_dir} has no checkpoints")
     wanted = _version(pick)
     if wanted is not None:
-        if wanted not in versions:
-            raise CheckpointError(f"{ckpt_dir} has no checkpoint v{wanted}; it has {_holdings(store, versions)}")
+        if wanted not in {info.policy_version for info in infos}:
+            raise CheckpointError(f"{ckpt_dir} has no checkpoint v{wanted}; it has {_holdings(store, infos)}")
         state, manifest = store.load(checkpoint_name(wanted))
         return Resume(state, manifest, str(ckpt_dir / checkpoint_name(wanted)), run_dir, [])
     if pick == "best" and store.best_path() is not None:
