@@ -245,10 +245,9 @@ class Policy:
 def _find_checkpoint(run_or_checkpoint: str | Path, pick: str, doing: str) -> Any:
     """The checkpoint ``pick`` names (:func:`rl_system.checkpoint.pick_checkpoint`, as ``--pick``),
     loaded; :class:`ValueError` (one line, ``cannot <doing> <path>: why``) otherwise."""
-    from rl_system.checkpoint import CheckpointError, check_pick, pick_checkpoint
+    from rl_system.checkpoint import CheckpointError, pick_checkpoint
 
-    check_pick(pick)
-    try:
+    try:  # a pick that names no choice: pick_checkpoint's own one-line ValueError
         return pick_checkpoint(run_or_checkpoint, pick)
     except CheckpointError as err:
         raise ValueError(f"cannot {doing} {run_or_checkpoint}: {err}") from None
