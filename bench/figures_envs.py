@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from bench.harness.plots import ROOT, new_figure, save_png, stamp_line
+from bench.harness.plots import ROOT, new_figure, save_png, provenance_note
 from rl_system.envs.render import Renderer
 
 SEED = 0
@@ -251,7 +251,7 @@ def render_vmas(out: Path, scenario: str = "balance", steps: int = 40) -> Path |
     ax.imshow(image)
     ax.set_axis_off()
     ax.set_title(f"VMAS {scenario} ({env.num_agents} agents, random actions, step {steps})", fontsize=10)
-    stamp_line(fig, "VMAS's own renderer")
+    provenance_note(fig, "VMAS's own renderer")
     return save_png(fig, out / f"env_vmas_{scenario}.png", width_px=500)
 
 

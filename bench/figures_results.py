@@ -23,7 +23,7 @@ from bench.harness.plots import (
     new_figure,
     save_png,
     seconds_formatter,
-    stamp_line,
+    provenance_note,
     steps_formatter,
 )
 from bench.harness.results import read_json, read_text
@@ -105,7 +105,7 @@ def curves_figure(results: Path, out: Path, name: str, panels: Sequence[Panel], 
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     for ax, panel in zip(axes, panels):
         draw_curves(ax, results, panel)
-    stamp_line(fig, note)
+    provenance_note(fig, note)
     return save_png(fig, out / f"{name}.png")
 
 
@@ -174,7 +174,7 @@ def fig_marl(results: Path, out: Path) -> list[Path]:
         draw_curves(ax, results, panel, legend=False)
         _final_evals(ax, results, panel)
         ax.legend(fontsize=7, loc="lower right", frameon=False)
-    stamp_line(fig, f"bench/results/marl/{MARL_BUDGET}: one seed each, training mean every 60k frames; "
+    provenance_note(fig, f"bench/results/marl/{MARL_BUDGET}: one seed each, training mean every 60k frames; "
                     "x: final deterministic evaluation")
     return [save_png(fig, out / "curves_marl.png")]
 
@@ -230,7 +230,7 @@ def fig_cartpole_ttt(results: Path, out: Path) -> list[Path]:
     draw_ttt(left, rows, "train_wall_s", "training wall s to a 100-episode mean of 475")
     draw_ttt(right, rows, "env_steps", "env steps to 475", steps_formatter())
     left.set_title("CartPole: time to 475, one point per seed (bar: median)", fontsize=9, loc="left")
-    stamp_line(fig, f"bench/results/report/report.json ({when}): end points only, no curves recorded")
+    provenance_note(fig, f"bench/results/report/report.json ({when}): end points only, no curves recorded")
     return [save_png(fig, out / "cartpole_ttt.png")]
 
 
@@ -299,7 +299,7 @@ def fig_hmasd(results: Path, out: Path) -> list[Path]:
     ax = fig.subplots()
     draw_hmasd(ax, hmasd_seeds(results))
     ax.set_title("Alice_and_Bob default map: one point per seed", fontsize=9, loc="left")
-    stamp_line(fig, "bench/results/hmasd/shrink, mappo_preset: end points only, no curves recorded")
+    provenance_note(fig, "bench/results/hmasd/shrink, mappo_preset: end points only, no curves recorded")
     return [save_png(fig, out / "hmasd_seeds.png")]
 
 
@@ -318,6 +318,6 @@ def fig_glance(results: Path, out: Path) -> list[Path]:
     rows, _ = ttt_rows(results)
     draw_ttt(axes[1, 2], rows, "train_wall_s", "training wall s to 475")
     axes[1, 2].set_title("CartPole: time to 475 (per seed)", fontsize=9)
-    stamp_line(fig, "median over seeds, min-max band; bench/results, drawn by python -m bench.figures")
+    provenance_note(fig, "median over seeds, min-max band; bench/results, drawn by python -m bench.figures")
     return [save_png(fig, out / "results_at_a_glance.png", width_px=900)]
 

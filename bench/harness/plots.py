@@ -60,7 +60,7 @@ def compact_file(path: Path, png: bytes | None = None) -> Path:
     return path
 
 
-def stamp_line(fig: Any, text: str) -> None:
+def provenance_note(fig: Any, text: str) -> None:
     """The figure's provenance in small grey type at its bottom right (the layout makes room)."""
     fig.supxlabel(text, x=0.995, ha="right", fontsize=6, color="0.45")
 
