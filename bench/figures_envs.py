@@ -1,7 +1,7 @@
 """A picture of each env for its docs page (``python -m bench.figures --only envs``).
 
 CartPole, Navigation and AirCombat are drawn by the renderers ``rl-system eval --render`` uses
-(:mod:`rl_system.envs.render`), through the same :func:`~rl_system.envs.render.play_episode`, with
+(:mod:`rl_system.envs.render`), through the same episode loop (:func:`rl_system.policy.render.record_acting`), with
 a scripted rule in place of a policy: the picture is the one a user gets of a trained run. AliceBob
 and Overcooked have no such renderer; they are drawn here from their public state (the map and the
 agents' cells; the kitchen's terrain, cooks and objects) with a small :class:`Renderer` of the same
@@ -35,24 +35,15 @@ def _config(name: str) -> tuple[str, dict[str, Any]]:
 
 def record(renderer: Any, env_name: str, kwargs: dict[str, Any], act: Callable, max_steps: int,
            rule: str) -> dict[str, Any]:
-    """One episode of env 0 under ``act(obs)``, fed to ``renderer``; the ``meta`` its draw reads."""
-    from rl_system.envs import make_env
-    from rl_system.envs.render import play_episode
+    """One episode of env 0 under ``act(obs)``, fed to ``renderer``; the ``meta`` its draw reads
+    (the eval renderers' own episode loop, :func:`rl_system.policy.render.record_acting`)."""
+    from rl_system.policy.render import record_acting
 
-    torch.manual_seed(SEED)
-    env = make_env(env_name, 1, "cpu", seed=SEED, **{**kwargs, **renderer.env_kwargs})
-    try:
-        obs = env.reset(seed=SEED)
-        renderer.start(env, obs)
-        rewards, out = play_episode(env, obs, act, renderer, max_steps)
-    finally:
-        env.close()
-    ended = out is not None and bool(out.terminated[0] | out.truncated[0])
-    return {"env": env_name, "algo": rule, "policy_version": 0, "steps": len(rewards), "return": sum(rewards),
-            "rewards": rewards, "deterministic": True, "in_progress": not ended,
-            "info": {k: v[0].item() for k, v in out.info.items() if v[0].numel() == 1} if out is not None else {},
-            "terminated": bool(out.terminated[0]) if out is not None else False,
-            "truncated": bool(out.truncated[0]) if out is not None else False}
+    meta = record_acting(env_name, kwargs, lambda env: act, renderer, SEED, max_steps, algo=rule, policy_version=0,
+                         deterministic=True)
+    meta["info"] = {k: v for k, v in meta["info"].items() if not isinstance(v, list)}  # the scalars only
+    meta["in_progress"] = not (meta["terminated"] or meta["truncated"])
+    return meta
 
 
 def draw(renderer: Any, meta: dict[str, Any], path: Path) -> Path:

@@ -9,6 +9,7 @@ step; :func:`render_episode` then draws it to a PNG. The renderers themselves
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,26 +48,37 @@ def _actor(policy: Any, deterministic: bool) -> Any:
 
 
 @torch.no_grad()
-def record_episode(state: dict[str, Any], renderer: Renderer, deterministic: bool = True, seed: int = 12345,
-                   max_steps: int = 1_000_000, device: str = "cpu") -> dict[str, Any]:
-    """Run one episode of env index 0 with the checkpoint's policy, feeding ``renderer``.
-    Returns the ``meta`` dict :meth:`Renderer.draw` gets."""
-    cfg = RunConfig.model_validate(state[keys.CONFIG])
+def record_acting(env_name: str, env_kwargs: dict[str, Any], make_act: Callable[[Any], Callable[[Obs], torch.Tensor]],
+                  renderer: Renderer, seed: int = 12345, max_steps: int = 1_000_000, device: str = "cpu",
+                  **meta: Any) -> dict[str, Any]:
+    """Run one episode of env index 0 of ``env_name``, acting with ``make_act(env)`` (an
+    ``act(obs) -> action``), feeding ``renderer``. Returns the ``meta`` dict :meth:`Renderer.draw`
+    gets: ``meta``'s fields (``algo``, ``policy_version``, ``deterministic``) and the episode's."""
     torch.manual_seed(seed)
-    env = make_env(cfg.env.name, 1, device, seed=seed, **{**cfg.env.test_kwargs(), **renderer.env_kwargs})
+    env = make_env(env_name, 1, device, seed=seed, **{**env_kwargs, **renderer.env_kwargs})
     try:
-        act = _actor(load_policy(state, env, device), deterministic)
+        act = make_act(env)
         obs = env.reset(seed=seed)
         renderer.start(env, obs)
         rewards, out = play_episode(env, obs, act, renderer, max_steps)
     finally:
         env.close()
     info = {k: _scalar(v[0]) for k, v in out.info.items()} if out is not None else {}
-    return {"env": cfg.env.name, "algo": cfg.algo, "policy_version": int(state[keys.LEARNER].get(keys.VERSION, 0)),
-            "steps": len(rewards), "return": sum(rewards), "rewards": rewards, "deterministic": deterministic,
+    return {"env": env_name, **meta, "steps": len(rewards), "return": sum(rewards), "rewards": rewards,
             "info": info,
             "terminated": bool(out.terminated[0]) if out is not None else False,
             "truncated": bool(out.truncated[0]) if out is not None else False}
+
+
+def record_episode(state: dict[str, Any], renderer: Renderer, deterministic: bool = True, seed: int = 12345,
+                   max_steps: int = 1_000_000, device: str = "cpu") -> dict[str, Any]:
+    """Run one episode of env index 0 with the checkpoint's policy, feeding ``renderer``.
+    Returns the ``meta`` dict :meth:`Renderer.draw` gets."""
+    cfg = RunConfig.model_validate(state[keys.CONFIG])
+    return record_acting(cfg.env.name, cfg.env.test_kwargs(),
+                         lambda env: _actor(load_policy(state, env, device), deterministic), renderer, seed,
+                         max_steps, device, algo=cfg.algo,
+                         policy_version=int(state[keys.LEARNER].get(keys.VERSION, 0)), deterministic=deterministic)
 
 
 def render_episode(state: dict[str, Any], out_path: str | Path, deterministic: bool = True, seed: int = 12345,
