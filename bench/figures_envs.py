@@ -232,7 +232,8 @@ def render_vmas(out: Path, scenario: str = "balance", steps: int = 40) -> Path |
         for _ in range(steps):
             env.step(torch.rand(shape, generator=gen) * 2 - 1)
         image = env.env.render(mode="rgb_array", env_index=0, visualize_when_rgb=False)
-    except Exception as err:  # noqa: BLE001 -- pyglet without a display or OpenGL fails many ways; the picture is optional
+    # pyglet without a display or OpenGL fails many ways; the picture is optional
+    except Exception as err:  # noqa: BLE001
         print(f"envs: VMAS {scenario} not drawn ({type(err).__name__}: {str(err).splitlines()[0][:120]})")
         return None
     finally:

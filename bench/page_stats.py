@@ -51,7 +51,8 @@ def page_stats(text: str) -> PageStats:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.page_stats", description=__doc__.split("\n\n")[0])
-    ap.add_argument("pages", nargs="*", type=Path, default=[Path("README.md")], help="Markdown pages (default: README.md)")
+    ap.add_argument("pages", nargs="*", type=Path, default=[Path("README.md")],
+                    help="Markdown pages (default: README.md)")
     args = ap.parse_args(argv)
     print("| page | lines | words | bytes | numeric figures outside code |")
     print("|---|---|---|---|---|")

@@ -153,8 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--peers", action="store_true", help="also RLlib PPO and the CleanRL-style loop, where importable")
     ap.add_argument("--out", type=Path, default=OUT_DIR, help="output folder (default bench/results/report)")
     ap.add_argument("--update-results", action="store_true",
-                    help=f"replace the lines between {START_MARKER} and {END_MARKER} in docs/results.md with the tables")
-    ap.add_argument("--page", type=Path, default=RESULTS_PAGE, help="the page --update-results edits (default docs/results.md)")
+                    help=f"replace the lines between {START_MARKER} and {END_MARKER} in docs/results.md "
+                         "with the tables")
+    ap.add_argument("--page", type=Path, default=RESULTS_PAGE,
+                    help="the page --update-results edits (default docs/results.md)")
     ap.add_argument("--from-json", type=Path, default=None, metavar="REPORT.json",
                     help="render a saved report.json instead of running anything")
     args = ap.parse_args(argv)
@@ -169,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise ReportError(f"{args.from_json}: {getattr(err, 'strerror', None) or err}") from None
         else:
             if args.update_results and (args.quick or args.only):
-                raise ReportError("--update-results: the published figures come from a full run (no --quick, no --only)")
+                raise ReportError("--update-results: the published figures come from a full run "
+                                  "(no --quick, no --only)")
             budget = QUICK if args.quick else FULL
             if args.seeds:
                 budget = dataclasses.replace(budget, seeds=tuple(args.seeds))

@@ -40,7 +40,8 @@ def add_parser(sub: Any) -> None:
     r.add_argument("--trace-aspects", nargs="+", type=float, default=[0.0, 90.0, 180.0], metavar="DEG",
                    help="aspects drawn in the space-time diagram (on the aspect grid; default 0 90 180)")
     r.add_argument("--seed", type=int, default=0,
-                   help="seed of the speeds drawn from --shooter-speed / --target-speed ranges and of the env (default 0)")
+                   help="seed of the speeds drawn from --shooter-speed / --target-speed ranges and of the env "
+                        "(default 0)")
     r.set_defaults(handler=cmd_range_map)
 
 

@@ -75,7 +75,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="where to write the result (default: eval.json beside the checkpoint's run)")
     e.add_argument("--opponent", default=None, metavar="CHECKPOINT",
                    help="another checkpoint (file, checkpoints dir or run dir; of a run, its default --pick) "
-                        "whose policy flies the other side instead of the env's scripted opponent (two-player envs: AirCombat)")
+                        "whose policy flies the other side instead of the env's scripted opponent "
+                        "(two-player envs: AirCombat)")
     _add_picture_flags(e)
     for extra in _EXTRAS:
         extra.add_flags(e)
