@@ -1,4 +1,6 @@
-"""rl_system.policy.evaluation: the per-env episode quota that keeps short episodes from dominating."""
+"""rl_system.policy.evaluation: the per-env episode quota that keeps short episodes from dominating;
+``rl-system eval``'s env overrides, checkpoint picks and flag conflicts; each agent's return beside
+the team's on a multi-agent run."""
 
 import pytest
 import torch
@@ -120,3 +122,44 @@ def test_eval_flags_that_do_not_combine_are_refused_by_the_first_rule_that_appli
     from rl_system.cli.main import parser
 
     assert conflict(parser().parse_args(["eval", "run", *flags])) == says
+
+
+# -- each agent's return on a multi-agent run ----------------------------------------------------
+
+def test_a_multi_agent_eval_reports_each_agents_return_beside_the_teams_mean(tmp_path, capsys):
+    """The cue game with agent 0 leaving halfway (it earns at most 4 of 8 steps): the CLI's line and
+    JSON and rl_system.evaluate give each agent's mean and std, whose mean is the team's return."""
+    import json
+
+    import rl_system
+    from policy_checkpoint import REPO, write_policy_checkpoint
+    from rl_system.cli.main import main
+
+    run = write_policy_checkpoint(tmp_path / "run", str(REPO / "examples/cue_match/config.yaml"),
+                                  ["env.kwargs={num_agents: 3, k: 4, horizon: 8, early: true}"], perturb=0.5)
+    assert main(["eval", str(run), "--episodes", "40", "--deterministic", "--json", str(tmp_path / "e.json")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    from_cli = json.loads((tmp_path / "e.json").read_text())
+    from_api = rl_system.evaluate(run, episodes=40, deterministic=True)
+    for result in (from_cli, from_api):
+        means, stds = result["agent_return_mean"], result["agent_return_std"]
+        assert len(means) == len(stds) == 3 and sum(means) / 3 == pytest.approx(result["return_mean"])
+        assert 0 <= means[0] <= 4 and all(0 <= m <= 8 for m in means) and all(s >= 0 for s in stds)
+    assert from_api["agent_return_mean"] == from_cli["agent_return_mean"]  # same seed, same episodes
+    shown = ", ".join(f"{i} {m:.2f} ± {s:.2f}" for i, (m, s) in enumerate(zip(means, stds)))
+    assert lines[1] == f"  per agent: {shown}", lines
+
+
+def test_hmasd_reports_each_agent_the_team_reward_and_a_single_agent_run_no_agents(tmp_path):
+    """AliceBob gives one team reward: each agent's return is the team's. CartPole: no per-agent keys."""
+    import rl_system
+    from policy_checkpoint import write_policy_checkpoint
+    from rl_system.cli.common import with_env_kwargs
+    from rl_system.policy.evaluation import evaluate
+
+    state = with_env_kwargs(_alice_bob_checkpoint(tmp_path / "hmasd"), ["max_episode_steps=12"])
+    result = evaluate(state, episodes=4, seed=1)
+    assert result["agent_return_mean"] == [result["return_mean"]] * 2
+    write_policy_checkpoint(tmp_path / "ppo", "cartpole_ppo.yaml")
+    single = rl_system.evaluate(tmp_path / "ppo", episodes=2)
+    assert not [k for k in single if k.startswith("agent_")] and single["return_mean"] > 0

@@ -10,10 +10,13 @@ from rl_system.rollout.contract import Episodes
 
 class EpisodeTracker:
     """Running return/length per env and a per-step ``[T, N]`` record, allocated once (boolean
-    info keys on first sight), so reading a rollout's finished episodes is one mask per column."""
+    info keys on first sight), so reading a rollout's finished episodes is one mask per column.
+    With ``num_agents``, each agent's own return is kept beside the team's (``[N, n]``, ``[T, N, n]``)."""
 
-    def __init__(self, rollout_len: int, num_envs: int, device: torch.device):
+    def __init__(self, rollout_len: int, num_envs: int, device: torch.device, num_agents: int = 0):
         self.T, self.N, self.device = rollout_len, num_envs, device
+        self.agent_ret = torch.zeros(num_envs, num_agents, device=device) if num_agents else None
+        self.agent_ret_at = torch.zeros(rollout_len, num_envs, num_agents, device=device) if num_agents else None
         self.ret = torch.zeros(num_envs, device=device)
         self.length = torch.zeros(num_envs, dtype=torch.int32, device=device)
         self.ret_at = torch.zeros(rollout_len, num_envs, device=device)
@@ -30,10 +33,18 @@ class EpisodeTracker:
     def reset(self) -> None:
         self.ret.zero_()
         self.length.zero_()
+        if self.agent_ret is not None:
+            self.agent_ret.zero_()
 
-    def record(self, t: int, reward: torch.Tensor, done: torch.Tensor, info: dict[str, torch.Tensor]) -> None:
-        """Step ``t``: ``reward [N]``, ``done [N]`` (terminated or truncated), the env's ``info``."""
+    def record(self, t: int, reward: torch.Tensor, done: torch.Tensor, info: dict[str, torch.Tensor],
+               agent_reward: torch.Tensor | None = None) -> None:
+        """Step ``t``: ``reward [N]``, ``done [N]`` (terminated or truncated), the env's ``info``;
+        with ``num_agents``, ``agent_reward [N, n]``, each agent's own."""
         ret_t, length_t = self._ret_rows[t], self._length_rows[t]
+        if self.agent_ret is not None:
+            agent_t = self.agent_ret_at[t]
+            torch.add(self.agent_ret, agent_reward, out=agent_t)
+            torch.where(done.unsqueeze(1), self._zero_ret, agent_t, out=self.agent_ret)
         torch.add(self.ret, reward, out=ret_t)
         torch.add(self.length, self._one, out=length_t)
         self._done_rows[t].copy_(done)
@@ -57,11 +68,17 @@ class EpisodeTracker:
         done = self.done_at
         env_index = torch.arange(self.N, device=self.device).expand(self.T, self.N)
         return Episodes(returns=self.ret_at[done], lengths=self.length_at[done], env=env_index[done],
-                        outcomes={k: v[done] for k, v in self.info_at.items()})
+                        outcomes={k: v[done] for k, v in self.info_at.items()},
+                        agent_returns=None if self.agent_ret_at is None else self.agent_ret_at[done])
 
     def state_dict(self) -> dict[str, torch.Tensor]:
-        return {"ep_return": self.ret.clone(), "ep_length": self.length.clone()}
+        state = {"ep_return": self.ret.clone(), "ep_length": self.length.clone()}
+        if self.agent_ret is not None:
+            state["ep_agent_return"] = self.agent_ret.clone()
+        return state
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         self.ret.copy_(state["ep_return"])
         self.length.copy_(state["ep_length"])
+        if self.agent_ret is not None:  # a checkpoint from before per-agent returns starts them at 0
+            self.agent_ret.copy_(state.get("ep_agent_return", torch.zeros_like(self.agent_ret)))

@@ -164,10 +164,18 @@ def _statistics(args: argparse.Namespace, found) -> int:
           f"length {result['length_mean']:.1f} ± {result['length_std']:.1f}{rates} over {result['episodes']} episodes"
           f"{' (deterministic)' if args.deterministic else ''}"
           f"{f' (argmax at the {args.greedy_level} level only)' if args.greedy_level else ''}{against}")
+    if "agent_return_mean" in result:
+        print(agent_line(result))
     out = args.json_out or ((found.run_dir or Path(".")) / "eval.json")
     write_json(out, result)
     print(f"wrote {out}")
     return 0
+
+
+def agent_line(result: dict) -> str:
+    """The console line of a multi-agent result: each agent's return, mean ± std, in agent order."""
+    each = zip(result["agent_return_mean"], result["agent_return_std"])
+    return "  per agent: " + ", ".join(f"{i} {m:.2f} ± {s:.2f}" for i, (m, s) in enumerate(each))
 
 
 def _draw_episode(args: argparse.Namespace, state: dict) -> int:

@@ -3,7 +3,9 @@
 Runs in-process (no Ray needed): builds the env named in the checkpoint's config and the
 algorithm's sampler, collects rollouts of ``num_envs`` copies until ``episodes`` episodes have
 finished, and reports mean ± std of the return and length and the rate of every boolean episode
-outcome the env reports (``success_rate``, ``win_rate``...). Episodes are counted in the order they finish; with many envs the first
+outcome the env reports (``success_rate``, ``win_rate``...); on a multi-agent env also each
+agent's own return (``agent_return_mean``, ``agent_return_std``: lists in the env's agent order)
+beside the team's (``return_*``: MAPPO's agents' mean, HMASD's team reward). Episodes are counted in the order they finish; with many envs the first
 ``episodes`` to finish are slightly biased to short ones, so by default each env contributes
 at most ``ceil(episodes / num_envs)`` episodes.
 """
@@ -50,7 +52,10 @@ def evaluate(state: dict[str, Any], episodes: int = 100, deterministic: bool | s
             steps += cfg.workers.rollout_len * n
             keep = _within_quota(ended.env.cpu().long(), counts, per_env)
             finished += int(keep.sum())
-            for k, v in {"return": ended.returns, "length": ended.lengths, **ended.outcomes}.items():
+            columns = {"return": ended.returns, "length": ended.lengths, **ended.outcomes}
+            if ended.agent_returns is not None:
+                columns["agent_return"] = ended.agent_returns
+            for k, v in columns.items():
                 taken.setdefault(k, []).append(v.detach().cpu()[keep].double())
     finally:
         env.close()
@@ -59,15 +64,22 @@ def evaluate(state: dict[str, Any], episodes: int = 100, deterministic: bool | s
            "episodes": min(finished, episodes), "deterministic": deterministic,
            "env_steps": steps, "wall_s": time.perf_counter() - t0}
     for name, parts in taken.items():
-        v = torch.cat(parts)[:episodes]
-        if name in ("return", "length"):
-            out[f"{name}_mean"], out[f"{name}_std"] = float(v.mean()), float(v.std(unbiased=False))
-        else:  # boolean outcomes: a rate
-            out[f"{name}_rate"] = float(v.mean())
+        out.update(_statistic(name, torch.cat(parts)[:episodes]))
     for name in ("return", "length"):
         out.setdefault(f"{name}_mean", None)
         out.setdefault(f"{name}_std", None)
     return out
+
+
+def _statistic(name: str, v: torch.Tensor) -> dict[str, Any]:
+    """The result's entries for one column of the taken episodes: mean and std of ``return`` and
+    ``length`` ``[E]``, one of each per agent for ``agent_return`` ``[E, n]`` (lists, agent order),
+    the rate of a boolean outcome."""
+    if name == "agent_return":
+        return {"agent_return_mean": v.mean(0).tolist(), "agent_return_std": v.std(0, unbiased=False).tolist()}
+    if name in ("return", "length"):
+        return {f"{name}_mean": float(v.mean()), f"{name}_std": float(v.std(unbiased=False))}
+    return {f"{name}_rate": float(v.mean())}  # a boolean outcome
 
 
 def policy_sampler(state: dict[str, Any], num_envs: int, seed: int, device: str = "cpu",

@@ -111,12 +111,15 @@ class Episodes:
     """The episodes that ended in one rollout, in the order they ended (``[E]`` each).
 
     ``outcomes`` holds every boolean ``info`` entry the env reports per env (``success``,
-    ``win``, ...), read on the step the episode ended."""
+    ``win``, ...), read on the step the episode ended. ``agent_returns`` (multi-agent samplers
+    only) holds each agent's own return, the sum of its reward (the team's where the env gives one
+    team reward ``[N]``); ``returns`` is then the figure the algorithm reports for the team."""
 
     returns: torch.Tensor  # float32 [E]
     lengths: torch.Tensor  # int32 [E]
     env: torch.Tensor      # int64 [E]: index of the env that finished it
     outcomes: dict[str, torch.Tensor] = field(default_factory=dict)  # bool [E] each
+    agent_returns: torch.Tensor | None = None  # float32 [E, n]
 
     def __len__(self) -> int:
         return int(self.returns.numel())

@@ -72,7 +72,7 @@ class HMASDSampler:
             # Observation each step ended on (== next obs unless the episode ended); only the rows
             # of ended episodes are shipped, as the compact ``final_obs.*`` columns.
             self._final_state, self._final_obs = alloc(T, N, S), alloc(T, N, n, O)
-        self.episodes = EpisodeTracker(T, N, device)
+        self.episodes = EpisodeTracker(T, N, device, num_agents=n)
         self.obs: dict[str, torch.Tensor] = {}
         self.h_actor, self.h_critic = alloc(N, n, H), alloc(N, n, H)
         self.team_skill = alloc(N, dtype=torch.int64)
@@ -129,11 +129,12 @@ class HMASDSampler:
             step = env.step(action)
             done = step.terminated | step.truncated
             # HMASD learns from a team reward [N]: an env's per-agent rewards [N, n] are summed.
+            per_agent = step.reward if step.reward.dim() == 2 else step.reward.unsqueeze(1).expand(-1, self.n)
             reward = step.reward.sum(1) if step.reward.dim() == 2 else step.reward
             buf[col.REWARD][t].copy_(reward)
             buf[col.TERMINATED][t].copy_(step.terminated)
             buf[col.TRUNCATED][t].copy_(step.truncated)
-            self.episodes.record(t, reward, done, step.info)
+            self.episodes.record(t, reward, done, step.info, per_agent)
             fin = step.final_obs
             # Time-limit truncation: both levels bootstrap from the final observation, valued here
             # by the same policy version (only on steps where some env was truncated).

@@ -39,7 +39,7 @@ class MultiAgentSampler:
             self.cols[col.AGENT_DONE] = alloc(n, dtype=torch.bool)
         self.cols[col.LAST_VALUE] = torch.zeros(N, n, device=device)
         self.rows = [{k: v[t] for k, v in self.cols.items() if k != col.LAST_VALUE} for t in range(T)]
-        self.episodes = EpisodeTracker(rollout_len, N, device)
+        self.episodes = EpisodeTracker(rollout_len, N, device, num_agents=n)
         self.obs: dict[str, torch.Tensor] = {}
 
     @torch.inference_mode()
@@ -68,7 +68,7 @@ class MultiAgentSampler:
                 # (The row holds this step's flags: the env may reuse the storage of the obs it gave.)
                 was_active = row[obs_column(AGENT_ACTIVE)]
                 row[col.AGENT_DONE].copy_(was_active & ~step.obs[AGENT_ACTIVE] & ~done.unsqueeze(1))
-            self.episodes.record(t, per_agent.mean(1), done, step.info)
+            self.episodes.record(t, per_agent.mean(1), done, step.info, per_agent)
             trunc = step.truncated & ~step.terminated
             row[col.TRUNC_VALUE].zero_()
             if bool(trunc.any()):  # V(final obs) bootstraps time-limit truncations, by the policy that acted
