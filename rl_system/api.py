@@ -293,9 +293,11 @@ def evaluate(run_or_checkpoint: str | Path, episodes: int = 100, deterministic: 
                         device=device), "checkpoint": found.path}
 
 
-def export(run_or_checkpoint: str | Path, format: str, out: str | Path, pick: str = DEFAULT_PICK) -> Path:  # noqa: A002
+def export(run_or_checkpoint: str | Path, format: str, out: str | Path, pick: str = DEFAULT_PICK,  # noqa: A002
+           agent: int | None = None) -> Path:
     """As ``rl-system export``: the policy as a TorchScript or ONNX file (:mod:`rl_system.policy.export`);
-    ``pick`` as in :func:`load_policy`."""
+    ``pick`` as in :func:`load_policy`; ``agent`` (a multi-agent run): that agent's policy alone,
+    its observation in (:mod:`rl_system.algos.mappo.one_agent`)."""
     from rl_system.policy.export import ExportError, check_format, export_policy
 
     check_format(format)  # before the checkpoint is read: a bad format fails at once
@@ -303,7 +305,7 @@ def export(run_or_checkpoint: str | Path, format: str, out: str | Path, pick: st
         policy = load_policy(run_or_checkpoint, pick=pick)
     except ValueError as err:
         raise ExportError(str(err)) from None
-    return export_policy(policy, format, out)
+    return export_policy(policy, format, out, agent=agent)
 
 
 def make_env(name: str, num_envs: int = 1, device: str = "cpu", seed: int = 0, **kwargs: Any) -> Any:

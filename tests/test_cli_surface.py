@@ -79,7 +79,7 @@ def read_versions(monkeypatch, tmp_path):
         return {"env": "CartPole", "policy_version": seen["evaluated"], "return_mean": 0.0, "return_std": 0.0,
                 "length_mean": 1.0, "length_std": 0.0, "episodes": 1, "env_steps": 1, "opponent_version": None}
 
-    def fake_export(policy, fmt, out):
+    def fake_export(policy, fmt, out, agent=None):
         seen["exported"] = policy.version
         return out
 
@@ -144,6 +144,7 @@ def test_eval_and_the_python_api_share_option_names_and_defaults():
     export_flags = {a.dest: a.default for a in dict(COMMANDS)[("export",)]._actions}
     for function in (rl_system.load_policy, rl_system.export):
         assert inspect.signature(function).parameters["pick"].default == flags["pick"] == export_flags["pick"]
+    assert inspect.signature(rl_system.export).parameters["agent"].default is export_flags["agent"] is None
     assert inspect.signature(rl_system.load_policy).parameters["device"].default == flags["device"]
 
 

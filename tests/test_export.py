@@ -1,8 +1,10 @@
 """``rl-system export``: a policy as TorchScript or ONNX, run without this package's code (torch.jit
 or onnxruntime alone) on 1,000 observations: the same greedy actions, log-probabilities and
 values within 1e-5, for an MLP (CartPole), a CNN (MinAtar), a Gaussian policy (Pendulum) and
-GRU and LSTM policies (hidden-velocity CartPole; the state fed back through 10 steps);
-what it cannot export is one line and exit 2, with nothing written."""
+GRU and LSTM policies (hidden-velocity CartPole; the state fed back through 10 steps); one agent's
+policy of a MAPPO run (``--agent``) on the cue game's own observations, for shared and per-agent
+weights, discrete and continuous actions; what it cannot export is one line and exit 2, with
+nothing written."""
 
 from __future__ import annotations
 
@@ -115,6 +117,81 @@ def test_what_cannot_be_exported_is_one_line_exit_2_and_nothing_written(tmp_path
         main(["export", str(run), "--format", "tflite", "--out", str(out)])
     assert bad.value.code == 2
     assert not list(tmp_path.glob(".*.pt.*")) and not list(tmp_path.glob(".*.onnx.*"))  # no temporary left
+
+
+def _cue_observations(kwargs: dict, steps: int = 4) -> dict[str, torch.Tensor]:
+    """The cue game's own observations of 64 envs over ``steps`` steps of random actions."""
+    from examples.cue_match.env import CueMatch
+
+    env, g = CueMatch(64, seed=3, **kwargs), torch.Generator().manual_seed(3)
+    seen = [env.reset(seed=3)]
+    for _ in range(steps - 1):
+        shape = (64, *env.action_spec.shape)
+        action = torch.rand(shape, generator=g) * 2 - 1 if kwargs.get("continuous") else torch.randint(0, 3, shape)
+        seen.append(env.step(action).obs)
+    return {k: torch.cat([o[k] for o in seen]) for k in seen[0]}
+
+
+CUE = {"num_agents": 3, "k": 4, "horizon": 8}
+AGENT_CASES = {  # (cue game kwargs, mappo settings): shared and per-agent weights, both critics
+    "discrete-shared-central": ({}, ["mappo.share_params=true", "mappo.critic=central"]),
+    "discrete-own-local": ({}, ["mappo.share_params=false", "mappo.critic=local"]),
+    "continuous-shared-local": ({"continuous": True}, ["mappo.share_params=true", "mappo.critic=local"]),
+    "continuous-own-central": ({"continuous": True}, ["mappo.share_params=false", "mappo.critic=central"]),
+}
+
+
+@pytest.mark.parametrize("kwargs,settings", AGENT_CASES.values(), ids=AGENT_CASES.keys())
+def test_each_agents_exported_policy_acts_as_its_part_of_the_mappo_policy(tmp_path, kwargs, settings):
+    """Every agent's ONNX graph (the CLI's) on its own observation (and action mask) gives that
+    agent's greedy action and logp of the whole policy (and its value with a local critic, the
+    only critic one agent's inputs suffice for); one TorchScript graph (the API's) likewise."""
+    import onnxruntime
+
+    from policy_checkpoint import REPO
+
+    cue = {**CUE, **kwargs}
+    run = write_policy_checkpoint(tmp_path / "run", str(REPO / "examples/cue_match/config.yaml"),
+                                  [f"env.kwargs={cue}", *settings], perturb=0.3)
+    policy = rl_system.load_policy(run, pick="final")
+    obs = _cue_observations(cue)
+    with torch.no_grad():
+        action, logp, value = policy.network.act(obs, deterministic=True)
+    local = "mappo.critic=local" in settings
+    for i in range(3):
+        out = tmp_path / f"agent{i}.onnx"
+        assert main(["export", str(run), "--format", "onnx", "--out", str(out), "--agent", str(i)]) == 0
+        session = onnxruntime.InferenceSession(str(out))
+        inputs = [x.name for x in session.get_inputs()]
+        assert inputs == ["obs"] + ([] if kwargs.get("continuous") else ["action_mask"])
+        got = session.run(None, {k: obs[k][:, i].numpy() for k in inputs})
+        assert [x.name for x in session.get_outputs()] == ["action", "logp"] + (["value"] if local else [])
+        for name, g, ref in zip(("action", "logp", "value"), got, (action[:, i], logp[:, i], value[:, i])):
+            _check(g, ref, f"agent {i} {name}")
+    ts = torch.jit.load(str(rl_system.export(run, "torchscript", tmp_path / "a1.pt", agent=1)))
+    with torch.no_grad():
+        got = ts(*[obs[k][:, 1] for k in inputs])
+    _check(got[0].numpy(), action[:, 1], "torchscript action")
+    assert len(set(action[:, 1].flatten().tolist())) > 1  # the weights act: the check is not of one constant
+
+
+@pytest.mark.parametrize("run_config,agent,says", [
+    ("cue", "3", "agent 3 is out of range: 'examples.cue_match.env:CueMatch' has agents 0 to 2"),
+    ("cue", "-1", "agent -1 is out of range"),
+    ("cartpole_ppo.yaml", "0", "an agent's policy alone is exported from a multi-agent (mappo) run; this one is 'ppo'"),
+], ids=["past_the_last", "negative", "single_agent"])
+def test_an_agent_that_is_not_there_is_one_line_exit_2_and_nothing_written(tmp_path, capsys, run_config, agent, says):
+    from policy_checkpoint import REPO
+
+    config = str(REPO / "examples/cue_match/config.yaml") if run_config == "cue" else run_config
+    run = write_policy_checkpoint(tmp_path / "run", config)
+    out = tmp_path / "a.onnx"
+    assert main(["export", str(run), "--format", "onnx", "--out", str(out), "--agent", agent]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [err] and err.startswith("rl-system: cannot export: ") and says in err, err
+    assert not list(tmp_path.glob("*.onnx")) and not list(tmp_path.glob(".a.onnx*"))
+    with pytest.raises(ValueError, match="out of range|multi-agent"):
+        rl_system.export(run, "onnx", out, agent=int(agent))
 
 
 @pytest.mark.slow  # trains CartPole for 300k env steps, then 100 episodes under onnxruntime

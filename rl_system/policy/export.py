@@ -6,7 +6,9 @@ key, a batch on the leading axis) and returns ``(action, logp, value)`` for the 
 action (argmax, or the Gaussian's mean), with the policy's observation normalisation inside.
 A recurrent policy (GRU or LSTM core) takes one more input, ``state[B, S]`` (zeros where an
 episode begins), and returns one more output, ``new_state[B, S]``, to feed back on the next step.
-The file is written to a temporary name and renamed, so a failed export leaves nothing behind.
+A multi-agent (MAPPO) policy exports as one graph acting for every agent, or, with ``agent``, as
+that agent's policy alone (:mod:`rl_system.algos.mappo.one_agent`: its observation in, its action
+and logp out). The file is written to a temporary name and renamed, so a failed export leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -69,16 +71,39 @@ def check_format(fmt: str) -> None:
                               "in a checkout)") from None
 
 
-def export_policy(policy, fmt: str, out: str | Path) -> Path:
-    """Write ``policy`` (an :class:`rl_system.api.Policy`, as :func:`rl_system.api.load_policy`
-    returns it) to ``out`` as a ``fmt`` graph; returns the path."""
-    check_format(fmt)
+def check_agent(policy, agent: int) -> None:
+    """:class:`ExportError` (one line) where ``policy`` has no agent ``agent`` to export alone."""
+    if policy.cfg.algo != "mappo":
+        raise ExportError(f"an agent's policy alone is exported from a multi-agent (mappo) run; this one is "
+                          f"{policy.cfg.algo!r} on {policy.cfg.env.name!r}")
+    n = policy.network.num_agents
+    if not 0 <= agent < n:
+        raise ExportError(f"agent {agent} is out of range: {policy.cfg.env.name!r} has agents 0 to {n - 1}")
+
+
+def _graph(policy, agent: int | None) -> tuple[nn.Module, tuple[torch.Tensor, ...], list[str], list[str]]:
+    """``(module, example inputs, input names, output names)`` of what is exported."""
+    if agent is not None:
+        from rl_system.algos.mappo.one_agent import OneAgentPolicy, graph_io as agent_io
+
+        inputs, outputs = agent_io(policy.network, policy.obs_keys)
+        example = tuple(torch.zeros(2, *policy.obs_spec[k].shape[1:], dtype=policy.obs_spec[k].dtype) for k in inputs)
+        return OneAgentPolicy(policy.network.eval(), agent).eval(), example, inputs, outputs
     wrapper = _RecurrentDeterministic if policy.recurrent else _Deterministic
-    module = wrapper(policy.network.eval(), policy.obs_keys).eval()
     example = tuple(torch.zeros(2, *spec.shape, dtype=spec.dtype) for spec in policy.obs_spec.values())
     if policy.recurrent:
         example += (policy.network.initial_state(2),)
-    inputs, outputs = graph_io(policy)
+    return wrapper(policy.network.eval(), policy.obs_keys).eval(), example, *graph_io(policy)
+
+
+def export_policy(policy, fmt: str, out: str | Path, agent: int | None = None) -> Path:
+    """Write ``policy`` (an :class:`rl_system.api.Policy`, as :func:`rl_system.api.load_policy`
+    returns it) to ``out`` as a ``fmt`` graph; ``agent``: that agent's policy alone (a MAPPO
+    policy). Returns the path."""
+    check_format(fmt)
+    if agent is not None:
+        check_agent(policy, agent)
+    module, example, inputs, outputs = _graph(policy, agent)
     out = Path(out)
     with atomic_path(out) as tmp, torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the tracer's notes on Python control flow fixed at trace time

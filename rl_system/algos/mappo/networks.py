@@ -106,16 +106,6 @@ class MultiAgentActorCritic(nn.Module):
         return self.critic(self._critic_in(obs)).squeeze(-1)
 
     # -- the policy ----------------------------------------------------------------------------
-    def _log_probs(self, out: torch.Tensor, obs: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Masked log-probabilities ``[B, n, width]``: a masked action's logit is the most negative
-        float, so its probability is 0."""
-        mask = obs.get(ACTION_MASK)
-        if mask is not None:
-            out = out.masked_fill(~mask, torch.finfo(out.dtype).min)
-        if isinstance(self.spec, AgentDiscrete):
-            return F.log_softmax(out, dim=-1)
-        return torch.cat([F.log_softmax(part, dim=-1) for part in out.split(self.spec.nvec, dim=-1)], dim=-1)
-
     def _std(self) -> torch.Tensor:
         return self.log_std.exp()  # [groups, d]: broadcasts over the agents
 
@@ -123,16 +113,8 @@ class MultiAgentActorCritic(nn.Module):
             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(action, logp [B, n], value [B, n])``, no grad."""
         out = self.actor(self._with_ids(obs[AGENT_OBS]))
-        if isinstance(self.spec, AgentBox):
-            std = self._std()
-            action = out if deterministic else out + std * torch.randn_like(out)
-            logp = _gaussian_logp(action, out, std)
-        else:
-            logp_all = self._log_probs(out, obs)
-            parts = logp_all.split(self._widths(), dim=-1)
-            choice = [p.argmax(-1) if deterministic else _sample(p) for p in parts]
-            logp = sum(p.gather(-1, c.unsqueeze(-1)).squeeze(-1) for p, c in zip(parts, choice))
-            action = choice[0] if isinstance(self.spec, AgentDiscrete) else torch.stack(choice, dim=-1)
+        std = self._std() if isinstance(self.spec, AgentBox) else None
+        action, logp = choose(self.spec, out, obs.get(ACTION_MASK), std, deterministic)
         return action, logp, self.value(obs)
 
     def evaluate(self, obs: dict[str, torch.Tensor], action: torch.Tensor
@@ -144,14 +126,38 @@ class MultiAgentActorCritic(nn.Module):
             logp = _gaussian_logp(action, out, std)
             entropy = (0.5 + 0.5 * math.log(2 * math.pi) + std.log()).sum(-1).expand_as(logp)
         else:
-            parts = self._log_probs(out, obs).split(self._widths(), dim=-1)
+            parts = _log_probs(self.spec, out, obs.get(ACTION_MASK)).split(_widths(self.spec), dim=-1)
             taken = action.unsqueeze(-1) if isinstance(self.spec, AgentDiscrete) else action
             logp = sum(p.gather(-1, taken[..., k:k + 1]).squeeze(-1) for k, p in enumerate(parts))
             entropy = sum(-(p.exp() * p).sum(-1) for p in parts)
         return logp, entropy, self.value(obs)
 
-    def _widths(self) -> list[int]:
-        return [self.spec.n] if isinstance(self.spec, AgentDiscrete) else list(self.spec.nvec)
+
+def choose(spec: AgentActionSpec, out: torch.Tensor, mask: torch.Tensor | None, std: torch.Tensor | None,
+           deterministic: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(action, logp)`` from the actor's outputs ``out [B, n, A]`` (``mask [B, n, width]``
+    where the env masks actions; ``std``, broadcasting over ``out``, for continuous ones)."""
+    if isinstance(spec, AgentBox):
+        action = out if deterministic else out + std * torch.randn_like(out)
+        return action, _gaussian_logp(action, out, std)
+    parts = _log_probs(spec, out, mask).split(_widths(spec), dim=-1)
+    choice = [p.argmax(-1) if deterministic else _sample(p) for p in parts]
+    logp = sum(p.gather(-1, c.unsqueeze(-1)).squeeze(-1) for p, c in zip(parts, choice))
+    return (choice[0] if isinstance(spec, AgentDiscrete) else torch.stack(choice, dim=-1)), logp
+
+
+def _log_probs(spec: AgentActionSpec, out: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Masked log-probabilities ``[B, n, width]``: a masked action's logit is the most negative
+    float, so its probability is 0."""
+    if mask is not None:
+        out = out.masked_fill(~mask, torch.finfo(out.dtype).min)
+    if isinstance(spec, AgentDiscrete):
+        return F.log_softmax(out, dim=-1)
+    return torch.cat([F.log_softmax(part, dim=-1) for part in out.split(spec.nvec, dim=-1)], dim=-1)
+
+
+def _widths(spec: AgentActionSpec) -> list[int]:
+    return [spec.n] if isinstance(spec, AgentDiscrete) else list(spec.nvec)
 
 
 def _sample(logp: torch.Tensor) -> torch.Tensor:

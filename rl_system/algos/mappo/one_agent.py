@@ -1,0 +1,63 @@
+"""One agent's deterministic policy cut out of a :class:`~.networks.MultiAgentActorCritic`, for
+exporting it alone (``rl-system export RUN --agent I``): a graph that takes only that agent's
+observation, so it runs where the agent runs, without the other agents' inputs.
+
+Inputs ``obs [B, O]`` and, where the env masks actions, ``action_mask [B, width]``; the agent's
+one-hot index of a shared network is a constant inside. Outputs ``action`` (``[B]`` discrete,
+``[B, K]`` multi-discrete, ``[B, d]`` continuous: the Gaussian's mean), ``logp [B]``, and
+``value [B]`` only with a local critic (IPPO): a central critic reads the global state, which one
+agent does not see, so its graph holds no value.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch import nn
+
+from rl_system.algos.mappo.networks import AgentLinear, MultiAgentActorCritic, choose
+from rl_system.envs.base import ACTION_MASK, AGENT_OBS, AgentBox
+
+
+def one_group(mlp: nn.Sequential, group: int) -> nn.Sequential:
+    """A copy of ``mlp`` (of :class:`AgentLinear` layers) holding only weight group ``group``:
+    ``[B, 1, in] -> [B, 1, out]``."""
+    out = copy.deepcopy(mlp)
+    for layer in out:
+        if isinstance(layer, AgentLinear):
+            layer.weight = nn.Parameter(layer.weight.data[group:group + 1].clone())
+            layer.bias = nn.Parameter(layer.bias.data[group:group + 1].clone())
+    return out
+
+
+def graph_io(network: MultiAgentActorCritic, obs_keys: list[str]) -> tuple[list[str], list[str]]:
+    """One agent's graph's input and output names (module docstring)."""
+    inputs = [AGENT_OBS] + ([ACTION_MASK] if ACTION_MASK in obs_keys else [])
+    return inputs, ["action", "logp"] + ([] if network.central else ["value"])
+
+
+class OneAgentPolicy(nn.Module):
+    """Agent ``agent``'s deterministic step of ``network`` (module docstring): copies of its
+    actor's (and local critic's) weights, not the network itself, so the graph holds no other
+    agent's weights."""
+
+    def __init__(self, network: MultiAgentActorCritic, agent: int):
+        super().__init__()
+        group = agent if network.actor[0].weight.shape[0] > 1 else 0  # per-agent weights, or the shared ones
+        self.spec = network.spec
+        self.actor = one_group(network.actor, group)
+        self.critic = None if network.central else one_group(network.critic, group)
+        self.register_buffer("agent_id", network.agent_ids[agent].clone())  # empty for per-agent weights
+        continuous = isinstance(network.spec, AgentBox)
+        self.register_buffer("std", network.log_std[group].detach().exp() if continuous else None)
+
+    def forward(self, obs: torch.Tensor, *mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """``obs [B, O]`` (then ``action_mask [B, width]``) -> ``(action, logp[, value])``."""
+        if self.agent_id.numel():  # a shared network: the agent's one-hot index rides along
+            obs = torch.cat([obs, self.agent_id.expand(obs.shape[0], -1)], dim=-1)
+        x = obs.unsqueeze(1)  # [B, 1, O (+ n)]: one agent, as the network's layers take it
+        action, logp = choose(self.spec, self.actor(x), mask[0].unsqueeze(1) if mask else None, self.std, True)
+        if self.critic is None:
+            return action.squeeze(1), logp.squeeze(1)
+        return action.squeeze(1), logp.squeeze(1), self.critic(x).squeeze(-1).squeeze(1)
