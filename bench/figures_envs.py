@@ -5,8 +5,8 @@ CartPole, Navigation and AirCombat are drawn by the renderers ``rl-system eval -
 a scripted rule in place of a policy: the picture is the one a user gets of a trained run. AliceBob
 and Overcooked have no such renderer; they are drawn here from their public state (the map and the
 agents' cells; the kitchen's terrain, cooks and objects) with a small :class:`Renderer` of the same
-shape. VMAS draws itself (``render(mode="rgb_array")``); where its renderer cannot run headless
-the picture is skipped with a note. Env index 0 of a one-env batch, a fixed seed, the shipped
+shape. VMAS draws itself, through the renderer of ``rl-system eval --video`` on a ``vmas:`` env;
+where it cannot draw headless the picture is skipped with a note. Env index 0 of a one-env batch, a fixed seed, the shipped
 config's test kwargs.
 """
 
@@ -219,30 +219,28 @@ def render_overcooked(out: Path) -> Path:
 
 
 def render_vmas(out: Path, scenario: str = "balance", steps: int = 40) -> Path | None:
-    """VMAS's own picture of env 0 after ``steps`` random steps; None (with a note) where its
-    renderer does not run here (no OpenGL context)."""
-    from rl_system.envs import make_env
+    """VMAS's own picture of env 0 after ``steps`` random steps (the renderer of ``rl-system eval
+    --video``, :mod:`rl_system.envs.vmas_render`); None (with a note) where it cannot draw here."""
+    from rl_system.envs.render import RenderError, make_renderer
+    from rl_system.policy.render import record_acting
+
+    def random_actions(env: Any) -> Callable:
+        gen, shape = torch.Generator().manual_seed(SEED), (1, *env.action_spec.shape)
+        return lambda obs: torch.rand(shape, generator=gen) * 2 - 1
 
     name, kwargs = _config(f"vmas_{scenario}_mappo")
-    env = make_env(name, 1, "cpu", seed=SEED, **kwargs)
-    gen = torch.Generator().manual_seed(SEED)
+    renderer = make_renderer(name)
     try:
-        env.reset(seed=SEED)
-        shape = (1, *env.action_spec.shape) if hasattr(env.action_spec, "shape") else None
-        for _ in range(steps):
-            env.step(torch.rand(shape, generator=gen) * 2 - 1)
-        image = env.env.render(mode="rgb_array", env_index=0, visualize_when_rgb=False)
-    # pyglet without a display or OpenGL fails many ways; the picture is optional
-    except Exception as err:  # noqa: BLE001
-        print(f"envs: VMAS {scenario} not drawn ({type(err).__name__}: {str(err).splitlines()[0][:120]})")
+        meta = record_acting(name, kwargs, random_actions, renderer, SEED, steps)
+    except RenderError as err:  # the picture is optional
+        print(f"envs: VMAS {scenario} not drawn ({err})")
         return None
-    finally:
-        env.close()
     fig = new_figure(5.0, 5.2)
     ax = fig.add_subplot(1, 1, 1)
-    ax.imshow(image)
+    ax.imshow(renderer.frames[-1])
     ax.set_axis_off()
-    ax.set_title(f"VMAS {scenario} ({env.num_agents} agents, random actions, step {steps})", fontsize=10)
+    agents = kwargs.get("n_agents", "?")
+    ax.set_title(f"VMAS {scenario} ({agents} agents, random actions, step {meta['steps']})", fontsize=10)
     provenance_note(fig, "VMAS's own renderer")
     return save_png(fig, out / f"env_vmas_{scenario}.png", width_px=500)
 

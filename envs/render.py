@@ -7,6 +7,8 @@ and exits with 2). Each renderer sits beside its env and imports matplotlib only
 * ``AirCombat`` (:mod:`rl_system.envs.air_combat.render`): aircraft and missile tracks, launches, hits.
 * ``Navigation`` (:mod:`rl_system.envs.navigation_render`): the robot's path, obstacles and lidar beams.
 * ``CartPole`` (:mod:`rl_system.envs.cartpole_render`): the cart and pole, their traces over time.
+* ``gym:<id>`` (:class:`GymFramesRenderer`) and ``vmas:<scenario>``
+  (:mod:`rl_system.envs.vmas_render`): the env's own pictures (:class:`FramesRenderer`).
 
 A renderer reads only public views: the env's ``render_state(env_index)`` (a dict of fresh CPU
 tensors), its public attributes and the observations and step results. The envs reset finished
@@ -93,20 +95,19 @@ class Renderer:
             yield np.asarray(canvas.buffer_rgba())[..., :3].copy()
 
 
-class GymFramesRenderer(Renderer):
-    """A Gymnasium env's own pictures (``render_mode="rgb_array"``) of env index 0, one per step;
-    the env is built with that render mode. A video only: :meth:`draw` shows the last frame."""
+class FramesRenderer(Renderer):
+    """An env's own pictures of env index 0, one per captured state (:meth:`picture`), shown as
+    they are: a video's frames; :meth:`draw` shows the last. No matplotlib for a video."""
 
-    env_kwargs = {"render_mode": "rgb_array"}
     history = ("frames",)
 
     def __init__(self) -> None:
-        # Gymnasium draws through pygame, whose init opens a display and a sound card: a headless
-        # worker has neither, and needs neither for rgb_array.
-        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-        os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
         self.frames: list[np.ndarray] = []
         self._ended = False
+
+    def picture(self, env: VecEnv) -> np.ndarray:
+        """RGB ``[H, W, 3]`` uint8 of env index 0 as it is now."""
+        raise NotImplementedError
 
     def start(self, env: VecEnv, obs: Obs) -> None:
         self.capture(env)
@@ -114,16 +115,13 @@ class GymFramesRenderer(Renderer):
     def capture(self, env: VecEnv) -> None:
         if self._ended:  # the adapter has already reset this env (SAME_STEP): the end has no picture
             return
-        picture = env.gym_env.render()
-        picture = picture[0] if isinstance(picture, (tuple, list)) else picture
-        if picture is None:
-            raise RenderError(f"{env!r} rendered nothing: its render_mode 'rgb_array' is not supported")
-        self.frames.append(np.asarray(picture, dtype=np.uint8))
+        self.frames.append(self.picture(env))
 
     def on_step(self, out: StepResult, action: torch.Tensor) -> None:
         self._ended = bool(out.terminated[0] | out.truncated[0])
 
     def draw(self, fig: Any, meta: dict[str, Any]) -> None:
+        fig.set_layout_engine("none")  # the picture fills the figure: nothing to lay out
         ax = fig.add_axes((0, 0, 1, 1))
         ax.imshow(self.frames[-1])
         ax.set_axis_off()
@@ -133,12 +131,38 @@ class GymFramesRenderer(Renderer):
             yield self.frames[min(t, len(self.frames) - 1)]
 
 
+class GymFramesRenderer(FramesRenderer):
+    """A Gymnasium env's own pictures (``render_mode="rgb_array"``) of env index 0, one per step;
+    the env is built with that render mode."""
+
+    env_kwargs = {"render_mode": "rgb_array"}
+
+    def __init__(self) -> None:
+        # Gymnasium draws through pygame, whose init opens a display and a sound card: a headless
+        # worker has neither, and needs neither for rgb_array.
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+        os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+        super().__init__()
+
+    def picture(self, env: VecEnv) -> np.ndarray:
+        picture = env.gym_env.render()
+        picture = picture[0] if isinstance(picture, (tuple, list)) else picture
+        if picture is None:
+            raise RenderError(f"{env!r} rendered nothing: its render_mode 'rgb_array' is not supported")
+        return np.asarray(picture, dtype=np.uint8)
+
+
 # env name -> "module:Class" (imported on first use, so that this module does not import the
 # renderer modules, which import it) or a factory.
 _RENDERERS: dict[str, str | Callable[[], Renderer]] = {
     "AirCombat": "rl_system.envs.air_combat.render:AirCombatRenderer",
     "Navigation": "rl_system.envs.navigation_render:NavigationRenderer",
     "CartPole": "rl_system.envs.cartpole_render:CartPoleRenderer",
+}
+# env name prefix -> the same, for the adapters whose envs draw themselves
+_PREFIX_RENDERERS: dict[str, str | Callable[[], Renderer]] = {
+    "gym:": GymFramesRenderer,
+    "vmas:": "rl_system.envs.vmas_render:VmasRenderer",
 }
 
 
@@ -162,14 +186,14 @@ def require_matplotlib() -> None:
 
 
 def make_renderer(env_name: str) -> Renderer:
-    """The renderer of env ``env_name`` (a ``gym:<id>`` env: its own ``rgb_array`` pictures);
-    :class:`RenderError` for an env without one."""
+    """The renderer of env ``env_name`` (a ``gym:<id>`` or ``vmas:<scenario>`` env: its own
+    pictures); :class:`RenderError` for an env without one."""
     factory = _RENDERERS.get(env_name)
-    if factory is None and env_name.startswith("gym:"):
-        factory = GymFramesRenderer
+    if factory is None:
+        factory = next((f for prefix, f in _PREFIX_RENDERERS.items() if env_name.startswith(prefix)), None)
     if factory is None:
         raise RenderError(f"no renderer for env {env_name!r} (renderers: {', '.join(renderer_names())}, "
-                          f"and gym:<id> envs that render rgb_array)")
+                          f"gym:<id> envs that render rgb_array and vmas:<scenario>)")
     if isinstance(factory, str):  # resolved as env entry points are, old module names included
         factory = import_entry_point(factory, f"renderer of env {env_name!r}")
     return factory()
@@ -182,7 +206,8 @@ def play_episode(env: VecEnv, obs: Obs, act: Callable[[Obs], torch.Tensor], rend
                  max_steps: int) -> tuple[list[float], StepResult | None]:
     """Step env index 0 from ``obs`` with ``act(obs) -> action`` until its episode ends (or
     ``max_steps``), feeding ``renderer`` every step and the state the episode ended in.
-    Returns ``(reward of every step, last StepResult)``."""
+    Returns ``(reward of every step, last StepResult)``; a multi-agent env's rewards per agent
+    count as their mean, the agents' mean return of MAPPO's reports."""
     ended = False
 
     def capture_before_reset(idx: torch.Tensor) -> None:  # idx: int64 [k]
@@ -199,7 +224,7 @@ def play_episode(env: VecEnv, obs: Obs, act: Callable[[Obs], torch.Tensor], rend
             action = act(obs)
             ended = False
             out = env.step(action)
-            rewards.append(float(out.reward[0]))
+            rewards.append(float(out.reward[0].mean()))
             renderer.on_step(out, action)
             if not ended:  # no reset happened (or the env has no observer): the state is current
                 renderer.capture(env)

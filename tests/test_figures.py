@@ -3,6 +3,8 @@ within the size bound, and a figure whose source is missing stops with one line.
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
 pytest.importorskip("matplotlib")
@@ -60,3 +62,6 @@ def test_the_env_pictures_go_through_the_renderers(tmp_path):
 
     for draw in (figures_envs.render_cartpole, figures_envs.render_alice_bob, figures_envs.render_overcooked):
         _check_png(draw(tmp_path))
+    vmas = importlib.util.find_spec("vmas") and figures_envs.render_vmas(tmp_path)  # eval --video's renderer
+    if vmas:  # None where VMAS cannot draw on this machine (no EGL, no display): the figure notes it
+        _check_png(vmas)

@@ -1,9 +1,12 @@
 """`rl-system eval CHECKPOINT --video OUT.mp4` (rl_system/policy/video.py): one episode of a real
 checkpoint's policy on a real env, drawn frame by frame and encoded as H.264; read back with PyAV
 (frame count and size as written). Navigation, AirCombat and CartPole draw with their renderers; a
-Gymnasium env gives its own rgb_array pictures. What cannot be filmed is one line, exit 2, no file."""
+Gymnasium env gives its own rgb_array pictures, a VMAS scenario (a MAPPO policy) VMAS's own. What
+cannot be filmed is one line, exit 2, no file."""
 
 from __future__ import annotations
+
+import importlib.util
 
 import pytest
 
@@ -24,11 +27,14 @@ def _read_back(path) -> tuple[int, int, int, str]:
         return len(frames), frames[0].width, frames[0].height, stream.codec_context.name
 
 
+VMAS = ["algo=mappo", "env.name=vmas:balance", "env.kwargs={continuous_actions: true, max_steps: 8, n_agents: 3}"]
+NO_VMAS = pytest.mark.skipif(importlib.util.find_spec("vmas") is None, reason="needs vmas")
 CASES = {
     "navigation": NAV,
     "air_combat": AIR,
     "cartpole": ["env.name=CartPole"],
     "gym_cartpole": ["env.name=gym:CartPole-v1"],
+    "vmas_balance": pytest.param(VMAS, marks=NO_VMAS),
 }
 
 
@@ -75,3 +81,20 @@ def test_a_video_of_an_env_without_a_renderer_is_one_line_exit_2(tmp_path, capsy
     err = capsys.readouterr().err.strip()
     assert err.splitlines() == [err] and "no renderer for env 'Chaos'" in err and "gym:<id>" in err
     assert not (tmp_path / "c.mp4").exists()
+
+
+@NO_VMAS
+def test_a_vmas_scenario_that_cannot_draw_here_is_one_line_exit_2_and_no_file(tmp_path, capsys, monkeypatch):
+    """Where pyglet finds neither EGL nor a display (as VMAS's render raises it then)."""
+    from vmas.simulator.environment.environment import Environment
+
+    def no_display(*args, **kwargs):
+        raise RuntimeError('Cannot connect to "None"\n(pyglet.canvas.xlib.NoSuchDisplayException)')
+
+    monkeypatch.setattr(Environment, "render", no_display)
+    _checkpoint(tmp_path / "run", VMAS)
+    assert main(["eval", str(tmp_path / "run"), "--video", str(tmp_path / "v.mp4")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [err] and err.startswith("rl-system: cannot render: VMAS cannot draw here "), err
+    assert "RuntimeError: Cannot connect to \"None\")" in err and "libEGL" in err and "DISPLAY" in err
+    assert not list(tmp_path.glob("*.mp4")) and not list(tmp_path.glob(".v.*"))

@@ -2,7 +2,8 @@
 
 The episode is played by :func:`rl_system.policy.render.record_episode` and recorded by the env's
 renderer (:mod:`rl_system.envs.render`: AirCombat, Navigation and CartPole draw the episode so far
-with matplotlib; a ``gym:<id>`` env gives its own ``rgb_array`` pictures), then encoded as H.264
+with matplotlib; a ``gym:<id>`` env gives its own ``rgb_array`` pictures, a ``vmas:<scenario>`` env
+VMAS's), then encoded as H.264
 with PyAV (FFmpeg's libraries, in the wheel). A long episode is shown through ``max_frames`` frames
 evenly spread over it. The file is written to a temporary name and renamed: a failed encode leaves
 nothing behind.
@@ -15,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from rl_system.envs.render import GymFramesRenderer, RenderError, make_renderer, require_matplotlib
+from rl_system.envs.render import FramesRenderer, RenderError, make_renderer, require_matplotlib
 from rl_system.filesystems import atomic_path
 from rl_system.policy.render import record_episode
 
@@ -78,8 +79,8 @@ def write_video(state: dict[str, Any], out_path: str | Path, deterministic: bool
         raise RenderError("a video needs fps >= 1 and at least 2 frames")
     renderer = make_renderer(RunConfig.model_validate(state[keys.CONFIG]).env.name)
     _import_av()
-    if not isinstance(renderer, GymFramesRenderer):
-        require_matplotlib()  # the renderers draw every frame with it
+    if not isinstance(renderer, FramesRenderer):
+        require_matplotlib()  # the other renderers draw every frame with it
     meta = record_episode(state, renderer, deterministic=deterministic, seed=seed)
     picks = frame_indices(meta["steps"], max_frames)
     count, size = encode(renderer.video_frames(meta, picks, dpi=dpi), out, fps)
