@@ -6,8 +6,8 @@ a scripted rule in place of a policy: the picture is the one a user gets of a tr
 and Overcooked have no such renderer; they are drawn here from their public state (the map and the
 agents' cells; the kitchen's terrain, cooks and objects) with a small :class:`Renderer` of the same
 shape. VMAS draws itself, through the renderer of ``rl-system eval --video`` on a ``vmas:`` env;
-where it cannot draw headless the picture is skipped with a note. Env index 0 of a one-env batch, a fixed seed, the shipped
-config's test kwargs.
+where it cannot draw headless the picture is skipped with a note. Env index 0 of a one-env batch,
+a fixed seed, the shipped config's test kwargs.
 """
 
 from __future__ import annotations

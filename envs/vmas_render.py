@@ -17,7 +17,7 @@ import numpy as np
 from rl_system.envs.render import FramesRenderer, RenderError
 
 NEEDS = ("VMAS draws with pyglet (installed with vmas) through OpenGL: headless it needs libEGL "
-         "(e.g. Mesa: apt-get install libegl1), else an X display (e.g. Xvfb with DISPLAY=:99)")
+         "(e.g. Mesa's: apt-get install libegl1 libegl-mesa0), else an X display (e.g. Xvfb, DISPLAY=:99)")
 
 
 def vmas_frame(env: Any, env_index: int = 0) -> np.ndarray:

@@ -131,8 +131,9 @@ def test_a_multi_agent_eval_reports_each_agents_return_beside_the_teams_mean(tmp
     JSON and rl_system.evaluate give each agent's mean and std, whose mean is the team's return."""
     import json
 
-    import rl_system
     from policy_checkpoint import REPO, write_policy_checkpoint
+
+    import rl_system
     from rl_system.cli.main import main
 
     run = write_policy_checkpoint(tmp_path / "run", str(REPO / "examples/cue_match/config.yaml"),
@@ -152,8 +153,9 @@ def test_a_multi_agent_eval_reports_each_agents_return_beside_the_teams_mean(tmp
 
 def test_hmasd_reports_each_agent_the_team_reward_and_a_single_agent_run_no_agents(tmp_path):
     """AliceBob gives one team reward: each agent's return is the team's. CartPole: no per-agent keys."""
-    import rl_system
     from policy_checkpoint import write_policy_checkpoint
+
+    import rl_system
     from rl_system.cli.common import with_env_kwargs
     from rl_system.policy.evaluation import evaluate
 

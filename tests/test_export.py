@@ -147,7 +147,6 @@ def test_each_agents_exported_policy_acts_as_its_part_of_the_mappo_policy(tmp_pa
     agent's greedy action and logp of the whole policy (and its value with a local critic, the
     only critic one agent's inputs suffice for); one TorchScript graph (the API's) likewise."""
     import onnxruntime
-
     from policy_checkpoint import REPO
 
     cue = {**CUE, **kwargs}

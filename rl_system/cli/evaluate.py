@@ -1,7 +1,8 @@
 """``rl-system eval``: a checkpoint's policy without training. By default the episode statistics
-(:mod:`rl_system.policy.evaluation`); ``--render``/``--video``: one episode as a picture or a video;
-an env's own way to evaluate where its CLI module registers one (:func:`register_extra`: AirCombat's
-``--launch-map``, :mod:`rl_system.cli.air_combat`)."""
+(:mod:`rl_system.policy.evaluation`; on a multi-agent run each agent's return too);
+``--render``/``--video``: one episode as a picture or a video; an env's own way to evaluate where
+its CLI module registers one (:func:`register_extra`: AirCombat's ``--launch-map``,
+:mod:`rl_system.cli.air_combat`)."""
 
 from __future__ import annotations
 
@@ -86,12 +87,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def _add_picture_flags(e: argparse.ArgumentParser) -> None:
     e.add_argument("--render", type=Path, default=None, metavar="OUT.png",
                    help="instead of the statistics, draw one episode (env index 0) to a PNG "
-                        "(AirCombat, Navigation; needs matplotlib: pip install matplotlib, or pip install -e '.[render]' in a checkout)")
+                        "(AirCombat, Navigation, CartPole; gym:<id> and vmas:<scenario> envs: their own last picture; "
+                        "needs matplotlib: pip install matplotlib, or pip install -e '.[render]' in a checkout)")
 
     e.add_argument("--video", type=Path, default=None, metavar="OUT.mp4",
                    help="instead of the statistics, one episode (env index 0) as an H.264 video (.mp4, .mkv, .mov): "
-                        "AirCombat, Navigation, CartPole and gym:<id> envs that render rgb_array (needs PyAV and "
-                        "matplotlib: pip install -e '.[render]' in a checkout)")
+                        "AirCombat, Navigation, CartPole, gym:<id> envs that render rgb_array and vmas:<scenario> envs "
+                        "(VMAS's renderer) (needs PyAV and matplotlib: pip install -e '.[render]' in a checkout)")
     e.add_argument("--fps", type=int, default=30, help="--video: frames per second (default 30)")
     e.add_argument("--max-frames", type=int, default=300,
                    help="--video: at most this many frames, spread evenly over the episode (default 300)")

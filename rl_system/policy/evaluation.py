@@ -5,9 +5,10 @@ algorithm's sampler, collects rollouts of ``num_envs`` copies until ``episodes``
 finished, and reports mean ± std of the return and length and the rate of every boolean episode
 outcome the env reports (``success_rate``, ``win_rate``...); on a multi-agent env also each
 agent's own return (``agent_return_mean``, ``agent_return_std``: lists in the env's agent order)
-beside the team's (``return_*``: MAPPO's agents' mean, HMASD's team reward). Episodes are counted in the order they finish; with many envs the first
-``episodes`` to finish are slightly biased to short ones, so by default each env contributes
-at most ``ceil(episodes / num_envs)`` episodes.
+beside the team's (``return_*``: MAPPO's agents' mean, HMASD's team reward). Episodes are
+counted in the order they finish; with many envs the first ``episodes`` to finish are slightly
+biased to short ones, so by default each env contributes at most ``ceil(episodes / num_envs)``
+episodes.
 """
 
 from __future__ import annotations

@@ -84,11 +84,11 @@ def check_agent(policy, agent: int) -> None:
 def _graph(policy, agent: int | None) -> tuple[nn.Module, tuple[torch.Tensor, ...], list[str], list[str]]:
     """``(module, example inputs, input names, output names)`` of what is exported."""
     if agent is not None:
-        from rl_system.algos.mappo.one_agent import OneAgentPolicy, graph_io as agent_io
+        from rl_system.algos.mappo import one_agent
 
-        inputs, outputs = agent_io(policy.network, policy.obs_keys)
+        inputs, outputs = one_agent.graph_io(policy.network, policy.obs_keys)
         example = tuple(torch.zeros(2, *policy.obs_spec[k].shape[1:], dtype=policy.obs_spec[k].dtype) for k in inputs)
-        return OneAgentPolicy(policy.network.eval(), agent).eval(), example, inputs, outputs
+        return one_agent.OneAgentPolicy(policy.network.eval(), agent).eval(), example, inputs, outputs
     wrapper = _RecurrentDeterministic if policy.recurrent else _Deterministic
     example = tuple(torch.zeros(2, *spec.shape, dtype=spec.dtype) for spec in policy.obs_spec.values())
     if policy.recurrent:

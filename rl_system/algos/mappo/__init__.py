@@ -5,6 +5,7 @@ discrete, multi-discrete or continuous actions per agent. See ``docs/multi_agent
 
 * :mod:`.config` -- its settings; :mod:`.columns` -- its rollout columns;
 * :mod:`.networks` -- :class:`MultiAgentActorCritic`, shared or per-agent parameters;
+* :mod:`.one_agent` -- one agent's policy cut out of it, for exporting it alone;
 * :mod:`.sampler` -- worker side; :mod:`.trainer` -- learner side (per-agent GAE and the clipped
   loss on the shared update core).
 """
