@@ -82,6 +82,15 @@ class CueMatch(VecEnv):
         self._draw()
         return self._obs()
 
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """Step counters, cues and the generator: a resumed run goes on exactly."""
+        return {"t": self.t.clone(), "cue": self.cue.clone(), "generator": self.generator.get_state()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        self.t.copy_(state["t"])
+        self.cue.copy_(state["cue"])
+        self.generator.set_state(state["generator"])
+
     def step(self, action: torch.Tensor) -> StepResult:
         action = self._step_action(action)
         if self.continuous:

@@ -5,7 +5,8 @@ The graph takes the observation keys in the order of the env's observation spec 
 key, a batch on the leading axis) and returns ``(action, logp, value)`` for the deterministic
 action (argmax, or the Gaussian's mean), with the policy's observation normalisation inside.
 A recurrent policy (GRU or LSTM core) takes one more input, ``state[B, S]`` (zeros where an
-episode begins), and returns one more output, ``new_state[B, S]``, to feed back on the next step.
+episode begins; ``recurrent_state[B, n, S]`` for a multi-agent policy, whose ``state`` is the
+env's), and returns one more output, ``new_state``, to feed back on the next step.
 The file is written to a temporary name and renamed, so a failed export leaves nothing behind.
 """
 
@@ -51,9 +52,12 @@ class _RecurrentDeterministic(nn.Module):
 
 
 def graph_io(policy) -> tuple[list[str], list[str]]:
-    """The exported graph's input and output names for ``policy`` (an :class:`rl_system.api.Policy`)."""
+    """The exported graph's input and output names for ``policy`` (an :class:`rl_system.api.Policy`).
+    The recurrent state's input is ``state``, or ``recurrent_state`` where an observation key is
+    ``state`` (a multi-agent env's global state)."""
     if policy.recurrent:
-        return [*policy.obs_keys, "state"], ["action", "logp", "value", "new_state"]
+        state = "recurrent_state" if "state" in policy.obs_keys else "state"
+        return [*policy.obs_keys, state], ["action", "logp", "value", "new_state"]
     return list(policy.obs_keys), ["action", "logp", "value"]
 
 
