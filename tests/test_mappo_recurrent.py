@@ -51,7 +51,8 @@ def test_a_replay_by_sequence_gives_what_acting_step_by_step_gave(action_spec, k
     torch.manual_seed(0)
     policy = MAPPO.make_policy(SPECS, action_spec, cfg)
     T, B, n = 6, 4, 3
-    obs = {"state": torch.randn(T, B, 6), "obs": torch.randn(T, B, n, 4), AGENT_ACTIVE: torch.ones(T, B, n, dtype=torch.bool)}
+    obs = {"state": torch.randn(T, B, 6), "obs": torch.randn(T, B, n, 4),
+           AGENT_ACTIVE: torch.ones(T, B, n, dtype=torch.bool)}
     obs[AGENT_ACTIVE][3:, 1, 0] = False  # env 1's agent 0 leaves after 3 steps
     reset = torch.zeros(T, B, dtype=torch.bool)
     reset[4, 2] = True  # env 2's next episode begins on step 4
@@ -76,7 +77,8 @@ def test_an_episode_start_forgets_the_past_and_an_inactive_agent_holds_its_state
     torch.manual_seed(0)
     policy = MAPPO.make_policy(SPECS, AgentDiscrete(5, 3), cfg)
     T, B = 5, 2
-    obs = {"state": torch.randn(T, B, 6), "obs": torch.randn(T, B, 3, 4), AGENT_ACTIVE: torch.ones(T, B, 3, dtype=torch.bool)}
+    obs = {"state": torch.randn(T, B, 6), "obs": torch.randn(T, B, 3, 4),
+           AGENT_ACTIVE: torch.ones(T, B, 3, dtype=torch.bool)}
     action = torch.randint(0, 5, (T, B, 3))
     reset = torch.zeros(T, B, dtype=torch.bool)
     reset[2] = True
@@ -162,7 +164,8 @@ def test_a_gru_learns_the_cue_shown_once_which_feedforward_mappo_cannot():
 
 BAD = [("mappo.recurrent=rnn", r"mappo\.recurrent: Input should be 'none', 'gru' or 'lstm' \(got 'rnn'\)"),
        ("mappo.recurrent_size=0", r"mappo\.recurrent_size: Input should be greater than 0"),
-       ("model.recurrent=gru", r"model\.recurrent is PPO's recurrent core; algo 'mappo' has its own \(mappo\.recurrent\)")]
+       ("model.recurrent=gru", r"model\.recurrent is PPO's recurrent core; algo 'mappo' has its own "
+                               r"\(mappo\.recurrent\)")]
 
 
 @pytest.mark.parametrize("override,expected", BAD, ids=["kind", "size", "ppo_key"])
