@@ -178,18 +178,20 @@ def test_each_agents_exported_policy_acts_as_its_part_of_the_mappo_policy(tmp_pa
     ("cue", "3", "agent 3 is out of range: 'examples.cue_match.env:CueMatch' has agents 0 to 2"),
     ("cue", "-1", "agent -1 is out of range"),
     ("cartpole_ppo.yaml", "0", "an agent's policy alone is exported from a multi-agent (mappo) run; this one is 'ppo'"),
-], ids=["past_the_last", "negative", "single_agent"])
+    ("cue_memory", "0", "a recurrent MAPPO policy exports as one graph for all its agents"),
+], ids=["past_the_last", "negative", "single_agent", "recurrent"])
 def test_an_agent_that_is_not_there_is_one_line_exit_2_and_nothing_written(tmp_path, capsys, run_config, agent, says):
     from policy_checkpoint import REPO
 
-    config = str(REPO / "examples/cue_match/config.yaml") if run_config == "cue" else run_config
+    examples = {"cue": "config.yaml", "cue_memory": "config_memory.yaml"}
+    config = str(REPO / "examples/cue_match" / examples[run_config]) if run_config in examples else run_config
     run = write_policy_checkpoint(tmp_path / "run", config)
     out = tmp_path / "a.onnx"
     assert main(["export", str(run), "--format", "onnx", "--out", str(out), "--agent", agent]) == 2
     err = capsys.readouterr().err.strip()
     assert err.splitlines() == [err] and err.startswith("rl-system: cannot export: ") and says in err, err
     assert not list(tmp_path.glob("*.onnx")) and not list(tmp_path.glob(".a.onnx*"))
-    with pytest.raises(ValueError, match="out of range|multi-agent"):
+    with pytest.raises(ValueError, match="out of range|multi-agent|recurrent"):
         rl_system.export(run, "onnx", out, agent=int(agent))
 
 

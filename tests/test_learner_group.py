@@ -38,6 +38,11 @@ VARIANTS = {
     # agent leaves early) over the group.
     "mappo": ("examples/cue_match/config.yaml", COMMON + [
         "workers.num_envs=8", "mappo.num_minibatches=3", "mappo.num_epochs=2", "env.kwargs={early: true}"]),
+    # Recurrent MAPPO: minibatches of whole env sequences with all their agents, replayed from
+    # their initial states; active agent steps counted over the group.
+    "mappo_recurrent": ("examples/cue_match/config_memory.yaml", COMMON + [
+        "workers.num_envs=8", "mappo.num_minibatches=3", "mappo.num_epochs=2", "mappo.recurrent_size=16",
+        "env.kwargs={num_agents: 3, k: 4, horizon: 8, memory: true, early: true}"]),
 }
 
 
@@ -72,7 +77,7 @@ def _same(a: dict, b: dict) -> None:
 
 
 # The feedforward variant proves the mechanism in the default set; the closed-form gradients',
-# HMASD's and the recurrent core's go with the slow set.
+# HMASD's, MAPPO's and the recurrent cores' go with the slow set.
 @pytest.mark.parametrize("variant", [v if v == "feedforward" else pytest.param(v, marks=pytest.mark.slow)
                                      for v in VARIANTS])
 def test_two_learners_hold_the_weights_of_one_and_checkpoints_resume_on_any_number(ray_session, variant):

@@ -3,6 +3,7 @@ per-agent observations and a global state, one action per agent (discrete with a
 mask, or continuous), per-agent rewards, and agents that can leave before the episode ends.
 
     rl-system train examples/cue_match/config.yaml      # MAPPO learns it in seconds
+    rl-system train examples/cue_match/config_memory.yaml   # the cue shown once: recurrent MAPPO
 """
 
 from __future__ import annotations
@@ -28,12 +29,19 @@ class CueMatch(VecEnv):
     earns 1 when its action names its cue (``continuous``: ``-|a - (2 cue / (k - 1) - 1)|``). The
     last agent has one action fewer than the others (masked), so the cue ``k - 1`` is never its
     own. Episodes last ``horizon`` steps (truncated); with ``early``, agent 0 leaves after half of
-    them (inactive to the end). Random play earns ``1 / k`` a step; a learned policy 1."""
+    them (inactive to the end). Random play earns ``1 / k`` a step; a learned policy 1.
+
+    With ``memory`` each agent's cue is drawn once per episode and shown on its first step only
+    (zeros in the observations and the state after): the agents must remember it. A policy without
+    memory names it on the first step and guesses after: ``1 + (horizon - 1) / k`` an episode at
+    best (the last agent's cue is 0 with probability ``2 / k``: ``1 + 2 (horizon - 1) / k``); one with memory
+    earns ``horizon``."""
 
     def __init__(self, num_envs: int, device: str | torch.device = "cpu", seed: int | None = None,
-                 num_agents: int = 2, k: int = 3, horizon: int = 8, continuous: bool = False, early: bool = False):
+                 num_agents: int = 2, k: int = 3, horizon: int = 8, continuous: bool = False, early: bool = False,
+                 memory: bool = False):
         self.num_envs, self.num_agents, self.device = num_envs, num_agents, torch.device(device)
-        self.k, self.horizon, self.continuous, self.early = k, horizon, continuous, early
+        self.k, self.horizon, self.continuous, self.early, self.memory = k, horizon, continuous, early, memory
         n = num_agents
         self.observation_spec = {STATE: TensorSpec((n * k,)), AGENT_OBS: TensorSpec((n, k))}
         if continuous:
@@ -56,6 +64,8 @@ class CueMatch(VecEnv):
 
     def _obs(self) -> dict[str, torch.Tensor]:
         onehot = torch.nn.functional.one_hot(self.cue, self.k).float()
+        if self.memory:
+            onehot = onehot * (self.t == 0).view(-1, 1, 1)  # the cue is seen on the first step only
         obs = {STATE: onehot.flatten(1), AGENT_OBS: onehot}
         if not self.continuous:
             obs[ACTION_MASK] = self.mask.expand(self.num_envs, -1, -1).clone()
@@ -72,6 +82,15 @@ class CueMatch(VecEnv):
         self._draw()
         return self._obs()
 
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """Step counters, cues and the generator: a resumed run goes on exactly."""
+        return {"t": self.t.clone(), "cue": self.cue.clone(), "generator": self.generator.get_state()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        self.t.copy_(state["t"])
+        self.cue.copy_(state["cue"])
+        self.generator.set_state(state["generator"])
+
     def step(self, action: torch.Tensor) -> StepResult:
         action = self._step_action(action)
         if self.continuous:
@@ -83,7 +102,8 @@ class CueMatch(VecEnv):
             reward = reward * self._obs()[AGENT_ACTIVE]
         self.t += 1
         truncated = self.t >= self.horizon
-        self._draw()
+        if not self.memory:  # a fresh cue every step; with memory, one per episode
+            self._draw()
         final_obs = self._obs()
         self.t[truncated] = 0
         self._draw(truncated)  # a new episode starts on cues of its own

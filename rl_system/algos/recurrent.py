@@ -1,8 +1,10 @@
-"""Recurrent cores and the masked unroll shared by recurrent PPO (:mod:`rl_system.algos.ppo`)
-and HMASD/MAPPO's GRU actor and critic (:mod:`rl_system.algos.hmasd.networks`).
+"""Recurrent cores and the masked unroll shared by recurrent PPO (:mod:`rl_system.algos.ppo`),
+HMASD's GRU actor and critic (:mod:`rl_system.algos.hmasd.networks`) and recurrent MAPPO's
+(:mod:`rl_system.algos.mappo.networks`).
 
 A recurrent state travels as one flat tensor ``[B, S]`` per env (GRU: ``S = H``; LSTM: ``S = 2H``,
-``h`` then ``c``), so samplers, rollout columns and checkpoints handle GRU and LSTM alike.
+``h`` then ``c``; multi-agent: ``[B, n, S]``, a row per agent), so samplers, rollout columns and
+checkpoints handle GRU and LSTM alike.
 
 Episode boundaries inside a sequence are a ``reset[T, B]`` mask: where ``reset[t, b]`` the state
 is zeroed before step ``t`` (an episode began there). Step 0 never resets: its state is the one
@@ -26,19 +28,27 @@ def episode_starts(done: torch.Tensor) -> torch.Tensor:
 
 
 def unroll(step: StepFn, x: torch.Tensor, state0: torch.Tensor, reset: torch.Tensor,
-           entering: bool = False) -> torch.Tensor:
+           entering: bool = False, hold: torch.Tensor | None = None) -> torch.Tensor:
     """Run ``step(x_t, state) -> (out_t, state)`` over ``x[T, B, F]`` from ``state0[B, S]``,
     zeroing the state where ``reset[T, B]``. Returns the outputs ``[T, B, ...]``, or with
     ``entering`` the state entering every step (before its reset) ``[T, B, S]``. Differentiable
-    unless called under ``torch.no_grad``."""
+    unless called under ``torch.no_grad``.
+
+    The batch may have more dims (multi-agent: ``x[T, B, n, F]``, ``state0[B, n, S]``,
+    ``reset[T, B, n]``). ``hold[T, B, ...]`` (as ``reset``): where set, step ``t`` leaves the state
+    as it entered (after its reset): an agent no longer in its episode keeps its memory."""
     keep = (~reset).unsqueeze(-1).to(state0.dtype).unbind(0)
+    holds = hold.unsqueeze(-1).unbind(0) if hold is not None else (None,) * len(keep)
     state, outs = state0, []
     # unbind, not x[t]: the backward of each x[t] is a zero tensor the size of all of x with one
     # step's gradient in it, summed T times (HMASD: a tenth of its update); unbind's stacks them.
-    for x_t, keep_t in zip(x.unbind(0), keep):
+    for x_t, keep_t, hold_t in zip(x.unbind(0), keep, holds):
         if entering:
             outs.append(state)
-        out, state = step(x_t, state * keep_t)
+        state_in = state * keep_t
+        out, state = step(x_t, state_in)
+        if hold_t is not None:
+            state = torch.where(hold_t, state_in, state)
         if not entering:
             outs.append(out)
     return torch.stack(outs)

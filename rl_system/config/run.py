@@ -87,12 +87,15 @@ class RunConfig(Strict):
         if self.model.network is not None and self.algo != "ppo":
             raise ValueError(f"model.network is a PPO actor-critic; algo {self.algo!r} builds its own networks")
         if self.model.recurrent != "none" and self.algo != "ppo":
-            raise ValueError(f"model.recurrent is PPO's recurrent core; algo {self.algo!r} has its own (hmasd.hidden)")
+            own = "mappo.recurrent" if self.algo == "mappo" else "hmasd.hidden"
+            raise ValueError(f"model.recurrent is PPO's recurrent core; algo {self.algo!r} has its own ({own})")
         if self.ppo.burn_in >= self.workers.rollout_len:
             raise ValueError(f"ppo.burn_in ({self.ppo.burn_in}) must be below workers.rollout_len "
                              f"({self.workers.rollout_len}): burn-in steps carry no loss")
         if self.model.recurrent != "none" and self.selfplay.enabled:
             raise ValueError("model.recurrent with selfplay: a recurrent opponent snapshot is not supported")
+        if self.algo == "mappo" and self.mappo.recurrent != "none" and self.selfplay.enabled:
+            raise ValueError("mappo.recurrent with selfplay: a recurrent opponent snapshot is not supported")
         if self.ppo.value_target == "vtrace" and self.algo != "ppo":
             raise ValueError(f"ppo.value_target: vtrace is PPO's value target; algo {self.algo!r} has its own")
         if self.learner.compile and self.algo != "ppo":

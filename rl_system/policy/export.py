@@ -5,7 +5,8 @@ The graph takes the observation keys in the order of the env's observation spec 
 key, a batch on the leading axis) and returns ``(action, logp, value)`` for the deterministic
 action (argmax, or the Gaussian's mean), with the policy's observation normalisation inside.
 A recurrent policy (GRU or LSTM core) takes one more input, ``state[B, S]`` (zeros where an
-episode begins), and returns one more output, ``new_state[B, S]``, to feed back on the next step.
+episode begins; ``recurrent_state[B, n, S]`` for a multi-agent policy, whose ``state`` is the
+env's), and returns one more output, ``new_state``, to feed back on the next step.
 A multi-agent (MAPPO) policy exports as one graph acting for every agent, or, with ``agent``, as
 that agent's policy alone (:mod:`rl_system.algos.mappo.one_agent`: its observation in, its action
 and logp out). The file is written to a temporary name and renamed, so a failed export leaves nothing behind.
@@ -53,9 +54,12 @@ class _RecurrentDeterministic(nn.Module):
 
 
 def graph_io(policy) -> tuple[list[str], list[str]]:
-    """The exported graph's input and output names for ``policy`` (an :class:`rl_system.api.Policy`)."""
+    """The exported graph's input and output names for ``policy`` (an :class:`rl_system.api.Policy`).
+    The recurrent state's input is ``state``, or ``recurrent_state`` where an observation key is
+    ``state`` (a multi-agent env's global state)."""
     if policy.recurrent:
-        return [*policy.obs_keys, "state"], ["action", "logp", "value", "new_state"]
+        state = "recurrent_state" if "state" in policy.obs_keys else "state"
+        return [*policy.obs_keys, state], ["action", "logp", "value", "new_state"]
     return list(policy.obs_keys), ["action", "logp", "value"]
 
 
@@ -76,6 +80,9 @@ def check_agent(policy, agent: int) -> None:
     if policy.cfg.algo != "mappo":
         raise ExportError(f"an agent's policy alone is exported from a multi-agent (mappo) run; this one is "
                           f"{policy.cfg.algo!r} on {policy.cfg.env.name!r}")
+    if policy.recurrent:
+        raise ExportError("a recurrent MAPPO policy exports as one graph for all its agents (their states travel "
+                          "together); --agent takes a feedforward one (mappo.recurrent: none)")
     n = policy.network.num_agents
     if not 0 <= agent < n:
         raise ExportError(f"agent {agent} is out of range: {policy.cfg.env.name!r} has agents 0 to {n - 1}")

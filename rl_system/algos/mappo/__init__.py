@@ -4,7 +4,8 @@ multi-agent envs of :mod:`rl_system.envs.base` (VMAS, PettingZoo, MPE, AliceBob,
 discrete, multi-discrete or continuous actions per agent. See ``docs/multi_agent.md``.
 
 * :mod:`.config` -- its settings; :mod:`.columns` -- its rollout columns;
-* :mod:`.networks` -- :class:`MultiAgentActorCritic`, shared or per-agent parameters;
+* :mod:`.networks` -- :class:`MultiAgentActorCritic`, shared or per-agent parameters, with an
+  optional GRU/LSTM core (``mappo.recurrent``);
 * :mod:`.one_agent` -- one agent's policy cut out of it, for exporting it alone;
 * :mod:`.sampler` -- worker side; :mod:`.trainer` -- learner side (per-agent GAE and the clipped
   loss on the shared update core).
@@ -21,9 +22,9 @@ POLICY_SECTION = "mappo"
 
 
 def make_policy(obs_spec, action_spec, mappo: MAPPOConfig):
-    """A :class:`~rl_system.algos.mappo.networks.MultiAgentActorCritic`; the env must be multi-agent
-    (observations ``state`` and ``obs``, one action per agent)."""
-    from rl_system.algos.mappo.networks import MultiAgentActorCritic
+    """A :class:`~rl_system.algos.mappo.networks.MultiAgentActorCritic` (with ``mappo.recurrent``, its
+    recurrent kind); the env must be multi-agent (observations ``state`` and ``obs``, one action per agent)."""
+    from rl_system.algos.mappo.networks import MultiAgentActorCritic, RecurrentMultiAgentActorCritic
     from rl_system.envs.base import AGENT_OBS, STATE, AgentBox, is_multi_agent
 
     if not is_multi_agent(action_spec) or STATE not in obs_spec or AGENT_OBS not in obs_spec:
@@ -31,7 +32,8 @@ def make_policy(obs_spec, action_spec, mappo: MAPPOConfig):
                          f"agent (got {sorted(obs_spec)} and {action_spec}); algo ppo trains single-agent envs")
     if isinstance(action_spec, AgentBox) and len(action_spec.agent_shape) != 1:
         raise ValueError(f"algo mappo takes continuous actions of one dimension per agent, got {action_spec}")
-    return MultiAgentActorCritic(obs_spec, action_spec, mappo)
+    network = MultiAgentActorCritic if mappo.recurrent == "none" else RecurrentMultiAgentActorCritic
+    return network(obs_spec, action_spec, mappo)
 
 
 def make_sampler(env, policy, mappo: MAPPOConfig, rollout_len: int, device):

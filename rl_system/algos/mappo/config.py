@@ -24,6 +24,13 @@ class MAPPOConfig(Strict):
     agent); ``team``, the sum of the agents' rewards."""
     hidden_sizes: list[int] = Field(default_factory=lambda: [64, 64])
     activation: Literal["tanh", "relu"] = "tanh"
+    recurrent: Literal["none", "gru", "lstm"] = "none"
+    """A recurrent core in the actor and in the critic (as ``model.recurrent`` in single-agent PPO),
+    between the inputs and the ``hidden_sizes`` layers: each agent of each env keeps its own state,
+    zeroed where the env's episode begins and held while the agent is inactive; the worker carries
+    it across rollouts, the learner replays whole env sequences from it (BPTT)."""
+    recurrent_size: int = Field(64, gt=0)
+    """The core's width (per agent; shared by the agents or one core each, as ``share_params``)."""
     init_log_std: float = 0.0
     """Continuous actions: the initial log standard deviation of each action dimension."""
     lr: float = Field(5e-4, gt=0)

@@ -5,6 +5,10 @@ Shapes: ``B`` env steps, ``n`` agents, ``O`` an agent's observation width, ``S``
 The layers are :class:`AgentLinear`: one weight for all agents (``share_params``: the agent's
 index rides along one-hot, so a shared network can still act differently per agent) or one per
 agent, applied to all agents in one batched product either way.
+
+With ``mappo.recurrent`` (:class:`RecurrentMultiAgentActorCritic`) the actor and the critic each
+put an :class:`AgentRecurrent` core (GRU or LSTM, shared or per agent as the layers are) between
+their inputs and their layers; its state is ``[B, n, S]``, a row per agent.
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ from torch import nn
 from torch.nn import functional as F
 
 from rl_system.algos.mappo.config import MAPPOConfig
+from rl_system.algos.recurrent import unroll
 from rl_system.envs.base import (
     ACTION_MASK,
+    AGENT_ACTIVE,
     AGENT_OBS,
     STATE,
     AgentActionSpec,
@@ -56,6 +62,40 @@ def agent_mlp(n_in: int, hidden: list[int], n_out: int, groups: int, activation:
     return nn.Sequential(*layers)
 
 
+class AgentRecurrent(nn.Module):
+    """A GRU or LSTM cell over ``[B, n, in]`` rows with a state ``[B, n, S]`` (GRU: ``S = H``;
+    LSTM: ``S = 2H``, ``h`` then ``c``), its weights shared by the agents or one set per agent as
+    :class:`AgentLinear`'s. The gates are torch's ``GRUCell``/``LSTMCell``'s; the init is
+    :class:`~rl_system.algos.recurrent.RecurrentCore`'s (orthogonal weights, zero biases)."""
+
+    def __init__(self, kind: str, n_in: int, hidden: int, groups: int):
+        super().__init__()
+        gates = {"gru": 3, "lstm": 4}[kind]
+        self.kind, self.hidden = kind, hidden
+        self.state_size = hidden if kind == "gru" else 2 * hidden
+        self.inp = AgentLinear(n_in, gates * hidden, groups, 1.0)
+        self.rec = AgentLinear(hidden, gates * hidden, groups, 1.0)
+
+    def gates(self, x: torch.Tensor) -> torch.Tensor:
+        """The inputs' share of the gates, ``[B, n, in] -> [B, n, gates * H]``: one product for
+        every step of a sequence (``B`` its steps and envs), before the unroll."""
+        return self.inp(x)
+
+    def step(self, gx: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(h [B, n, H], new state [B, n, S])`` from the inputs' gates ``gx`` and the state."""
+        if self.kind == "gru":
+            xr, xz, xn = gx.chunk(3, dim=-1)
+            hr, hz, hn = self.rec(state).chunk(3, dim=-1)
+            r, z = torch.sigmoid(xr + hr), torch.sigmoid(xz + hz)
+            h = (1 - z) * torch.tanh(xn + r * hn) + z * state
+            return h, h
+        h, c = state.split(self.hidden, dim=-1)
+        i, f, g, o = (gx + self.rec(h)).chunk(4, dim=-1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        h = torch.sigmoid(o) * torch.tanh(c)
+        return h, torch.cat([h, c], dim=-1)
+
+
 def action_width(spec: AgentActionSpec) -> int:
     """The actor's outputs per agent: logits (discrete), or the Gaussian's means (continuous)."""
     if isinstance(spec, AgentDiscrete):
@@ -81,12 +121,16 @@ class MultiAgentActorCritic(nn.Module):
         ids = n if cfg.share_params else 0  # a network per agent knows whose it is
         obs_dim, state_dim = obs_spec[AGENT_OBS].shape[1], obs_spec[STATE].shape[0]
         self.register_buffer("agent_ids", torch.eye(n)[:, :ids].clone(), persistent=False)
-        self.actor = agent_mlp(obs_dim + ids, cfg.hidden_sizes, action_width(action_spec), groups, cfg.activation,
-                               0.01)
-        critic_in = (state_dim if self.central else obs_dim) + ids
-        self.critic = agent_mlp(critic_in, cfg.hidden_sizes, 1, groups, cfg.activation, 1.0)
+        self.actor_in, self.critic_in = obs_dim + ids, (state_dim if self.central else obs_dim) + ids
+        self.actor = agent_mlp(self.head_in(self.actor_in, cfg), cfg.hidden_sizes, action_width(action_spec), groups,
+                               cfg.activation, 0.01)
+        self.critic = agent_mlp(self.head_in(self.critic_in, cfg), cfg.hidden_sizes, 1, groups, cfg.activation, 1.0)
         if isinstance(action_spec, AgentBox):
             self.log_std = nn.Parameter(torch.full((groups, action_width(action_spec)), cfg.init_log_std))
+
+    def head_in(self, n_in: int, cfg: MAPPOConfig) -> int:
+        """The width the layers take from an input of ``n_in`` per agent."""
+        return n_in
 
     # -- inputs --------------------------------------------------------------------------------
     def _with_ids(self, x: torch.Tensor) -> torch.Tensor:
@@ -112,25 +156,32 @@ class MultiAgentActorCritic(nn.Module):
     def act(self, obs: dict[str, torch.Tensor], deterministic: bool = False
             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(action, logp [B, n], value [B, n])``, no grad."""
-        out = self.actor(self._with_ids(obs[AGENT_OBS]))
-        std = self._std() if isinstance(self.spec, AgentBox) else None
-        action, logp = choose(self.spec, out, obs.get(ACTION_MASK), std, deterministic)
+        action, logp = self.sample(self.actor(self._with_ids(obs[AGENT_OBS])), obs, deterministic)
         return action, logp, self.value(obs)
 
     def evaluate(self, obs: dict[str, torch.Tensor], action: torch.Tensor
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(logp, entropy, value)`` ``[B, n]`` each of ``action``, differentiable."""
-        out = self.actor(self._with_ids(obs[AGENT_OBS]))
+        logp, entropy = self.score(self.actor(self._with_ids(obs[AGENT_OBS])), obs, action)
+        return logp, entropy, self.value(obs)
+
+    def sample(self, out: torch.Tensor, obs: dict[str, torch.Tensor], deterministic: bool
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(action, logp [B, n])`` drawn from the actor's outputs ``out`` (the mode where ``deterministic``)."""
+        std = self._std() if isinstance(self.spec, AgentBox) else None
+        return choose(self.spec, out, obs.get(ACTION_MASK), std, deterministic)
+
+    def score(self, out: torch.Tensor, obs: dict[str, torch.Tensor], action: torch.Tensor
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(logp, entropy)`` ``[B, n]`` of ``action`` under the actor's outputs ``out``, differentiable."""
         if isinstance(self.spec, AgentBox):
             std = self._std()
             logp = _gaussian_logp(action, out, std)
-            entropy = (0.5 + 0.5 * math.log(2 * math.pi) + std.log()).sum(-1).expand_as(logp)
-        else:
-            parts = _log_probs(self.spec, out, obs.get(ACTION_MASK)).split(_widths(self.spec), dim=-1)
-            taken = action.unsqueeze(-1) if isinstance(self.spec, AgentDiscrete) else action
-            logp = sum(p.gather(-1, taken[..., k:k + 1]).squeeze(-1) for k, p in enumerate(parts))
-            entropy = sum(-(p.exp() * p).sum(-1) for p in parts)
-        return logp, entropy, self.value(obs)
+            return logp, (0.5 + 0.5 * math.log(2 * math.pi) + std.log()).sum(-1).expand_as(logp)
+        parts = _log_probs(self.spec, out, obs.get(ACTION_MASK)).split(_widths(self.spec), dim=-1)
+        taken = action.unsqueeze(-1) if isinstance(self.spec, AgentDiscrete) else action
+        logp = sum(p.gather(-1, taken[..., k:k + 1]).squeeze(-1) for k, p in enumerate(parts))
+        return logp, sum(-(p.exp() * p).sum(-1) for p in parts)
 
 
 def choose(spec: AgentActionSpec, out: torch.Tensor, mask: torch.Tensor | None, std: torch.Tensor | None,
@@ -158,6 +209,79 @@ def _log_probs(spec: AgentActionSpec, out: torch.Tensor, mask: torch.Tensor | No
 
 def _widths(spec: AgentActionSpec) -> list[int]:
     return [spec.n] if isinstance(spec, AgentDiscrete) else list(spec.nvec)
+
+
+class RecurrentMultiAgentActorCritic(MultiAgentActorCritic):
+    """Inputs -> :class:`AgentRecurrent` core -> layers, for the actor and for the critic (each its
+    own core: their inputs differ under a central critic). A
+    :class:`~rl_system.algos.protocols.RecurrentActorCriticNetwork` whose state is ``[B, n, S]``:
+    per agent, the actor core's state then the critic core's.
+
+    An agent that is inactive (``agent_active`` false) holds its state: the step's outputs are
+    computed (and carry no loss), its memory is kept as it was."""
+
+    def __init__(self, obs_spec: dict[str, TensorSpec], action_spec: AgentActionSpec, cfg: MAPPOConfig):
+        super().__init__(obs_spec, action_spec, cfg)
+        groups = 1 if cfg.share_params else self.num_agents
+        self.actor_core = AgentRecurrent(cfg.recurrent, self.actor_in, cfg.recurrent_size, groups)
+        self.critic_core = AgentRecurrent(cfg.recurrent, self.critic_in, cfg.recurrent_size, groups)
+        self.state_size = self.actor_core.state_size + self.critic_core.state_size
+        """Per agent."""
+
+    def head_in(self, n_in: int, cfg: MAPPOConfig) -> int:
+        return cfg.recurrent_size
+
+    def initial_state(self, batch: int) -> torch.Tensor:
+        """The state of an env whose episode begins: zeros ``[batch, n, S]``."""
+        return torch.zeros(batch, self.num_agents, self.state_size, device=self.agent_ids.device)
+
+    def _step(self, obs: dict[str, torch.Tensor], state: torch.Tensor
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One step of every env: ``(h_actor, h_critic, new_state)``."""
+        S = self.actor_core.state_size
+        ha, sa = self.actor_core.step(self.actor_core.gates(self._with_ids(obs[AGENT_OBS])), state[..., :S])
+        hc, sc = self.critic_core.step(self.critic_core.gates(self._critic_in(obs)), state[..., S:])
+        new_state = torch.cat([sa, sc], dim=-1)
+        active = obs.get(AGENT_ACTIVE)
+        if active is not None:
+            new_state = torch.where(active.unsqueeze(-1), new_state, state)
+        return ha, hc, new_state
+
+    def value(self, obs: dict[str, torch.Tensor], state: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        """``[B, n]``: each agent's value of ``obs`` seen with ``state`` (not advanced)."""
+        S = self.actor_core.state_size
+        hc, _ = self.critic_core.step(self.critic_core.gates(self._critic_in(obs)), state[..., S:])
+        return self.critic(hc).squeeze(-1)
+
+    def act(self, obs: dict[str, torch.Tensor], state: torch.Tensor,  # type: ignore[override]
+            deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(action, logp [B, n], value [B, n], new_state [B, n, S])``, no grad."""
+        ha, hc, new_state = self._step(obs, state)
+        action, logp = self.sample(self.actor(ha), obs, deterministic)
+        return action, logp, self.critic(hc).squeeze(-1), new_state
+
+    def evaluate(self, obs, action):
+        raise TypeError("a recurrent policy is evaluated over sequences: evaluate_sequence(obs, action, state0, reset)")
+
+    def evaluate_sequence(self, obs: dict[str, torch.Tensor], action: torch.Tensor, state0: torch.Tensor,
+                          reset: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(logp, entropy, value)``, each ``[T, B, n]``, of ``obs[T, B, ...]`` and ``action[T, B, n, ...]``
+        replayed from ``state0[B, n, S]``, every agent's state zeroed where ``reset[T, B]`` (its env's
+        episode began) and held where it is inactive; differentiable through time (BPTT)."""
+        T, B = reset.shape
+        n, S = self.num_agents, self.actor_core.state_size
+        flat = {k: v.flatten(0, 1) for k, v in obs.items()}
+        per_agent = reset.unsqueeze(-1).expand(T, B, n)
+        active = obs.get(AGENT_ACTIVE)
+        hold = None if active is None else ~active
+
+        def run(core: AgentRecurrent, x: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
+            return unroll(core.step, core.gates(x).view(T, B, n, -1), state, per_agent, hold=hold).flatten(0, 1)
+
+        ha = run(self.actor_core, self._with_ids(flat[AGENT_OBS]), state0[..., :S])
+        hc = run(self.critic_core, self._critic_in(flat), state0[..., S:])
+        logp, entropy = self.score(self.actor(ha), flat, action.flatten(0, 1))
+        return logp.view(T, B, n), entropy.view(T, B, n), self.critic(hc).view(T, B, n)
 
 
 def _sample(logp: torch.Tensor) -> torch.Tensor:

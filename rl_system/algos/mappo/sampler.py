@@ -11,8 +11,9 @@ from torch import nn
 
 from rl_system.algos.episodes import EpisodeTracker
 from rl_system.algos.mappo import columns as col
+from rl_system.algos.protocols import is_recurrent
 from rl_system.envs.base import AGENT_ACTIVE, VecEnv
-from rl_system.rollout.contract import Columns, Episodes, obs_column
+from rl_system.rollout.contract import Columns, Episodes, Layout, layout, obs_column
 
 
 class MultiAgentSampler:
@@ -21,7 +22,11 @@ class MultiAgentSampler:
     Rewards: an env's ``[N, n]`` rewards per agent, or its team reward ``[N]`` for every agent;
     with ``reward="team"`` every agent learns from the agents' sum. The episode return reported
     (for the return window, ``target_return`` and eval) is the agents' mean return, the figure
-    BenchMARL and the MARL papers report; an agent that finished early counts its reward until then."""
+    BenchMARL and the MARL papers report; an agent that finished early counts its reward until then.
+
+    A recurrent policy (``mappo.recurrent``) gets each env's state ``[N, n, S]`` (``hidden``), carried
+    across rollouts and zeroed where the env's episode ends; the state a rollout began with ships
+    as its :data:`~.columns.INIT_STATE` column."""
 
     def __init__(self, env: VecEnv, policy: nn.Module, rollout_len: int, device: torch.device, reward: str = "agent"):
         self.env, self.policy, self.device, self.team = env, policy, device, reward == "team"
@@ -38,7 +43,10 @@ class MultiAgentSampler:
         if AGENT_ACTIVE in spec:
             self.cols[col.AGENT_DONE] = alloc(n, dtype=torch.bool)
         self.cols[col.LAST_VALUE] = torch.zeros(N, n, device=device)
-        self.rows = [{k: v[t] for k, v in self.cols.items() if k != col.LAST_VALUE} for t in range(T)]
+        self.hidden = policy.initial_state(N).to(device) if is_recurrent(policy) else None
+        if self.hidden is not None:
+            self.cols[col.INIT_STATE] = torch.zeros_like(self.hidden)
+        self.rows = [{k: v[t] for k, v in self.cols.items() if layout(k) is Layout.STEP} for t in range(T)]
         self.episodes = EpisodeTracker(rollout_len, N, device, num_agents=n)
         self.obs: dict[str, torch.Tensor] = {}
 
@@ -46,14 +54,21 @@ class MultiAgentSampler:
     def reset(self, seed: int | None = None) -> None:
         self.obs = self.env.reset(seed=seed)
         self.episodes.reset()
+        if self.hidden is not None:
+            self.hidden.zero_()
 
     @torch.inference_mode()
     def collect(self, deterministic: bool = False) -> tuple[Columns, Episodes]:
-        env, policy, obs = self.env, self.policy, self.obs
+        env, policy, obs, state = self.env, self.policy, self.obs, self.hidden
+        if state is not None:
+            self.cols[col.INIT_STATE].copy_(state)
         for t, row in enumerate(self.rows):
             for k, v in obs.items():
                 row[obs_column(k)].copy_(v)
-            action, logp, value = policy.act(obs, deterministic=deterministic)
+            if state is None:
+                action, logp, value = policy.act(obs, deterministic=deterministic)
+            else:
+                action, logp, value, state = policy.act(obs, state, deterministic=deterministic)
             row[col.ACTION].copy_(action)
             row[col.LOGP].copy_(logp)
             row[col.VALUE].copy_(value)
@@ -72,16 +87,29 @@ class MultiAgentSampler:
             trunc = step.truncated & ~step.terminated
             row[col.TRUNC_VALUE].zero_()
             if bool(trunc.any()):  # V(final obs) bootstraps time-limit truncations, by the policy that acted
-                row[col.TRUNC_VALUE].copy_(torch.where(trunc.unsqueeze(1), policy.value(step.final_obs), 0.0))
+                row[col.TRUNC_VALUE].copy_(torch.where(trunc.unsqueeze(1), self._value(step.final_obs, state), 0.0))
+            if state is not None:
+                state = state.masked_fill(done.view(-1, 1, 1), 0.0)  # the next episode starts afresh
             obs = step.obs
-        self.cols[col.LAST_VALUE].copy_(policy.value(obs))
-        self.obs = obs
+        self.cols[col.LAST_VALUE].copy_(self._value(obs, state))
+        self.obs, self.hidden = obs, state
         return self.cols, self.episodes.completed()
 
+    def _value(self, obs: dict[str, torch.Tensor], state: torch.Tensor | None) -> torch.Tensor:
+        """``[N, n]``: the values of ``obs`` (a recurrent policy's seen with the state that saw the episode)."""
+        return self.policy.value(obs) if state is None else self.policy.value(obs, state)
+
     def state_dict(self) -> dict[str, Any]:
-        return {"obs": dict(self.obs), **self.episodes.state_dict()}
+        state = {"obs": dict(self.obs), **self.episodes.state_dict()}
+        if self.hidden is not None:
+            state["recurrent_state"] = self.hidden.clone()
+        return state
 
     @torch.inference_mode()
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.obs = {k: v.to(self.device) for k, v in state["obs"].items()}
         self.episodes.load_state_dict(state)
+        if self.hidden is not None:
+            if "recurrent_state" not in state:
+                raise ValueError("the sampler state has no recurrent_state: it was saved by a feedforward policy")
+            self.hidden = state["recurrent_state"].to(self.device).clone()

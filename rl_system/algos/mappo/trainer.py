@@ -5,6 +5,10 @@ written here.
 A minibatch is a set of env steps, each with all its agents (``[B, n, ...]``); the losses are
 means over the minibatch's *active* agent steps (an agent that finished before the env's episode
 carries no loss after that), over the learner group's whole minibatch.
+
+Recurrent policies (``mappo.recurrent``): a minibatch is a set of whole env sequences
+``[T, B, n, ...]``, every agent of an env in it, replayed from the shipped ``init_state`` with the
+states zeroed where the env's episode began (BPTT over the rollout, as single-agent recurrent PPO).
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from rl_system.algos.adam import make_adam
 from rl_system.algos.advantages import compute_gae
 from rl_system.algos.mappo import columns as col
 from rl_system.algos.mappo.config import MAPPOConfig
+from rl_system.algos.protocols import is_recurrent
+from rl_system.algos.recurrent import episode_starts
 from rl_system.algos.surrogate import PPO_STATS, ppo_sums
 from rl_system.algos.update import Minibatches, Trainer, UpdateCore
 from rl_system.envs.base import AGENT_ACTIVE
@@ -32,6 +38,7 @@ class MAPPO(Trainer):
         self.optimizer = make_adam(policy.parameters(), lr=cfg.lr, eps=1e-5)
         self.core = UpdateCore(self.optimizer, policy.parameters(), lr=cfg.lr, anneal_lr=cfg.anneal_lr,
                                max_grad_norm=cfg.max_grad_norm, group=group)
+        self.recurrent = is_recurrent(policy)
 
     def state_dict(self) -> dict:
         return {"optimizer": self.optimizer.state_dict()}
@@ -42,10 +49,12 @@ class MAPPO(Trainer):
     @torch.no_grad()
     def prepare(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Per-agent GAE (an agent's return ends where its own episode or the env's does), advantages
-        normalised over the group's active agent steps, then every column flat ``[T*N, n, ...]``."""
+        normalised over the group's active agent steps, then every column flat ``[T*N, n, ...]``
+        (recurrent policies: kept ``[T, N, n, ...]``, with ``reset`` and ``init_state``)."""
         cfg = self.cfg
         value = batch[col.VALUE]
-        done = (batch[col.TERMINATED] | batch[col.TRUNCATED]).unsqueeze(-1).expand_as(value)
+        env_done = batch[col.TERMINATED] | batch[col.TRUNCATED]
+        done = env_done.unsqueeze(-1).expand_as(value)
         if col.AGENT_DONE in batch:
             done = done | batch[col.AGENT_DONE]
         reward = batch[col.REWARD] + cfg.gamma * batch[col.TRUNC_VALUE]
@@ -59,6 +68,9 @@ class MAPPO(Trainer):
                      col.ADVANTAGE: adv, col.RETURN: ret})
         if active is not None:
             data[col.ACTIVE] = active
+        if self.recurrent:
+            data.update({col.RESET: episode_starts(env_done), col.INIT_STATE: batch[col.INIT_STATE]})
+            return data
         return {k: v.flatten(0, 1) for k, v in data.items()}
 
     def update(self, batch: dict[str, torch.Tensor], progress: float) -> dict[str, float]:
@@ -66,7 +78,7 @@ class MAPPO(Trainer):
         cfg, core = self.cfg, self.core
         lr = core.set_lr(progress)
         data = self.prepare(batch)
-        source = Minibatches(data, collective.Shard.of(batch[col.REWARD].shape, self.group), cfg.num_minibatches)
+        source = self.minibatches(data, batch)
         done = core.run_epochs(cfg.num_epochs, lambda: self._minibatches(source), lambda item: self._step(*item),
                                cfg.target_kl)
         active = data.get(col.ACTIVE)
@@ -77,14 +89,25 @@ class MAPPO(Trainer):
         metrics.update(explained_variance=self.group.explained_variance(value.flatten(), ret.flatten()))
         return metrics
 
+    def minibatches(self, data: dict[str, torch.Tensor], batch: dict[str, torch.Tensor]) -> Minibatches:
+        """The epochs over ``prepare(batch)``: minibatches of env steps, or for a recurrent policy of
+        whole env sequences (rows are envs, dim 1), every agent of an env in the same one."""
+        shard = collective.Shard.of(batch[col.REWARD].shape, self.group)
+        return Minibatches(data, shard, self.cfg.num_minibatches, sequences=self.recurrent,
+                           env_major=(col.INIT_STATE,))
+
     def _minibatches(self, source: Minibatches) -> Iterator[tuple[dict[str, torch.Tensor], int]]:
         """One epoch: ``(minibatch, its active agent steps over the group)``, the counts of every
         minibatch of the epoch reduced in one call."""
         epoch = source.epoch()
-        active = epoch.shuffled.get(col.ACTIVE)
-        n = epoch.shuffled[col.LOGP].shape[1]
-        counts = torch.tensor([float((hi - lo) * n if active is None else active[lo:hi].sum())
-                               for lo, hi in epoch.spans], dtype=torch.float64)
+        logp, active = epoch.shuffled[col.LOGP], epoch.shuffled.get(col.ACTIVE)
+
+        def agent_steps(span: slice) -> float:
+            if active is None:
+                return float(source.take(col.LOGP, logp, span).numel())
+            return float(source.take(col.ACTIVE, active, span).sum())
+
+        counts = torch.tensor([agent_steps(slice(lo, hi)) for lo, hi in epoch.spans], dtype=torch.float64)
         if self.group.world > 1:
             counts = self.group.all_reduce(counts.to(self.group.device)).cpu()
         for (mb, i, _), rows in zip(epoch, counts.tolist()):
@@ -93,7 +116,7 @@ class MAPPO(Trainer):
     def _step(self, mb: dict[str, torch.Tensor], rows: int) -> dict[str, float] | None:
         """One gradient step on this learner's share ``mb`` of a minibatch of ``rows`` active agent steps."""
         core = self.core
-        if not mb[col.LOGP].shape[0]:  # a learner group member holding no row of this minibatch still joins the reduce
+        if not mb[col.LOGP].numel():  # a learner group member holding no row of this minibatch still joins the reduce
             def gradients() -> torch.Tensor:
                 core.zero_grad()
                 return torch.zeros(len(PPO_STATS), device=mb[col.LOGP].device)
@@ -106,7 +129,11 @@ class MAPPO(Trainer):
         """``(loss, sums)``: this learner's share of the minibatch mean (differentiable) and the
         sums of :data:`PPO_STATS` over its active agent steps."""
         cfg = self.cfg
-        logp, entropy, value = self.policy.evaluate(observations(mb), mb[col.ACTION])
+        if self.recurrent:  # [T, B, n] each
+            logp, entropy, value = self.policy.evaluate_sequence(observations(mb), mb[col.ACTION], mb[col.INIT_STATE],
+                                                                 mb[col.RESET])
+        else:
+            logp, entropy, value = self.policy.evaluate(observations(mb), mb[col.ACTION])
         old = (mb[col.LOGP], mb[col.ADVANTAGE], mb[col.VALUE], mb[col.RETURN])
         active = mb.get(col.ACTIVE)
         if active is not None:  # only the agents still in their episode
