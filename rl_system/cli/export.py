@@ -34,6 +34,6 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(f"wrote {out} ({args.fmt}: agent {args.agent}'s policy; inputs obs, then action_mask where the env "
               f"masks actions; outputs action, logp, then value with a local critic)")
     else:
-        print(f"wrote {out} ({args.fmt}: one input per observation key, then state for a recurrent policy; "
-              f"outputs action, logp, value, then new_state)")
+        print(f"wrote {out} ({args.fmt}: one input per observation key, then state for a recurrent policy "
+              f"(recurrent_state beside a multi-agent env's own state); outputs action, logp, value, then new_state)")
     return 0
