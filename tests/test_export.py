@@ -3,7 +3,8 @@ or onnxruntime alone) on 1,000 observations: the same greedy actions, log-probab
 values within 1e-5, for an MLP (CartPole), a CNN (MinAtar), a Gaussian policy (Pendulum) and
 GRU and LSTM policies (hidden-velocity CartPole; the state fed back through 10 steps); one agent's
 policy of a MAPPO run (``--agent``) on the cue game's own observations, for shared and per-agent
-weights, discrete and continuous actions; what it cannot export is one line and exit 2, with
+weights, discrete and continuous actions; a joint central critic's values ``[B, n]`` in the graph of
+all agents; what it cannot export is one line and exit 2, with
 nothing written."""
 
 from __future__ import annotations
@@ -138,6 +139,7 @@ AGENT_CASES = {  # (cue game kwargs, mappo settings): shared and per-agent weigh
     "discrete-own-local": ({}, ["mappo.share_params=false", "mappo.critic=local"]),
     "continuous-shared-local": ({"continuous": True}, ["mappo.share_params=true", "mappo.critic=local"]),
     "continuous-own-central": ({"continuous": True}, ["mappo.share_params=false", "mappo.critic=central"]),
+    "discrete-shared-joint": ({}, ["mappo.critic=central", "mappo.central_value=joint"]),
 }
 
 
@@ -172,6 +174,27 @@ def test_each_agents_exported_policy_acts_as_its_part_of_the_mappo_policy(tmp_pa
         got = ts(*[obs[k][:, 1] for k in inputs])
     _check(got[0].numpy(), action[:, 1], "torchscript action")
     assert len(set(action[:, 1].flatten().tolist())) > 1  # the weights act: the check is not of one constant
+
+
+def test_a_joint_critics_values_come_out_of_the_graph_of_all_agents(tmp_path):
+    """``central_value: joint``: the graph of all agents gives each agent's value ``[B, n]``, as the network does."""
+    import onnxruntime
+    from policy_checkpoint import REPO
+
+    run = write_policy_checkpoint(tmp_path / "run", str(REPO / "examples/cue_match/config.yaml"),
+                                  [f"env.kwargs={CUE}", "mappo.central_value=joint"], perturb=0.3)
+    policy = rl_system.load_policy(run, pick="final")
+    obs = _cue_observations(CUE)
+    with torch.no_grad():
+        want = policy.network.act(obs, deterministic=True)
+    out = tmp_path / "all.onnx"
+    assert main(["export", str(run), "--format", "onnx", "--out", str(out)]) == 0
+    session = onnxruntime.InferenceSession(str(out))
+    got = session.run(None, {i.name: obs[i.name].numpy() for i in session.get_inputs()})
+    assert [x.name for x in session.get_outputs()] == ["action", "logp", "value"] and got[2].shape == (256, 3)
+    for name, g, ref in zip(("action", "logp", "value"), got, want):
+        _check(g, ref, name)
+    assert not np.allclose(got[2][:, 0], got[2][:, 1])  # each agent its own output
 
 
 @pytest.mark.parametrize("run_config,agent,says", [

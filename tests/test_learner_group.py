@@ -43,6 +43,11 @@ VARIANTS = {
     "mappo_recurrent": ("examples/cue_match/config_memory.yaml", COMMON + [
         "workers.num_envs=8", "mappo.num_minibatches=3", "mappo.num_epochs=2", "mappo.recurrent_size=16",
         "env.kwargs={num_agents: 3, k: 4, horizon: 8, memory: true, early: true}"]),
+    # A joint central critic (one network, an output per agent) with its one core state per env
+    # copied into every agent's row.
+    "mappo_joint": ("examples/cue_match/config_memory.yaml", COMMON + [
+        "workers.num_envs=8", "mappo.num_minibatches=3", "mappo.num_epochs=2", "mappo.recurrent_size=16",
+        "mappo.central_value=joint", "env.kwargs={num_agents: 3, k: 4, horizon: 8, memory: true, early: true}"]),
 }
 
 

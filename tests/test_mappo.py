@@ -1,6 +1,7 @@
 """Multi-agent PPO (``algo: mappo``): the network's shapes for every per-agent action kind, shared and
-per-agent parameters, central (MAPPO) and local (IPPO) critics; learning a cooperative cue game
-in-process (discrete, continuous, agents that leave early); a run through Ray to its target."""
+per-agent parameters, central (MAPPO) and local (IPPO) critics, a central critic run per agent or
+jointly (``mappo.central_value``); learning a cooperative cue game in-process (discrete,
+continuous, agents that leave early, a joint critic); a run through Ray to its target."""
 
 from __future__ import annotations
 
@@ -56,6 +57,48 @@ def test_a_central_critic_reads_the_state_a_local_one_the_agents_observation():
         assert torch.equal(policy.value(obs), policy.value(dict(obs, **{unchanged: obs[unchanged] + 1})))
 
 
+@pytest.mark.parametrize("share", ["true", "false"])
+def test_a_joint_critic_runs_once_per_env_step_and_gives_agent_i_its_output_i(share):
+    """``central_value: joint``: the state alone, one row per env step, through one network (whatever
+    ``share_params`` says) whose last layer has an output per agent."""
+    policy = MAPPO.make_policy(SPECS, AgentDiscrete(5, 3), _cfg("mappo.central_value=joint",
+                                                                f"mappo.share_params={share}"))
+    first, last = policy.critic[0], policy.critic[-1]
+    assert first.weight.shape == (1, 6, 64) and last.weight.shape == (1, 64, 3)  # no agent index in, n out
+    rows = []
+    first.register_forward_hook(lambda module, x, out: rows.append(x[0].shape))
+    obs = {"state": torch.randn(7, 6), "obs": torch.randn(7, 3, 4)}
+    value = policy.value(obs)
+    assert rows == [(7, 1, 6)] and value.shape == (7, 3)
+    assert torch.equal(value, policy.critic(obs["state"].unsqueeze(1)).squeeze(1))
+    action, _, acted = policy.act(obs)
+    assert torch.equal(acted, value) and torch.equal(policy.evaluate(obs, action)[2], value)
+    assert torch.equal(policy.value(dict(obs, obs=obs["obs"] + 1)), value)  # the state's, not the agents' views
+    with torch.no_grad():
+        last.weight[0, :, 1].add_(1.0)  # agent 1's output only
+    after = policy.value(obs)
+    assert torch.equal(after[:, [0, 2]], value[:, [0, 2]]) and not torch.equal(after[:, 1], value[:, 1])
+    policy.evaluate(obs, action)[2].sum().backward()
+    assert all(p.grad is not None for n, p in policy.named_parameters() if n.startswith("critic"))
+
+
+def test_a_joint_critic_on_a_local_one_is_one_line_and_exit_2(capsys, tmp_path):
+    from rl_system.cli.main import main
+
+    for bad, says in ((["mappo.central_value=joint", "mappo.critic=local"],
+                       ("config error: mappo.central_value: joint runs a central critic once per env step on the "
+                        "state; mappo.critic is local")),
+                      (["mappo.central_value=shared"],
+                       "config error: mappo.central_value: Input should be 'per_agent' or 'joint' (got 'shared')")):
+        code = main(["train", "examples/cue_match/config.yaml", "--run-dir", str(tmp_path / "run"),
+                     *[arg for kv in bad for arg in ("--set", kv)]])
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and lines[0].startswith(f"rl-system: {says}"), lines
+        assert not (tmp_path / "run").exists()
+    with pytest.raises(ConfigError, match=r"^mappo\.central_value: joint"):
+        _cfg("mappo.central_value=joint", "mappo.critic=local")
+
+
 def _train(rounds: int, env_kwargs: dict, *overrides: str) -> tuple[list[float], dict, object]:
     """``rounds`` of in-process training on 32 CueMatch envs: the mean episode return of each
     round, the last round's columns, the trainer."""
@@ -74,9 +117,13 @@ def _train(rounds: int, env_kwargs: dict, *overrides: str) -> tuple[list[float],
     return returns, cols, trainer
 
 
-@pytest.mark.parametrize("critic,share", [("central", "true"), ("local", "false")], ids=["mappo", "ippo_per_agent"])
-def test_mappo_and_ippo_learn_the_cue_game(critic, share):
-    returns, cols, _ = _train(30, {}, f"mappo.critic={critic}", f"mappo.share_params={share}", "mappo.lr=3e-3")
+@pytest.mark.parametrize("critic,share,value", [("central", "true", "per_agent"), ("local", "false", "per_agent"),
+                                                ("central", "true", "joint")],
+                         ids=["mappo", "ippo_per_agent", "mappo_joint_critic"])
+def test_mappo_and_ippo_learn_the_cue_game(critic, share, value):
+    """Each agent its own reward: a joint critic's outputs learn each agent's return."""
+    returns, cols, _ = _train(30, {}, f"mappo.critic={critic}", f"mappo.share_params={share}", "mappo.lr=3e-3",
+                              f"mappo.central_value={value}")
     assert returns[0] < 4.5 and returns[-1] >= 7.2, returns  # 8 steps: random play ~2.7-3.5, perfect 8
     last_agent = cols[col.ACTION][..., -1]
     assert not bool((last_agent == 2).any())  # its masked action is never taken
@@ -115,16 +162,24 @@ def test_ppo_and_hmasd_refuse_what_they_cannot_train_in_one_line(tmp_path):
         probe_specs(load_config(None, ["algo=mappo", "env.name=CartPole"]))
 
 
-def test_a_mappo_run_reaches_its_target_through_ray_resumes_and_exports(tmp_path):
+@pytest.mark.parametrize("value", ["per_agent", pytest.param("joint", marks=pytest.mark.slow)])
+def test_a_mappo_run_reaches_its_target_through_ray_resumes_and_exports(tmp_path, value):
+    import json
+
     from rl_system import export, load_policy, train
+    from rl_system.cli.main import main
 
     overrides = ["workers.num_envs=32", "workers.rollout_len=16", "mappo.lr=3e-3", "target_return=7.0",
-                 "return_window=64", "max_env_steps=200000", "checkpoint.every_rounds=5", "tensorboard=false"]
+                 "return_window=64", "max_env_steps=200000", "checkpoint.every_rounds=5", "tensorboard=false",
+                 f"mappo.central_value={value}"]
     result = train(_cfg(*overrides), run_dir=tmp_path / "run")
     assert result.reached_target, result
     again = train(_cfg(*overrides, "stop_at_target=false", f"max_env_steps={result.env_steps + 4096}"),
                   run_dir=tmp_path / "resumed", resume=tmp_path / "run")
     assert again.env_steps > result.env_steps
+    out = tmp_path / "eval.json"
+    assert main(["eval", str(tmp_path / "run"), "--episodes", "32", "--deterministic", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["return_mean"] >= 7.0
     # The joint policy (every agent's action in one graph) as ONNX, acting as the network does.
     ort = pytest.importorskip("onnxruntime")
     path = export(tmp_path / "run", "onnx", tmp_path / "policy.onnx")

@@ -1,6 +1,7 @@
 """Recurrent multi-agent PPO (``mappo.recurrent``): a replay by sequence gives what acting step by
 step gave, for every per-agent action kind, GRU and LSTM, shared and per-agent cores, central and
-local critics; states zeroed where an episode begins and held while an agent is inactive; sequence
+local critics and a joint one; states zeroed where an episode begins and held while an agent is
+inactive (a joint critic's, one per env, goes on); sequence
 minibatches carry every agent of an env's whole sequence; a GRU learns the cue game with the cue
 shown once, which feedforward MAPPO cannot; one line for a bad setting; a run through Ray learns,
 saves the workers' states, resumes bit for bit, evaluates and exports with its state."""
@@ -42,12 +43,14 @@ def _setup(env_kwargs: dict, *overrides: str, num_envs: int = 32):
 
 @pytest.mark.parametrize("action_spec", [AgentDiscrete(5, 3), AgentMultiDiscrete((2, 3), 3),
                                          AgentBox((2,), (-1.0, -1.0), (1.0, 1.0), 3)], ids=str)
-@pytest.mark.parametrize("kind,share,critic", [("gru", "true", "central"), ("lstm", "false", "local")])
+@pytest.mark.parametrize("kind,share,critic", [("gru", "true", "central"), ("lstm", "false", "local"),
+                                               ("gru", "false", "joint")])
 def test_a_replay_by_sequence_gives_what_acting_step_by_step_gave(action_spec, kind, share, critic):
     """Resets at an episode start and inactive agents included: the learner's BPTT replay from the
     initial state scores the actions as the sampler's steps did."""
+    value_kind = "joint" if critic == "joint" else "per_agent"
     cfg = _cfg(f"mappo.recurrent={kind}", "mappo.recurrent_size=8", f"mappo.share_params={share}",
-               f"mappo.critic={critic}")
+               f"mappo.critic={'central' if critic == 'joint' else critic}", f"mappo.central_value={value_kind}")
     torch.manual_seed(0)
     policy = MAPPO.make_policy(SPECS, action_spec, cfg)
     T, B, n = 6, 4, 3
@@ -57,6 +60,9 @@ def test_a_replay_by_sequence_gives_what_acting_step_by_step_gave(action_spec, k
     reset = torch.zeros(T, B, dtype=torch.bool)
     reset[4, 2] = True  # env 2's next episode begins on step 4
     state0 = torch.randn(B, n, policy.state_size)
+    if critic == "joint":  # one critic state per env, in every agent's row
+        S = policy.actor_core.state_size
+        state0[..., S:] = state0[:, :1, S:]
     state, acted = state0, []
     for t in range(T):
         state = state.masked_fill(reset[t].view(B, 1, 1), 0.0)
@@ -93,6 +99,23 @@ def test_an_episode_start_forgets_the_past_and_an_inactive_agent_holds_its_state
     state = torch.randn(B, 3, policy.state_size)
     new_state = policy.act(step, state)[3]
     assert torch.equal(new_state[:, 1], state[:, 1]) and not torch.equal(new_state[:, 0], state[:, 0])
+
+
+def test_a_joint_critics_state_is_one_per_env_in_every_row_and_goes_on_while_an_agent_waits():
+    cfg = _cfg("mappo.recurrent=lstm", "mappo.recurrent_size=8", "mappo.central_value=joint")
+    torch.manual_seed(0)
+    policy = MAPPO.make_policy(SPECS, AgentDiscrete(5, 3), cfg)
+    S, B = policy.actor_core.state_size, 2
+    assert policy.critic_core.inp.weight.shape == (1, 6, 32)  # the state alone in, one core for the env
+    step = {"state": torch.randn(B, 6), "obs": torch.randn(B, 3, 4),
+            AGENT_ACTIVE: torch.tensor([[True, False, True]] * B)}
+    state = policy.initial_state(B)
+    state[..., S:] = torch.randn(B, 1, S)
+    _, _, value, new_state = policy.act(step, state)
+    assert torch.equal(new_state[:, 1, :S], state[:, 1, :S])  # the waiting agent's actor holds its memory
+    critic = new_state[..., S:]
+    assert torch.equal(critic, critic[:, :1].expand_as(critic)) and not torch.equal(critic, state[..., S:])
+    assert torch.equal(value, policy.value(step, state)) and value.shape == (B, 3)
 
 
 def test_the_sampler_zeroes_the_state_where_an_episode_ends_and_ships_the_initial_one():
@@ -157,9 +180,10 @@ def test_a_gru_learns_the_cue_shown_once_which_feedforward_mappo_cannot():
     """6 steps, the cue seen on the first: without memory at best 1 + 5 / 3 (agent 0) and
     1 + 5 * 2 / 3 (agent 1, whose cue is most often 0), 3.5 on average; with memory 6."""
     feedforward = _train(12)
-    recurrent = _train(12, "mappo.recurrent=gru")
     assert max(feedforward) < 4.0, feedforward
-    assert recurrent[0] < 3.0 and max(recurrent[-6:]) >= 5.5 and min(recurrent[-6:]) > 4.5, recurrent
+    for value in ("per_agent", "joint"):  # the critic's core per agent, or one per env (central_value: joint)
+        recurrent = _train(12, "mappo.recurrent=gru", f"mappo.central_value={value}")
+        assert recurrent[0] < 3.0 and max(recurrent[-6:]) >= 5.5 and min(recurrent[-6:]) > 4.5, (value, recurrent)
 
 
 BAD = [("mappo.recurrent=rnn", r"mappo\.recurrent: Input should be 'none', 'gru' or 'lstm' \(got 'rnn'\)"),

@@ -96,6 +96,10 @@ class RunConfig(Strict):
             raise ValueError("model.recurrent with selfplay: a recurrent opponent snapshot is not supported")
         if self.algo == "mappo" and self.mappo.recurrent != "none" and self.selfplay.enabled:
             raise ValueError("mappo.recurrent with selfplay: a recurrent opponent snapshot is not supported")
+        if self.algo == "mappo" and self.mappo.central_value == "joint" and self.mappo.critic == "local":
+            raise ValueError("mappo.central_value: joint runs a central critic once per env step on the state; "
+                             "mappo.critic is local (each agent's value from its own observation): set critic: "
+                             "central or central_value: per_agent")
         if self.ppo.value_target == "vtrace" and self.algo != "ppo":
             raise ValueError(f"ppo.value_target: vtrace is PPO's value target; algo {self.algo!r} has its own")
         if self.learner.compile and self.algo != "ppo":

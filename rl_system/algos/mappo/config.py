@@ -16,6 +16,13 @@ class MAPPOConfig(Strict):
     critic: Literal["central", "local"] = "central"
     """``central`` (MAPPO): each agent's value from the global ``state``; ``local`` (IPPO): from
     the agent's own observation."""
+    central_value: Literal["per_agent", "joint"] = "per_agent"
+    """How a central critic gives the agents' values: ``per_agent``, one pass of the critic per agent
+    on the state and the agent's one-hot index (``n`` passes of the same state per env step);
+    ``joint``, one pass per env step on the state alone, through one network whose last layer has
+    ``n`` outputs, agent ``i``'s value its output ``i`` (so per-agent rewards still work). A joint
+    critic is one network whatever ``share_params`` says (which then sets the actor's only). Takes
+    ``critic: central``."""
     share_params: bool = True
     """One actor and one critic for all agents (each input carries the agent's index, one-hot), or
     a network per agent (their layers batched over the agents)."""

@@ -6,9 +6,15 @@ The layers are :class:`AgentLinear`: one weight for all agents (``share_params``
 index rides along one-hot, so a shared network can still act differently per agent) or one per
 agent, applied to all agents in one batched product either way.
 
+A central critic gives the agents' values per agent (``mappo.central_value: per_agent``: the
+state and the agent's one-hot index through the critic, ``n`` rows ``[B, n, S + n]``) or jointly
+(``joint``: the state alone, one row ``[B, 1, S]``, through one network whose last layer has ``n``
+outputs, agent ``i``'s value its output ``i``): the joint critic runs once per env step.
+
 With ``mappo.recurrent`` (:class:`RecurrentMultiAgentActorCritic`) the actor and the critic each
 put an :class:`AgentRecurrent` core (GRU or LSTM, shared or per agent as the layers are) between
-their inputs and their layers; its state is ``[B, n, S]``, a row per agent.
+their inputs and their layers; its state is ``[B, n, S]``, a row per agent (a joint critic's
+core keeps one state per env, written into every agent's row).
 """
 
 from __future__ import annotations
@@ -106,7 +112,8 @@ def action_width(spec: AgentActionSpec) -> int:
 
 
 class MultiAgentActorCritic(nn.Module):
-    """Actor ``[B, n, O (+ n)] -> [B, n, A]`` and critic ``[B, n, S or O (+ n)] -> [B, n]``.
+    """Actor ``[B, n, O (+ n)] -> [B, n, A]`` and critic ``[B, n, S or O (+ n)] -> [B, n]`` (a joint
+    critic: ``[B, 1, S] -> [B, n]``).
 
     ``act``/``evaluate``/``value`` take the env's observation dict (:data:`STATE` ``[B, S]``,
     :data:`AGENT_OBS` ``[B, n, O]``, optional :data:`ACTION_MASK` ``[B, n, width]``) and give
@@ -117,6 +124,7 @@ class MultiAgentActorCritic(nn.Module):
         super().__init__()
         n = action_spec.num_agents
         self.spec, self.num_agents, self.central = action_spec, n, cfg.critic == "central"
+        self.joint = self.central and cfg.central_value == "joint"
         groups = 1 if cfg.share_params else n
         ids = n if cfg.share_params else 0  # a network per agent knows whose it is
         obs_dim, state_dim = obs_spec[AGENT_OBS].shape[1], obs_spec[STATE].shape[0]
@@ -124,7 +132,12 @@ class MultiAgentActorCritic(nn.Module):
         self.actor_in, self.critic_in = obs_dim + ids, (state_dim if self.central else obs_dim) + ids
         self.actor = agent_mlp(self.head_in(self.actor_in, cfg), cfg.hidden_sizes, action_width(action_spec), groups,
                                cfg.activation, 0.01)
-        self.critic = agent_mlp(self.head_in(self.critic_in, cfg), cfg.hidden_sizes, 1, groups, cfg.activation, 1.0)
+        if self.joint:  # one network, one row per env step, a value per agent out
+            self.critic_in = state_dim
+            self.critic = agent_mlp(self.head_in(state_dim, cfg), cfg.hidden_sizes, n, 1, cfg.activation, 1.0)
+        else:
+            self.critic = agent_mlp(self.head_in(self.critic_in, cfg), cfg.hidden_sizes, 1, groups, cfg.activation,
+                                    1.0)
         if isinstance(action_spec, AgentBox):
             self.log_std = nn.Parameter(torch.full((groups, action_width(action_spec)), cfg.init_log_std))
 
@@ -140,6 +153,9 @@ class MultiAgentActorCritic(nn.Module):
         return torch.cat([x, self.agent_ids.expand(x.shape[0], -1, -1)], dim=-1)
 
     def _critic_in(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """``[B, n, F]`` rows, one per agent, or a joint critic's one row ``[B, 1, S]``."""
+        if self.joint:
+            return obs[STATE].unsqueeze(1)
         if self.central:
             state = obs[STATE]
             return self._with_ids(state.unsqueeze(1).expand(-1, self.num_agents, -1))
@@ -147,7 +163,7 @@ class MultiAgentActorCritic(nn.Module):
 
     def value(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         """``[B, n]``: each agent's value."""
-        return self.critic(self._critic_in(obs)).squeeze(-1)
+        return self.critic(self._critic_in(obs)).flatten(1)
 
     # -- the policy ----------------------------------------------------------------------------
     def _std(self) -> torch.Tensor:
@@ -218,13 +234,16 @@ class RecurrentMultiAgentActorCritic(MultiAgentActorCritic):
     per agent, the actor core's state then the critic core's.
 
     An agent that is inactive (``agent_active`` false) holds its state: the step's outputs are
-    computed (and carry no loss), its memory is kept as it was."""
+    computed (and carry no loss), its memory is kept as it was. A joint critic's core
+    (``central_value: joint``) keeps one state per env, copied into every agent's row (so the
+    state keeps its shape for the sampler, the rollout and the export) and read from row 0; it
+    goes on while an agent waits, as the env's state does."""
 
     def __init__(self, obs_spec: dict[str, TensorSpec], action_spec: AgentActionSpec, cfg: MAPPOConfig):
         super().__init__(obs_spec, action_spec, cfg)
         groups = 1 if cfg.share_params else self.num_agents
         self.actor_core = AgentRecurrent(cfg.recurrent, self.actor_in, cfg.recurrent_size, groups)
-        self.critic_core = AgentRecurrent(cfg.recurrent, self.critic_in, cfg.recurrent_size, groups)
+        self.critic_core = AgentRecurrent(cfg.recurrent, self.critic_in, cfg.recurrent_size, 1 if self.joint else groups)
         self.state_size = self.actor_core.state_size + self.critic_core.state_size
         """Per agent."""
 
@@ -235,30 +254,38 @@ class RecurrentMultiAgentActorCritic(MultiAgentActorCritic):
         """The state of an env whose episode begins: zeros ``[batch, n, S]``."""
         return torch.zeros(batch, self.num_agents, self.state_size, device=self.agent_ids.device)
 
+    def _critic_state(self, state: torch.Tensor) -> torch.Tensor:
+        """The critic core's state in ``state [B, n, S]``: ``[B, n, Sc]``, or a joint critic's ``[B, 1, Sc]``."""
+        S = self.actor_core.state_size
+        return state[:, :1, S:] if self.joint else state[..., S:]
+
     def _step(self, obs: dict[str, torch.Tensor], state: torch.Tensor
               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """One step of every env: ``(h_actor, h_critic, new_state)``."""
         S = self.actor_core.state_size
         ha, sa = self.actor_core.step(self.actor_core.gates(self._with_ids(obs[AGENT_OBS])), state[..., :S])
-        hc, sc = self.critic_core.step(self.critic_core.gates(self._critic_in(obs)), state[..., S:])
-        new_state = torch.cat([sa, sc], dim=-1)
+        hc, sc = self.critic_core.step(self.critic_core.gates(self._critic_in(obs)), self._critic_state(state))
         active = obs.get(AGENT_ACTIVE)
+        if self.joint:  # only the actor's state is an agent's to hold
+            if active is not None:
+                sa = torch.where(active.unsqueeze(-1), sa, state[..., :S])
+            return ha, hc, torch.cat([sa, sc.expand(-1, self.num_agents, -1)], dim=-1)
+        new_state = torch.cat([sa, sc], dim=-1)
         if active is not None:
             new_state = torch.where(active.unsqueeze(-1), new_state, state)
         return ha, hc, new_state
 
     def value(self, obs: dict[str, torch.Tensor], state: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
         """``[B, n]``: each agent's value of ``obs`` seen with ``state`` (not advanced)."""
-        S = self.actor_core.state_size
-        hc, _ = self.critic_core.step(self.critic_core.gates(self._critic_in(obs)), state[..., S:])
-        return self.critic(hc).squeeze(-1)
+        hc, _ = self.critic_core.step(self.critic_core.gates(self._critic_in(obs)), self._critic_state(state))
+        return self.critic(hc).flatten(1)
 
     def act(self, obs: dict[str, torch.Tensor], state: torch.Tensor,  # type: ignore[override]
             deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(action, logp [B, n], value [B, n], new_state [B, n, S])``, no grad."""
         ha, hc, new_state = self._step(obs, state)
         action, logp = self.sample(self.actor(ha), obs, deterministic)
-        return action, logp, self.critic(hc).squeeze(-1), new_state
+        return action, logp, self.critic(hc).flatten(1), new_state
 
     def evaluate(self, obs, action):
         raise TypeError("a recurrent policy is evaluated over sequences: evaluate_sequence(obs, action, state0, reset)")
@@ -267,19 +294,22 @@ class RecurrentMultiAgentActorCritic(MultiAgentActorCritic):
                           reset: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(logp, entropy, value)``, each ``[T, B, n]``, of ``obs[T, B, ...]`` and ``action[T, B, n, ...]``
         replayed from ``state0[B, n, S]``, every agent's state zeroed where ``reset[T, B]`` (its env's
-        episode began) and held where it is inactive; differentiable through time (BPTT)."""
+        episode began) and held where it is inactive (a joint critic's goes on); differentiable
+        through time (BPTT)."""
         T, B = reset.shape
         n, S = self.num_agents, self.actor_core.state_size
         flat = {k: v.flatten(0, 1) for k, v in obs.items()}
-        per_agent = reset.unsqueeze(-1).expand(T, B, n)
         active = obs.get(AGENT_ACTIVE)
         hold = None if active is None else ~active
 
-        def run(core: AgentRecurrent, x: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
-            return unroll(core.step, core.gates(x).view(T, B, n, -1), state, per_agent, hold=hold).flatten(0, 1)
+        def run(core: AgentRecurrent, x: torch.Tensor, state: torch.Tensor, hold: torch.Tensor | None
+                ) -> torch.Tensor:
+            rows = state.shape[1]  # n, or a joint critic's 1
+            resets = reset.unsqueeze(-1).expand(T, B, rows)
+            return unroll(core.step, core.gates(x).view(T, B, rows, -1), state, resets, hold=hold).flatten(0, 1)
 
-        ha = run(self.actor_core, self._with_ids(flat[AGENT_OBS]), state0[..., :S])
-        hc = run(self.critic_core, self._critic_in(flat), state0[..., S:])
+        ha = run(self.actor_core, self._with_ids(flat[AGENT_OBS]), state0[..., :S], hold)
+        hc = run(self.critic_core, self._critic_in(flat), self._critic_state(state0), None if self.joint else hold)
         logp, entropy = self.score(self.actor(ha), flat, action.flatten(0, 1))
         return logp.view(T, B, n), entropy.view(T, B, n), self.critic(hc).view(T, B, n)
 
