@@ -230,6 +230,12 @@ def measure(name: str, threads: int, repeats: int, compile_too: bool = False, ma
     return row
 
 
+def configs_arg(rows: list[dict[str, Any]]) -> str:
+    """`` --configs A B`` where the rows' configs are not the default set."""
+    names = list(dict.fromkeys(r["config"] for r in rows))
+    return "" if names == DEFAULT else f" --configs {' '.join(names)}"
+
+
 def load_note(s: dict[str, Any]) -> str:
     """``; 1-minute load 3.1 before, 4.2 after`` from the stamp, where it has them."""
     loads = [f"{s[k]} {when}" for k, when in (("load_1m_before", "before"), ("load_1m_after", "after"))
@@ -239,9 +245,11 @@ def load_note(s: dict[str, Any]) -> str:
 
 def markdown(result: dict[str, Any]) -> str:
     s, peak = result["stamp"], result["matmul_peak_gflop_per_s"]
+    repeats = f" --repeats {result['repeats']}" if "repeats" in result else ""
     head = (f"Measured {s['date_utc']} at commit `{s['commit']}` on {s['cpu']} ({s['cores']} cores), torch "
             f"{s['torch']}, {result['threads']} thread(s); matmul peak {peak:.1f} GFLOP/s (fp32 `torch.mm` "
-            f"{result['matmul_peak_size']}²). `python -m bench.bench_update --threads {result['threads']}"
+            f"{result['matmul_peak_size']}²). `python -m bench.bench_update{configs_arg(result['rows'])}"
+            f" --threads {result['threads']}{repeats}"
             f"{' --compile' if result.get('compile') else ''}{' --closed-form' if result.get('closed_form') else ''}"
             f"{' --malloc system' if result.get('malloc') == 'system' else ''}"
             f"{''.join(f' --set {kv}' for kv in result.get('set', []))}"
@@ -320,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     # threshold and hide the page faults a learner process meets (rl_system.heap).
     peak, size = matmul_peak(args.threads)
     result = {"stamp": st, "threads": args.threads, "compile": args.compile, "closed_form": args.closed_form,
-              "malloc": args.malloc, "set": args.set, "alternate": args.alternate,
+              "malloc": args.malloc, "set": args.set, "alternate": args.alternate, "repeats": args.repeats,
               "matmul_peak_gflop_per_s": peak,
               "matmul_peak_size": size, "rows": rows}
     text = markdown(result)
