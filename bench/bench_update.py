@@ -25,8 +25,9 @@ same batch. The main columns are always autograd's, whatever the config ships.
 ``--set KEY=VALUE`` overrides every config's key, as ``rl-system train --set`` (e.g.
 ``mappo.num_epochs=3`` for fewer minibatch steps per update). ``--alternate`` times variants of
 each config in turn, ``--repeats`` times each, so that a machine's changing load falls on all of
-them alike: each argument is one variant, its overrides separated by commas
-(``mappo.central_value=per_agent mappo.central_value=joint``); a trainer per variant, built from
+them alike: each argument is one variant, its overrides separated by commas (so a value in it
+holds no comma: ``--set`` takes those), e.g. ``mappo.central_value=per_agent
+mappo.central_value=joint``; a trainer per variant, built from
 the same seed, updates the batch sampled by the first variant's policy (a row per variant, with
 the share of its FLOPs in the policy's critic where it has one).
 
