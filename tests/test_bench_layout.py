@@ -1,7 +1,7 @@
 """The benchmark tree stays usable and small: every module under ``bench/`` imports as a package
 module (``python -m bench.X``, no ``sys.path`` edits) and none is over 400 lines, every
 command-line one answers ``--help`` without running anything, and the tracked results stay under
-1.5 MB."""
+2 MB."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
-RESULTS_LIMIT = 1_500_000  # bytes of tracked files under bench/results
+RESULTS_LIMIT = 2_000_000  # bytes of tracked files under bench/results (1.5 MB until the MPE, VMAS and
+# Overcooked comparisons joined the single-agent ones; a clone stays small)
 
 
 def _modules() -> list[str]:
