@@ -1,13 +1,16 @@
-"""VMAS multi-agent PPO beside BenchMARL: for each task and seed, BenchMARL's MAPPO with its
-fine-tuned VMAS settings (:mod:`bench.peers.benchmarl_mappo`) and rl_system's
-``launch/configs/vmas_<task>_mappo.yaml`` (the same settings mapped onto rl_system's), at the same
-frame budget, one after the other on the same machine, each in a subprocess of its own.
+"""Multi-agent PPO beside BenchMARL: for each task and seed, BenchMARL's MAPPO
+(:mod:`bench.peers.benchmarl_mappo`: its fine-tuned settings on VMAS balance and transport, its
+defaults on MPE simple_spread) and rl_system's config for the task (:data:`CONFIGS`: the same
+settings mapped onto rl_system's) as MAPPO and as IPPO (``--set mappo.critic=local``), at the same
+frame budget, one after the other on the same machine, each in a subprocess of its own; beside
+them the task's random play (uniform random actions, :data:`EVAL_EPISODES` episodes, no training).
 
 The table gives per task, seed and system:
 
 * the final evaluation return: the agents' mean episode return over 200 episodes with
-  deterministic actions (BenchMARL: its last ``eval/agents/reward/episode_reward_mean``;
-  rl_system: ``rl-system eval --deterministic --episodes 200`` of the final checkpoint);
+  deterministic actions (BenchMARL: its last ``eval/reward/episode_reward_mean``;
+  rl_system: ``rl-system eval --deterministic --episodes 200`` of the final checkpoint; random:
+  its 200 episodes);
 * the final training return: the agents' mean return of the episodes of the last batch, with
   the actions as sampled (BenchMARL: ``collection/agents/reward/episode_reward_mean``; rl_system:
   ``rollout/return_mean`` over the round's 600 episodes), and rl_system's wall time to
@@ -19,23 +22,25 @@ The table gives per task, seed and system:
   (``getrusage(RUSAGE_CHILDREN)``; this process is made the children's subreaper so that Ray's
   processes count too) and cores busy (CPU s / wall s).
 
-    python -m bench.bench_marl                                   # balance and transport, seed 0, 3M frames
-    python -m bench.bench_marl --tasks balance --seeds 0 1 --frames 300000
-    python -m bench.bench_marl --from-runs bench/results/marl/*.json.xz   # the table again
+    python -m bench.bench_marl                                   # every task and system, seed 0, 3M frames
+    python -m bench.bench_marl --tasks balance --seeds 0 1 --frames 300000 --systems benchmarl_mappo rl_system
+    python -m bench.bench_marl --tasks simple_spread --seeds 0 1 2 --frames 60000 --threads 1
+    python -m bench.bench_marl --from-runs bench/results/marl/mpe_60k/*.json.xz --out bench/results/marl/mpe_60k
+
+``--frames``: a multiple of BenchMARL's evaluation interval (60,000 frames: one VMAS batch, ten MPE
+batches), or on MPE a multiple of one batch (6,000) below it. ``--threads N`` gives each system N
+torch threads (BenchMARL's process, rl_system's learner) instead of its own choice.
 
 Writes one ``.json.xz`` per run (``<system>_<task>_s<seed>``: curves and figures) and
 ``marl.{json,md}`` (the stamp, the runs' files, the table) to ``--out`` (default
-``bench/results/marl``). Needs ``pip install 'rl-system[bench,vmas]'`` (BenchMARL, VMAS).
+``bench/results/marl``). Needs ``pip install 'rl-system[bench,vmas,mpe]'`` (BenchMARL, VMAS, mpe2).
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import math
-import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -45,123 +50,85 @@ from typing import Any
 
 from bench.harness.learning import first_at, read_ours, read_run
 from bench.harness.markdown import md_table, num, steps
+from bench.harness.process_tree import become_subreaper, run_child
+from bench.harness.random_play import random_play
 from bench.harness.results import RESULTS, command_line, run_index, write_run, write_suite
 from bench.harness.stamp import ROOT, load1, stamp, stamp_line, version, where_it_ran
+from bench.peers.benchmarl_mappo import batch_frames, eval_interval
 
-CONFIGS = {"balance": "launch/configs/vmas_balance_mappo.yaml", "transport": "launch/configs/vmas_transport_mappo.yaml"}
-FRAMES_PER_BATCH = 60_000
-"""One BenchMARL batch and one rl_system round: budgets are multiples of it."""
+CONFIGS = {"balance": "launch/configs/vmas_balance_mappo.yaml", "transport": "launch/configs/vmas_transport_mappo.yaml",
+           "simple_spread": "launch/configs/mpe_simple_spread_mappo.yaml"}
+"""rl_system's config of each task: one round is one BenchMARL batch (``batch_frames``)."""
 EVAL_EPISODES = 200
 """BenchMARL's fine-tuned ``evaluation_episodes``; rl_system's final policy is tested on as many."""
-SYSTEMS = ("benchmarl_mappo", "rl_system")
-PR_SET_CHILD_SUBREAPER = 36
-
-
-# -- processes -------------------------------------------------------------------------------------
-
-
-def become_subreaper() -> bool:
-    """Make this process the subreaper of its descendants (Linux): Ray's processes, orphaned when
-    their parent exits, are then reaped here and their CPU time reaches ``RUSAGE_CHILDREN``."""
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
-
-
-def _cpu(usage: resource.struct_rusage) -> float:
-    return usage.ru_utime + usage.ru_stime
-
-
-def _comm(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return "?"
-
-
-def reap_orphans(timeout_s: float = 30.0) -> tuple[dict[str, float], list[str]]:
-    """Wait for the descendants left behind (Ray's, after its driver exits), up to ``timeout_s``:
-    ``({name: CPU s of the reaped processes of that name}, names of those still running)``."""
-    reaped: dict[str, float] = {}
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            # Peek first (WNOWAIT) so that the zombie's name can still be read, then reap it.
-            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        except ChildProcessError:
-            return reaped, []
-        if info is None:
-            time.sleep(0.2)
-            continue
-        name = _comm(info.si_pid)
-        _, _, usage = os.wait4(info.si_pid, 0)
-        reaped[name] = reaped.get(name, 0.0) + _cpu(usage)
-    left = [_comm(int(p.name)) for p in Path("/proc").iterdir() if p.name.isdigit() and _ppid(p) == os.getpid()]
-    return reaped, left
-
-
-def _ppid(proc: Path) -> int | None:
-    try:
-        return int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def run_child(cmd: list[str], log: Path) -> dict[str, Any]:
-    """Run ``cmd`` (output to ``log``), raise on failure; its wall s, the CPU s of its process tree,
-    and where that CPU went: the command itself (with the descendants it waited for) and the
-    orphans reaped here, by name, and any still running after the wait (their CPU is missing)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    reaped, left = reap_orphans()
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        tail = "".join(log.read_text(errors="replace").splitlines(keepends=True)[-15:])
-        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}; the end of {log}:\n{tail}")
-    return {"process_wall_s": wall, "process_cpu_s": _cpu(after) - _cpu(before),
-            "cpu_by_process": {"command": _cpu(usage), **reaped}, "still_running": left}
+EVAL_ENVS = {"simple_spread": 10}
+"""Envs of rl_system's final test where not :data:`EVAL_EPISODES`: the test runs whole rounds
+(``rollout_len`` steps of each env), and simple_spread's 600-step round holds 24 episodes per env,
+so 10 envs give the 200 episodes in one round (20 of each env's, in order) instead of 4,800."""
+SYSTEMS = ("benchmarl_mappo", "rl_system", "rl_system_ippo", "random")
+OURS = {"rl_system": [], "rl_system_ippo": ["mappo.critic=local"]}
+"""rl_system's systems: the overrides on the task's config (IPPO: a critic on each agent's own
+observation)."""
 
 
 # -- runs ------------------------------------------------------------------------------------------
 
 
-def run_benchmarl(task: str, frames: int, seed: int, work: Path) -> dict[str, Any]:
+def run_benchmarl(task: str, frames: int, seed: int, work: Path, threads: int | None = None) -> dict[str, Any]:
     """BenchMARL's MAPPO in a subprocess (:mod:`bench.peers.benchmarl_mappo`)."""
     out = work / f"benchmarl_{task}_s{seed}.json"
-    proc = run_child([sys.executable, "-m", "bench.peers.benchmarl_mappo", "--task", task, "--frames", str(frames),
-                      "--seed", str(seed), "--json", str(out)], work / f"benchmarl_{task}_s{seed}.log")
+    cmd = [sys.executable, "-m", "bench.peers.benchmarl_mappo", "--task", task, "--frames", str(frames),
+           "--seed", str(seed), "--json", str(out)] + (["--threads", str(threads)] if threads else [])
+    proc = run_child(cmd, work / f"benchmarl_{task}_s{seed}.log")
     return {**json.loads(out.read_text()), **proc}
 
 
-def run_ours(task: str, frames: int, seed: int, work: Path) -> dict[str, Any]:
-    """``rl-system train`` of the task's config in a subprocess, then a deterministic test of its
-    final checkpoint over :data:`EVAL_EPISODES` episodes (in this process: not part of the run)."""
+def run_ours(task: str, frames: int, seed: int, work: Path, threads: int | None = None,
+             system: str = "rl_system") -> dict[str, Any]:
+    """``rl-system train`` of the task's config (with ``system``'s :data:`OURS` overrides) in a
+    subprocess, then a deterministic test of its final checkpoint over :data:`EVAL_EPISODES`
+    episodes (in this process: not part of the run)."""
     from rl_system.checkpoint.store import CheckpointStore
     from rl_system.policy.evaluation import evaluate
 
-    run_dir = work / f"rl_system_{task}_s{seed}"
-    cmd = [sys.executable, "-m", "rl_system", "train", CONFIGS[task], "--quiet", "--run-dir", str(run_dir),
-           "--set", f"seed={seed}", "--set", f"max_env_steps={frames}"]
-    proc = run_child(cmd, work / f"rl_system_{task}_s{seed}.log")
+    run_dir = work / f"{system}_{task}_s{seed}"
+    overrides = [f"seed={seed}", f"max_env_steps={frames}", *OURS[system]]
+    overrides += [f"learner.torch_threads={threads}"] if threads else []
+    cmd = [sys.executable, "-m", "rl_system", "train", CONFIGS[task], "--quiet", "--run-dir", str(run_dir)]
+    proc = run_child(cmd + [arg for o in overrides for arg in ("--set", o)], work / f"{system}_{task}_s{seed}.log")
     row = read_ours(run_dir)
     summary = json.loads((run_dir / "summary.json").read_text())
     state, _, _ = CheckpointStore(str(run_dir / "checkpoints")).load_latest_valid()
-    test = evaluate(state, episodes=EVAL_EPISODES, deterministic=True, num_envs=EVAL_EPISODES)
+    test = evaluate(state, episodes=EVAL_EPISODES, deterministic=True, num_envs=EVAL_ENVS.get(task, EVAL_EPISODES))
     # "curve" stays the training curve (the harness's convention for rl_system rows); no evaluation
     # runs during training, so the final test is the one evaluation point.
-    return {**row, "peer": "rl_system", "config": CONFIGS[task], "train_cpu_s": summary["cpu_s"]["total"],
-            "startup_s": summary.get("startup_s"), "eval_wall_s": 0.0, "final_train_return": row["final_return"],
-            "final_return": test["return_mean"], "test": test, "train_curve": row["curve"], **proc}
+    return {**row, "peer": system, "task": task, "config": CONFIGS[task], "overrides": overrides,
+            "train_cpu_s": summary["cpu_s"]["total"], "startup_s": summary.get("startup_s"), "eval_wall_s": 0.0,
+            "final_train_return": row["final_return"], "final_return": test["return_mean"], "test": test,
+            "train_curve": row["curve"], **proc}
+
+
+def run_random(task: str, seed: int) -> dict[str, Any]:
+    """The task's random play (its config's env and kwargs) over :data:`EVAL_EPISODES` episodes, in
+    this process."""
+    from rl_system.config import load_config
+
+    cfg = load_config(ROOT / CONFIGS[task])
+    t0 = time.perf_counter()
+    mean, se = random_play(cfg.env.name, dict(cfg.env.kwargs), EVAL_EPISODES, seed=seed)
+    return {"peer": "random", "task": task, "env": cfg.env.name, "seed": seed, "env_steps": 0,
+            "final_return": mean, "final_train_return": None, "train_wall_s": 0.0, "eval_wall_s": 0.0,
+            "test": {"return_mean": mean, "return_se": se, "episodes": EVAL_EPISODES,
+                     "play_wall_s": time.perf_counter() - t0}, "train_curve": []}
+
+
+def task_of(row: dict[str, Any]) -> str:
+    """The task a row ran (rows written before rows named it: VMAS's, from the env)."""
+    return row.get("task") or row["env"].removeprefix("vmas:")
 
 
 def run_file(out: Path, row: dict[str, Any]) -> Path:
-    return out / f"{row['peer']}_{row['env'].removeprefix('vmas:')}_s{row['seed']}"
+    return out / f"{row['peer']}_{task_of(row)}_s{row['seed']}"
 
 
 # -- the table -------------------------------------------------------------------------------------
@@ -198,7 +165,7 @@ def table_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for r in sorted(runs, key=lambda r: (r["env"], r["seed"], SYSTEMS.index(r["peer"]))):
         peer = ref.get((r["env"], r["seed"]))
-        level = peer["final_train_return"] if peer is not None and r["peer"] == "rl_system" else None
+        level = peer["final_train_return"] if peer is not None and r["peer"] in OURS else None
         rows.append({"env": r["env"], "seed": r["seed"], "system": r["peer"], "env_steps": r["env_steps"],
                      "final_eval_return": r["final_return"], "final_train_return": r["final_train_return"],
                      "train_wall_s": r["train_wall_s"], "eval_wall_s": r.get("eval_wall_s", 0.0),
@@ -212,10 +179,11 @@ def table_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 COLUMNS = (f"Returns are the agents' mean episode return: *eval* over {EVAL_EPISODES} episodes with deterministic "
-           "actions after the last batch (BenchMARL's `eval/agents/reward/episode_reward_mean`; rl_system's final "
-           "checkpoint under `rl-system eval --deterministic`), *training* over the last batch's episodes with "
-           "sampled actions. Wall s: from the first batch to the end (BenchMARL's includes its evaluation after every "
-           "batch, in parentheses, which env steps/s leaves out). Process: the whole subprocess, start-up and "
+           "actions after the last batch (BenchMARL's `eval/reward/episode_reward_mean`; rl_system's final "
+           "checkpoint under `rl-system eval --deterministic`; random: uniform random actions, no training), "
+           "*training* over the last batch's episodes with sampled actions. rl_system_ippo: the same config with "
+           "`mappo.critic: local`. Wall s: from the first batch to the end (BenchMARL's includes its evaluations, "
+           "in parentheses, which env steps/s leaves out). Process: the whole subprocess, start-up and "
            "shutdown included; cores busy = its process tree's CPU s / its wall s. Load: the 1-minute load average "
            "before and after each run (other work shared the machine where it exceeds 2). \\*: the process tree as "
            "reaped here counted less CPU than the run counted in its own processes (rl_system's Ray actors were "
@@ -252,10 +220,13 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], command: str, run
              _cpu_cell(r), ("≥ " if r["cpu_missed"] else "") + num(r["cores_busy"], 2),
              " → ".join(num(x, 1) for x in r["load"])]
             for r in rows]
+    envs = {r["env"].partition(":")[0] for r in rows}
+    libs = [("vmas", "VMAS"), ("pettingzoo", "PettingZoo"), ("pettingzoo", "mpe2")]
+    env_libs = "".join(f", {label} {meta.get(label.lower())}" for key, label in libs if key in envs or not envs)
     where = (f"`{command}` on {meta.get('lscpu_model') or meta['cpu']} ({meta['cores']} cores); BenchMARL "
-             f"{meta.get('benchmarl')}, TorchRL {meta.get('torchrl')}, VMAS {meta.get('vmas')}.")
-    lines = [f"# VMAS: rl_system's MAPPO beside BenchMARL's ({meta['date_utc']}, commit {meta['commit']})", "",
-             where, ""]
+             f"{meta.get('benchmarl')}, TorchRL {meta.get('torchrl')}{env_libs}.")
+    lines = [f"# Multi-agent PPO: rl_system beside BenchMARL's MAPPO ({meta['date_utc']}, commit {meta['commit']})",
+             "", where, ""]
     if run_commands:  # the stamp is the table's; the runs' commits, dates and loads are their own
         lines += [f"Built {meta['date_utc']} at commit `{meta['commit']}` from stored runs, trained on this machine "
                   f"({meta['cpu']}, {meta['cores']} cores; Python {meta['python']}, torch {meta['torch']}, Ray "
@@ -276,6 +247,17 @@ def sittings(runs: list[dict[str, Any]]) -> list[str]:
             + ")" for (cmd, commit), dates in sorted(by.items())]
 
 
+def peer_versions(runs: list[dict[str, Any]]) -> dict[str, str]:
+    """The BenchMARL, TorchRL and TensorDict versions a stored BenchMARL run was trained with (a
+    table built from stored runs names those, not the building machine's)."""
+    for r in runs:
+        versions = r.get("versions") or {}
+        found = {k: versions[k] for k in ("benchmarl", "torchrl", "tensordict") if versions.get(k)}
+        if found:
+            return found
+    return {}
+
+
 def lscpu_model() -> str | None:
     """``lscpu``'s model name, or None where lscpu is missing."""
     try:
@@ -287,7 +269,7 @@ def lscpu_model() -> str | None:
 
 def machine() -> dict[str, Any]:
     """The stamp plus the CPU as lscpu names it and the MARL libraries' versions."""
-    return {**stamp("vmas"), "lscpu_model": lscpu_model(), "benchmarl": version("benchmarl"),
+    return {**stamp("vmas", "pettingzoo", "mpe2"), "lscpu_model": lscpu_model(), "benchmarl": version("benchmarl"),
             "torchrl": version("torchrl"), "tensordict": version("tensordict")}
 
 
@@ -295,20 +277,24 @@ def main(argv: list[str] | None = None) -> str:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
     ap.add_argument("--seeds", nargs="+", type=int, default=[0])
-    ap.add_argument("--frames", type=int, default=3_000_000, help=f"a multiple of {FRAMES_PER_BATCH:,}")
+    ap.add_argument("--frames", type=int, default=3_000_000, help="a multiple of 60,000 (on MPE below that: of 6,000)")
     ap.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
+    ap.add_argument("--threads", type=int, default=None,
+                    help="torch threads of each system (BenchMARL's process, rl_system's learner); default: their own")
     ap.add_argument("--from-runs", nargs="+", type=Path, default=None, metavar="FILE",
                     help="build the table from the per-run files this suite wrote instead of training")
     ap.add_argument("--out", type=Path, default=RESULTS / "marl")
     args = ap.parse_args(argv)
-    if args.frames % FRAMES_PER_BATCH:
-        ap.error(f"--frames must be a multiple of {FRAMES_PER_BATCH:,} (one batch of both systems)")
+    bad = budget_error(args.tasks, args.frames)
+    if bad:
+        ap.error(bad)
     meta, command = machine(), command_line("python -m bench.bench_marl", argv)
     if args.from_runs:
         runs = [read_run(p) for p in args.from_runs]
+        meta.update(peer_versions(runs))
     else:
         become_subreaper()
-        runs = train_all(args.tasks, args.seeds, args.frames, args.systems, args.out, command)
+        runs = train_all(args.tasks, args.seeds, args.frames, args.systems, args.out, command, args.threads)
     meta["load_1m_after"] = load1()
     rows = table_rows(runs)
     trained_by = sittings(runs) if args.from_runs else []
@@ -318,8 +304,27 @@ def main(argv: list[str] | None = None) -> str:
     return text
 
 
+def budget_error(tasks: list[str], frames: int) -> str | None:
+    """Why ``frames`` is no budget for ``tasks`` (not a whole number of batches, or not ending on
+    one of BenchMARL's evaluations), or None."""
+    for task in tasks:
+        for step in (batch_frames(task), eval_interval(task, frames)):
+            if frames <= 0 or frames % step:
+                return (f"--frames must be a multiple of {step:,} for {task} (a whole number of batches, ending "
+                        "on BenchMARL's evaluation)")
+    return None
+
+
+def run_system(system: str, task: str, frames: int, seed: int, work: Path, threads: int | None) -> dict[str, Any]:
+    if system == "benchmarl_mappo":
+        return run_benchmarl(task, frames, seed, work, threads)
+    if system == "random":
+        return run_random(task, seed)
+    return run_ours(task, frames, seed, work, threads, system)
+
+
 def train_all(tasks: list[str], seeds: list[int], frames: int, systems: list[str], out: Path,
-              command: str) -> list[dict[str, Any]]:
+              command: str, threads: int | None = None) -> list[dict[str, Any]]:
     """Every task, seed and system in turn; each run's row written to ``out`` as it ends."""
     runs, code = [], where_it_ran()  # the code this sitting runs: HEAD now, whatever is committed later
     with tempfile.TemporaryDirectory(prefix="bench_marl_") as tmp:
@@ -327,11 +332,11 @@ def train_all(tasks: list[str], seeds: list[int], frames: int, systems: list[str
             for seed in seeds:
                 for system in systems:
                     before = load1()
-                    print(f"vmas:{task} seed {seed}: {system} ... (load {before})", flush=True)
-                    run = run_benchmarl if system == "benchmarl_mappo" else run_ours
+                    print(f"{task} seed {seed}: {system} ... (load {before})", flush=True)
                     # Each run keeps the command and the load it ran under: a table may join runs of
                     # several sittings (--from-runs).
-                    row = {**run(task, frames, seed, Path(tmp)), "command": command, "load_1m_before": before,
+                    row = {**run_system(system, task, frames, seed, Path(tmp), threads), "command": command,
+                           "threads_set": threads, "load_1m_before": before,
                            "load_1m_after": load1(), "date_utc": stamp()["date_utc"], **code}
                     row["source"] = str(write_run(run_file(out, row), row))
                     runs.append(row)

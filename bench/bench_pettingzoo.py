@@ -29,8 +29,9 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from bench.harness.random_play import random_play
 from bench.harness.stamp import load1, stamp, stamp_line
-from rl_system.envs.pettingzoo_adapter import PettingZooVecEnv
+from rl_system.envs.pettingzoo_adapter import PREFIX, PettingZooVecEnv
 
 TARGET = "mpe2.simple_spread_v3:parallel_env"
 N_ACTION_BATCHES = 32
@@ -85,20 +86,9 @@ def interleaved_rates(steppers: dict[str, Callable[[int], None]], items: int, ch
 
 def random_return(kwargs: dict, episodes: int, num_envs: int = 8, seed: int = 0) -> tuple[float, float]:
     """Mean and standard error of the per-agent mean episode return of uniform random actions over
-    ``episodes`` episodes (``num_envs`` copies, seeded)."""
-    env = PettingZooVecEnv(TARGET, num_envs=num_envs, seed=seed, reward="team", **kwargs)
-    env.reset()
-    gen = torch.Generator().manual_seed(seed)
-    running, returns = torch.zeros(num_envs), []
-    while len(returns) < episodes:
-        res = env.step(torch.randint(0, env.action_spec.n, (num_envs, env.num_agents), generator=gen))
-        running += res.reward
-        done = res.terminated | res.truncated
-        returns += running[done].tolist()
-        running[done] = 0.0
-    env.close()
-    r = np.asarray(returns[:episodes])
-    return float(r.mean()), float(r.std(ddof=1) / np.sqrt(len(r)))
+    ``episodes`` episodes (``num_envs`` copies, seeded): :func:`bench.harness.random_play.random_play`, the
+    random-play row of the MPE table beside BenchMARL."""
+    return random_play(PREFIX + TARGET, {**kwargs, "reward": "team"}, episodes, num_envs, seed)
 
 
 def main() -> None:

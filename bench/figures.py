@@ -55,6 +55,8 @@ FIGURES: dict[str, tuple[Callable[[Path, Path], list[Path]], str, str]] = {
                 "python -m bench.bench_minatar"),
     "memory": (res.fig_memory, "bench/results/memory/", "python -m bench.bench_memory"),
     "marl": (res.fig_marl, f"bench/results/marl/{res.MARL_BUDGET}/", "python -m bench.bench_marl"),
+    "marl_mpe": (res.fig_marl_mpe, f"bench/results/marl/{res.MPE_BUDGET}/",
+                 "python -m bench.bench_marl --tasks simple_spread"),
     "cartpole_ttt": (res.fig_cartpole_ttt, "bench/results/report/report.json (section ttt)",
                      "python -m bench.report --peers"),
     "hmasd_seeds": (res.fig_hmasd, "bench/results/hmasd/shrink/, mappo_preset/", "python -m bench.bench_hmasd"),

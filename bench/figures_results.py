@@ -150,6 +150,13 @@ MARL = tuple(
                PEER, "train_curve")),
         ylabel="training mean return per agent")
     for task in ("balance", "transport"))
+MPE_BUDGET = "mpe_60k"
+MPE = Panel("MPE simple_spread (3 agents, 25 cycles)", (
+    Series("rl_system MAPPO", f"marl/{MPE_BUDGET}/rl_system_simple_spread_s[0-9].json.xz", OURS, "train_curve"),
+    Series("rl_system IPPO", f"marl/{MPE_BUDGET}/rl_system_ippo_simple_spread_s[0-9].json.xz", OTHER, "train_curve"),
+    Series("BenchMARL MAPPO, defaults", f"marl/{MPE_BUDGET}/benchmarl_mappo_simple_spread_s[0-9].json.xz", PEER,
+           "train_curve")),
+    ylabel="training mean return per agent")
 
 
 def fig_mujoco(results: Path, out: Path) -> list[Path]:
@@ -177,6 +184,20 @@ def fig_marl(results: Path, out: Path) -> list[Path]:
     provenance_note(fig, f"bench/results/marl/{MARL_BUDGET}: one seed each, training mean every 60k frames; "
                     "x: final deterministic evaluation")
     return [save_png(fig, out / "curves_marl.png")]
+
+
+def fig_marl_mpe(results: Path, out: Path) -> list[Path]:
+    fig = new_figure(6.0, 3.6)
+    ax = fig.subplots(1, 1)
+    draw_curves(ax, results, MPE, legend=False)
+    _final_evals(ax, results, MPE)
+    randoms = [read_json(p)["final_return"] for p in
+               find_runs(results, f"marl/{MPE_BUDGET}/random_simple_spread_s[0-9].json.xz")]
+    ax.axhline(statistics.mean(randoms), color="0.4", lw=1, ls="--", label="random play")
+    ax.legend(fontsize=7, loc="lower right", frameon=False)
+    provenance_note(fig, f"bench/results/marl/{MPE_BUDGET}: training mean every 6k frames (240 episodes); "
+                    "x: final deterministic evaluation (200 episodes)")
+    return [save_png(fig, out / "curves_marl_mpe.png")]
 
 
 def _final_evals(ax: Any, results: Path, panel: Panel) -> None:

@@ -17,6 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 RESULTS_LIMIT = 2_000_000  # bytes of tracked files under bench/results (1.5 MB until the MPE, VMAS and
 # Overcooked comparisons joined the single-agent ones; a clone stays small)
+OPTIONAL = ("stable_baselines3", "sb3_contrib", "minatar", "envpool", "popgym", "benchmarl", "torchrl")
+"""The peers' packages a module may need that are not installed here."""
 
 
 def _modules() -> list[str]:
@@ -48,7 +50,7 @@ def test_every_module_imports_and_its_command_line_answers_help(name, monkeypatc
     try:
         module = importlib.import_module(name)
     except ImportError as err:  # an optional peer package (stable-baselines3, ...) not installed here
-        if err.name and err.name.split(".")[0] in ("stable_baselines3", "sb3_contrib", "minatar", "envpool", "popgym"):
+        if err.name and err.name.split(".")[0] in OPTIONAL:
             pytest.skip(f"{name}: {err.name} is not installed")
         raise
     main = getattr(module, "main", None)

@@ -1,15 +1,23 @@
-"""The VMAS side-by-side (``bench/bench_marl.py``): the BenchMARL peer's settings are the fine-tuned
-ones BenchMARL documents, rl_system's configs carry the same settings, and the table writer
-formats a result. No training here."""
+"""The multi-agent side-by-side (``bench/bench_marl.py``): the BenchMARL peer's settings are the
+ones BenchMARL documents (fine-tuned on VMAS, its defaults on MPE), rl_system's configs carry the
+same settings, the table writer formats a result, and the MPE path (rl_system's IPPO and random
+play) runs end to end at a tiny budget without BenchMARL."""
 
 from __future__ import annotations
 
+import json
+import lzma
 import math
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 
 from bench import bench_marl
+from bench.harness.random_play import random_actions
 from bench.peers import benchmarl_mappo as peer
 from rl_system.config import load_config
 
@@ -25,6 +33,13 @@ ALGORITHM = {"clip_epsilon": 0.2, "lmbda": 0.9, "entropy_coef": 0.0, "critic_coe
 TASKS = {"balance": {"max_steps": 100, "n_agents": 4, "random_package_pos_on_line": True, "package_mass": 5},
          "transport": {"max_steps": 100, "n_agents": 4, "n_packages": 1, "package_width": 0.15,
                        "package_length": 0.15, "package_mass": 50}}
+# benchmarl/conf/experiment/base_experiment.yaml (BenchMARL 1.5.2): the defaults the MPE run keeps
+MPE_DOCUMENTED = {"gamma": 0.99, "lr": 0.00005, "adam_eps": 0.000001, "on_policy_collected_frames_per_batch": 6_000,
+                  "on_policy_n_envs_per_worker": 10, "on_policy_n_minibatch_iters": 45,
+                  "on_policy_minibatch_size": 400, "share_policy_params": True, "prefer_continuous_actions": True,
+                  "clip_grad_norm": True, "clip_grad_val": 5, "parallel_collection": False}
+# benchmarl/conf/task/pettingzoo/simple_spread.yaml, max_cycles 25 instead of its 100
+SPREAD = {"task": "simple_spread_v3", "N": 3, "local_ratio": 0.5, "max_cycles": 25}
 
 
 def test_the_peer_uses_the_documented_fine_tuned_settings():
@@ -59,10 +74,58 @@ def test_installed_benchmarl_yaml_matches(task, tmp_path):
     assert {k: got["algorithm"][k] for k in ALGORITHM} == ALGORITHM
     assert got["model"] == {"num_cells": [256, 256], "activation_class": "Tanh"}
     assert got["task"] == TASKS[task]
-    cfg = peer.experiment_config(120_000, str(tmp_path))
+    cfg = peer.experiment_config(task, 120_000, str(tmp_path))
     assert {k: getattr(cfg, k) for k in DOCUMENTED} == DOCUMENTED
     assert cfg.max_n_frames == 120_000 and cfg.evaluation_interval == 60_000 and cfg.sampling_device == "cpu"
     assert cfg.train_minibatch_size(True) == 4096 and cfg.n_optimizer_steps(True) == 45
+
+
+def test_the_mpe_peer_keeps_benchmarls_documented_defaults():
+    assert {k: peer.MPE_DEFAULTS[k] for k in MPE_DOCUMENTED} == MPE_DOCUMENTED
+    assert peer.MPE_TASK == {"simple_spread": {"max_cycles": 25}} and peer.MPE_LOCAL == {"evaluation_episodes": 200}
+    assert peer.batch_frames("simple_spread") == 6_000 and peer.batch_frames("balance") == 60_000
+    assert peer.eval_interval("simple_spread", 300_000) == 60_000
+    assert peer.eval_interval("simple_spread", 12_000) == 12_000  # a shorter budget: one evaluation, at its end
+    assert peer.eval_interval("balance", 300_000) == 60_000
+
+
+def test_our_simple_spread_config_carries_the_same_settings():
+    cfg = load_config(ROOT / bench_marl.CONFIGS["simple_spread"])
+    d, m, w = peer.MPE_DEFAULTS, cfg.mappo, cfg.workers
+    assert cfg.algo == "mappo" and cfg.env.name == peer.ENV["simple_spread"]
+    assert cfg.env.kwargs == {**{k: SPREAD[k] for k in ("N", "max_cycles", "local_ratio")},
+                              "continuous_actions": d["prefer_continuous_actions"], "reward": "agent"}
+    assert w.num_workers * w.num_envs * w.rollout_len == d["on_policy_collected_frames_per_batch"]
+    assert w.num_workers * w.num_envs == d["on_policy_n_envs_per_worker"]
+    assert w.rollout_len % SPREAD["max_cycles"] == 0  # whole episodes per round, as BenchMARL's batch
+    assert cfg.return_window == w.num_workers * w.num_envs * w.rollout_len // SPREAD["max_cycles"]
+    assert m.num_epochs == d["on_policy_n_minibatch_iters"]
+    assert m.num_minibatches == math.ceil(d["on_policy_collected_frames_per_batch"] / d["on_policy_minibatch_size"])
+    assert (m.lr, m.gamma, m.max_grad_norm) == (d["lr"], d["gamma"], d["clip_grad_val"])
+    assert (m.gae_lambda, m.clip_coef, m.ent_coef) == (ALGORITHM["lmbda"], ALGORITHM["clip_epsilon"],
+                                                       ALGORITHM["entropy_coef"])
+    assert m.vf_coef * 0.5 == ALGORITHM["critic_coef"]
+    assert m.hidden_sizes == [256, 256] and m.activation == "tanh" and m.share_params and m.critic == "central"
+    assert not m.norm_adv and not m.clip_vloss and not m.anneal_lr
+    assert bench_marl.OURS == {"rl_system": [], "rl_system_ippo": ["mappo.critic=local"]}
+
+
+def test_installed_benchmarl_runs_simple_spread_on_mpe2(tmp_path):
+    pytest.importorskip("benchmarl")
+    pytest.importorskip("mpe2")
+    got = peer.settings("simple_spread")
+    assert got["task"] == SPREAD
+    cfg = peer.experiment_config("simple_spread", 120_000, str(tmp_path))
+    assert {k: getattr(cfg, k) for k in MPE_DOCUMENTED} == MPE_DOCUMENTED
+    assert cfg.evaluation_episodes == 200 and cfg.evaluation_interval == 60_000 and cfg.train_device == "cpu"
+    task = peer.benchmarl_task("simple_spread")
+    env = task.get_env_fun(1, True, 0, "cpu")()
+    assert env.group_map == {"agent": ["agent_0", "agent_1", "agent_2"]}
+    assert env.observation_spec.get("state", None) is not None  # MPE's state: the agents' observations
+    assert tuple(env.full_action_spec["agent", "action"].shape) == (3, 5)  # Box(0, 1, (5,)) per agent
+    rollout = env.rollout(30, break_when_any_done=True)
+    assert rollout.batch_size[0] == SPREAD["max_cycles"] and bool(rollout["next", "truncated"][-1].all())
+    assert not rollout["next", "agent", "terminated"].any()  # the time limit stays a truncation: GAE bootstraps
 
 
 def test_a_benchmarl_curve_joins_its_clock_and_its_csv(tmp_path):
@@ -116,3 +179,68 @@ def test_a_tree_counted_short_of_the_runs_own_cpu_is_flagged():
     assert row["cpu_missed"] and not bench_marl.table_rows([bm])[0]["cpu_missed"]
     assert bench_marl._cpu_cell(row) == "≥ 334* (14 + 320)"
     assert row["cores_busy"] == pytest.approx(334 / 440)
+
+
+def test_budgets_are_whole_batches_ending_on_an_evaluation():
+    assert bench_marl.budget_error(["balance", "simple_spread"], 300_000) is None
+    assert bench_marl.budget_error(["simple_spread"], 12_000) is None  # below 60,000: one evaluation, at the end
+    assert "multiple of 60,000 for simple_spread" in bench_marl.budget_error(["simple_spread"], 66_000)
+    assert "multiple of 6,000 for simple_spread" in bench_marl.budget_error(["simple_spread"], 9_000)
+    assert "multiple of 60,000 for balance" in bench_marl.budget_error(["balance"], 30_000)
+
+
+def test_random_actions_stay_in_the_spec():
+    from rl_system.envs.base import AgentBox, AgentDiscrete, AgentMultiDiscrete
+
+    gen = torch.Generator().manual_seed(0)
+    box = random_actions(AgentBox((5,), (0.0,) * 5, (1.0,) * 5, 3), 64, gen)
+    assert box.shape == (64, 3, 5) and 0.0 <= float(box.min()) and float(box.max()) <= 1.0 and box.std() > 0.2
+    mask = torch.zeros(64, 3, 4, dtype=torch.bool)
+    mask[..., 2] = True
+    assert bool((random_actions(AgentDiscrete(4, 3), 64, gen, mask) == 2).all())
+    multi = random_actions(AgentMultiDiscrete((2, 3), 3), 64, gen)
+    assert multi.shape == (64, 3, 2) and int(multi[..., 1].max()) == 2
+
+
+TINY = """
+from bench import bench_marl as b
+import yaml
+cfg = yaml.safe_load(open(b.ROOT / b.CONFIGS["simple_spread"]))
+cfg["workers"].update(num_envs=1, rollout_len=50)
+cfg["mappo"].update(hidden_sizes=[16], num_epochs=1, num_minibatches=1)
+cfg.update(return_window=4)
+cfg["learner"]["torch_threads"] = 1
+open("{cfg}", "w").write(yaml.safe_dump(cfg))
+b.CONFIGS["simple_spread"] = "{cfg}"
+b.batch_frames = lambda task: 100        # one round of the tiny config
+b.eval_interval = lambda task, frames: frames
+b.EVAL_EPISODES, b.EVAL_ENVS = 8, {{"simple_spread": 2}}
+b.main(["--tasks", "simple_spread", "--systems", "rl_system_ippo", "random", "--frames", "200", "--out", "{out}"])
+"""
+
+
+def test_the_mpe_path_trains_ippo_and_plays_random_at_a_tiny_budget(tmp_path):
+    """rl_system's IPPO on simple_spread (a tiny copy of the shipped config: 2 rounds of 100 env
+    steps) and random play through main, in a process of its own (main makes its process the
+    subreaper of Ray's), without BenchMARL."""
+    pytest.importorskip("mpe2")
+    out = tmp_path / "out"
+    script = TINY.format(cfg=tmp_path / "tiny.yaml", out=out)
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    ippo = json.loads(lzma.decompress((out / "rl_system_ippo_simple_spread_s0.json.xz").read_bytes()))
+    assert ippo["env_steps"] == 200 and ippo["overrides"][-1] == "mappo.critic=local"
+    assert ippo["test"]["episodes"] == 8 and math.isfinite(ippo["final_return"])
+    rand = json.loads(lzma.decompress((out / "random_simple_spread_s0.json.xz").read_bytes()))
+    assert rand["test"]["episodes"] == 8 and -60 < rand["final_return"] < 0
+    table = (out / "marl.md").read_text()
+    assert "| pettingzoo:mpe2.simple_spread_v3:parallel_env | 0 | rl_system_ippo | 200 |" in table
+    assert "| pettingzoo:mpe2.simple_spread_v3:parallel_env | 0 | random | 0 |" in table
+
+
+def test_a_table_from_stored_runs_names_the_benchmarl_that_trained_them():
+    runs = [{"peer": "random"}, {"peer": "benchmarl_mappo", "versions": {"benchmarl": "1.5.2", "torchrl": "0.11.1",
+                                                                         "tensordict": None, "vmas": "1.5.2"}}]
+    assert bench_marl.peer_versions(runs) == {"benchmarl": "1.5.2", "torchrl": "0.11.1"}
+    assert bench_marl.peer_versions(runs[:1]) == {}

@@ -1,6 +1,7 @@
-"""BenchMARL's MAPPO on a VMAS task with BenchMARL's fine-tuned VMAS settings, as a peer.
+"""BenchMARL's MAPPO as a peer: on a VMAS task with BenchMARL's fine-tuned VMAS settings, and on
+MPE simple_spread (mpe2's) with BenchMARL's default settings.
 
-The settings and where each comes from:
+VMAS (balance, transport); the settings and where each comes from:
 
 * the experiment: BenchMARL's installed defaults (``benchmarl/conf/experiment/base_experiment.yaml``)
   overridden by its fine-tuned VMAS config (``fine_tuned/vmas/conf/config.yaml`` in the BenchMARL
@@ -14,17 +15,32 @@ The settings and where each comes from:
   the fine-tuned config names for both;
 * the task: ``benchmarl/conf/task/vmas/<task>.yaml`` (balance and transport: 4 agents, 100 steps).
 
-What differs from the fine-tuned config, and why: CPU instead of CUDA (this machine has no GPU);
-loggers ``csv`` in a temp dir instead of wandb (no network); no rendering (videos need
-torchvision); evaluation after every batch instead of every 120,000 frames, so the curve has a
-point at the end of any budget that is a multiple of 60,000 frames.
+MPE simple_spread: BenchMARL publishes no fine-tuned settings for its PettingZoo tasks (the
+repository's ``fine_tuned/`` holds VMAS and SMACv2 only), so the experiment is the installed
+``base_experiment.yaml`` unchanged (:data:`MPE_DEFAULTS` repeats its on-policy values: 6,000 frames
+per batch from 10 envs stepped one after another, 45 minibatch iterations of 400 frames, gamma
+0.99, lr 5e-5, grad norm clipped at 5, continuous actions preferred, shared policy parameters),
+the same algorithm and model files, and ``benchmarl/conf/task/pettingzoo/simple_spread.yaml`` (N 3,
+local_ratio 0.5) with ``max_cycles`` 25 instead of its 100 (:data:`MPE_TASK`: MPE's own default,
+the episode length this comparison runs). simple_spread has continuous actions, so
+``prefer_continuous_actions`` picks them (``Box(0, 1, (5,))`` per agent). The env is mpe2's
+``simple_spread_v3`` built by :mod:`bench.peers.benchmarl_mpe2` (BenchMARL's own task class looks
+for ``pettingzoo.mpe``, which PettingZoo 1.27 no longer has).
+
+What differs from those settings, and why: CPU instead of CUDA (the fine-tuned VMAS config's; this
+machine has no GPU); loggers ``csv`` in a temp dir instead of wandb (no network); no rendering
+(videos need torchvision); on MPE 200 evaluation episodes instead of the default's 10 (as many as
+rl_system's final test); evaluation after every batch on VMAS and every :data:`MPE_EVAL_BATCHES`
+batches on MPE (200 episodes of one env, one after another, take a while) instead of every
+120,000 frames, so that a budget that is a multiple of the interval ends on an evaluation.
 
 A BenchMARL *frame* is one step of one env with all its agents: the env steps rl_system counts.
 
-The curve is BenchMARL's own evaluation: ``eval/agents/reward/episode_reward_mean`` (its CSV
-logger's ``eval_agents_reward_episode_reward_mean``): the mean over the evaluation episodes of each
-episode's return averaged over the agents, deterministic actions (the TanhNormal's mode). Beside it
-the training curve, ``collection/agents/reward/episode_reward_mean``: the same figure for the
+The curve is BenchMARL's own evaluation: ``eval/reward/episode_reward_mean`` (its CSV logger's
+``eval_reward_episode_reward_mean``): the mean over the evaluation episodes of each episode's
+return averaged over the agents, deterministic actions (the TanhNormal's mode). With one agent
+group (VMAS's ``agents``, MPE's ``agent``) it is the group's ``eval/<group>/reward/...`` figure.
+Beside it the training curve, ``collection/reward/episode_reward_mean``: the same figure for the
 episodes that ended in each collected batch (stochastic actions).
 
 Run: ``python -m bench.peers.benchmarl_mappo --task balance --frames 300000 --seed 0 --json out.json``
@@ -41,7 +57,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-TASKS = ("balance", "transport")
+VMAS_TASKS = ("balance", "transport")
+MPE_TASKS = ("simple_spread",)
+TASKS = VMAS_TASKS + MPE_TASKS
+
+#: each task's env as rl_system names it (``env.name``): the peer's rows carry it, so that a table
+#: joins the two systems' runs of one task
+ENV = {"balance": "vmas:balance", "transport": "vmas:transport",
+       "simple_spread": "pettingzoo:mpe2.simple_spread_v3:parallel_env"}
 
 #: ``fine_tuned/vmas/conf/config.yaml``'s ``experiment:`` values an on-policy run reads (the
 #: off-policy and exploration ones change nothing for MAPPO and are left at the defaults).
@@ -72,37 +95,95 @@ LOCAL: dict[str, Any] = {
     "checkpoint_at_end": False,
 }
 
-EVAL_KEY = "eval_agents_reward_episode_reward_mean"
-TRAIN_KEY = "collection_agents_reward_episode_reward_mean"
+#: ``benchmarl/conf/experiment/base_experiment.yaml``'s values an on-policy run reads (BenchMARL
+#: 1.5.2), which the MPE run keeps; set explicitly all the same, so that another release's defaults
+#: cannot change the run unseen.
+MPE_DEFAULTS: dict[str, Any] = {
+    "share_policy_params": True,
+    "prefer_continuous_actions": True,
+    "parallel_collection": False,
+    "gamma": 0.99,
+    "lr": 0.00005,
+    "adam_eps": 0.000001,
+    "clip_grad_norm": True,
+    "clip_grad_val": 5,
+    "on_policy_collected_frames_per_batch": 6_000,
+    "on_policy_n_envs_per_worker": 10,
+    "on_policy_n_minibatch_iters": 45,
+    "on_policy_minibatch_size": 400,
+    "evaluation": True,
+    "evaluation_deterministic_actions": True,
+}
+
+#: what the MPE run sets beside :data:`MPE_DEFAULTS` and :data:`LOCAL` (the module docstring says why)
+MPE_LOCAL: dict[str, Any] = {"evaluation_episodes": 200}
+
+#: MPE: one evaluation every this many batches (60,000 frames; every budget's worth below that)
+MPE_EVAL_BATCHES = 10
+
+#: ``benchmarl/conf/task/pettingzoo/<task>.yaml``'s values this comparison changes
+MPE_TASK: dict[str, dict[str, Any]] = {"simple_spread": {"max_cycles": 25}}
+
+EVAL_KEY = "eval_reward_episode_reward_mean"
+TRAIN_KEY = "collection_reward_episode_reward_mean"
 
 
-def experiment_config(frames: int, save_folder: str):
-    """BenchMARL's ``ExperimentConfig``: installed defaults, then :data:`FINE_TUNED`, then :data:`LOCAL`,
-    ``frames`` as the budget and one evaluation per collected batch."""
+def experiment_settings(task: str) -> dict[str, Any]:
+    """What the peer sets on BenchMARL's installed experiment defaults for ``task``."""
+    return {**FINE_TUNED, **LOCAL} if task in VMAS_TASKS else {**MPE_DEFAULTS, **MPE_LOCAL, **LOCAL}
+
+
+def batch_frames(task: str) -> int:
+    """Frames of one collected batch."""
+    return (FINE_TUNED if task in VMAS_TASKS else MPE_DEFAULTS)["on_policy_collected_frames_per_batch"]
+
+
+def eval_interval(task: str, frames: int) -> int:
+    """Frames between two evaluations: every batch on VMAS, every :data:`MPE_EVAL_BATCHES` batches on
+    MPE (a shorter budget: once, at its end). A budget that is a multiple of it ends on one."""
+    if task in VMAS_TASKS:
+        return batch_frames(task)
+    return min(batch_frames(task) * MPE_EVAL_BATCHES, frames)
+
+
+def experiment_config(task: str, frames: int, save_folder: str):
+    """BenchMARL's ``ExperimentConfig``: installed defaults, then :func:`experiment_settings`,
+    ``frames`` as the budget and :func:`eval_interval`."""
     from benchmarl.experiment import ExperimentConfig
 
     cfg = ExperimentConfig.get_from_yaml()
-    for key, value in {**FINE_TUNED, **LOCAL}.items():
+    for key, value in experiment_settings(task).items():
         setattr(cfg, key, value)
     cfg.max_n_frames = frames
-    cfg.evaluation_interval = cfg.on_policy_collected_frames_per_batch
+    cfg.evaluation_interval = eval_interval(task, frames)
     cfg.save_folder = save_folder
     return cfg
 
 
+def benchmarl_task(task: str):
+    """BenchMARL's task object: VMAS's from its yaml; MPE's from its yaml with :data:`MPE_TASK`, on
+    mpe2 (:mod:`bench.peers.benchmarl_mpe2`)."""
+    if task in VMAS_TASKS:
+        from benchmarl.environments import VmasTask
+
+        return VmasTask[task.upper()].get_from_yaml()
+    from bench.peers import benchmarl_mpe2
+
+    return benchmarl_mpe2.task(task, **MPE_TASK[task])
+
+
 def settings(task: str) -> dict[str, Any]:
-    """The algorithm, model and task settings as loaded from the installed yaml files (for the record
-    and the tests)."""
+    """The algorithm, model and task settings as the run uses them, loaded from the installed yaml
+    files (for the record and the tests)."""
     from dataclasses import asdict
 
     from benchmarl.algorithms import MappoConfig
-    from benchmarl.environments import VmasTask
     from benchmarl.models.mlp import MlpConfig
 
     model = MlpConfig.get_from_yaml()
     return {"algorithm": asdict(MappoConfig.get_from_yaml()),
             "model": {"num_cells": list(model.num_cells), "activation_class": model.activation_class.__name__},
-            "task": dict(VmasTask[task.upper()].get_from_yaml().config)}
+            "task": dict(benchmarl_task(task).config)}
 
 
 class Clock:
@@ -114,6 +195,7 @@ class Clock:
         self.t0, self.c0 = time.perf_counter(), time.process_time()
         self.trained: dict[int, tuple[int, float, float]] = {}
         self.evaluated: dict[int, tuple[int, float, float]] = {}
+        self.threads: set[int] = set()
 
     def __getstate__(self) -> dict:
         # BenchMARL pickles its callbacks into config.pkl (for reloading); the clock's state and its
@@ -124,7 +206,11 @@ class Clock:
         return (self.experiment.total_frames, time.perf_counter() - self.t0, time.process_time() - self.c0)
 
     def on_train_end(self, training_td, group: str) -> None:
+        import torch
+
         self.trained[self.experiment.n_iters_performed] = self._now()
+        # Read while training: TorchRL's SerialEnv.close() at the end sets the count again.
+        self.threads.add(torch.get_num_threads())
 
     def on_evaluation_end(self, rollouts) -> None:
         self.evaluated[self.experiment.n_iters_performed] = self._now()
@@ -152,12 +238,11 @@ def join_curve(stamps: dict[int, tuple[int, float, float]], values: dict[int, fl
 
 
 def run(task: str, frames: int, seed: int, threads: int | None = None) -> dict[str, Any]:
-    """Train BenchMARL's MAPPO on VMAS ``task`` for ``frames`` frames with ``seed`` on the CPU; returns
+    """Train BenchMARL's MAPPO on ``task`` for ``frames`` frames with ``seed`` on the CPU; returns
     the evaluation and training curves (rows ``(frames, wall s, mean episode reward, CPU s)``, clocks
     from the start of ``Experiment.run``), the totals and the settings used."""
     import torch
     from benchmarl.algorithms import MappoConfig
-    from benchmarl.environments import VmasTask
     from benchmarl.experiment import Experiment
     from benchmarl.models.mlp import MlpConfig
 
@@ -166,42 +251,46 @@ def run(task: str, frames: int, seed: int, threads: int | None = None) -> dict[s
     t_build = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="benchmarl_") as tmp:
         clock = Clock()
-        experiment = Experiment(task=VmasTask[task.upper()].get_from_yaml(),
+        experiment = Experiment(task=benchmarl_task(task),
                                 algorithm_config=MappoConfig.get_from_yaml(), model_config=MlpConfig.get_from_yaml(),
                                 critic_model_config=MlpConfig.get_from_yaml(), seed=seed,
-                                config=experiment_config(frames, tmp), callbacks=[clock])
+                                config=experiment_config(task, frames, tmp), callbacks=[clock])
         build_s = time.perf_counter() - t_build
         clock.start()
         experiment.run()
         wall, cpu = time.perf_counter() - clock.t0, time.process_time() - clock.c0
         evals, trains = read_scalar(Path(tmp), EVAL_KEY), read_scalar(Path(tmp), TRAIN_KEY)
-        eval_s = sum(read_scalar(Path(tmp), "timers_evaluation_time").values())
+        eval_s, collect_s, learn_s = (sum(read_scalar(Path(tmp), f"timers_{name}_time").values())
+                                      for name in ("evaluation", "collection", "training"))
     curve, train_curve = join_curve(clock.evaluated, evals), join_curve(clock.trained, trains)
-    return {"peer": "benchmarl_mappo", "env": f"vmas:{task}", "seed": seed, "env_steps": experiment.total_frames,
-            "train_wall_s": wall, "train_cpu_s": cpu, "eval_wall_s": eval_s, "build_s": build_s,
-            "threads": torch.get_num_threads(), "final_return": curve[-1][2] if curve else math.nan,
+    return {"peer": "benchmarl_mappo", "task": task, "env": ENV[task], "seed": seed,
+            "env_steps": experiment.total_frames, "train_wall_s": wall, "train_cpu_s": cpu, "eval_wall_s": eval_s,
+            "build_s": build_s, "collection_s": collect_s, "training_s": learn_s,
+            "threads": max(clock.threads, default=None), "final_return": curve[-1][2] if curve else math.nan,
             "final_train_return": train_curve[-1][2] if train_curve else math.nan,
-            "reward": "eval/agents/reward/episode_reward_mean", "curve": curve, "train_curve": train_curve,
-            "settings": {"experiment": {**FINE_TUNED, **LOCAL, "evaluation_interval": FINE_TUNED[
-                "on_policy_collected_frames_per_batch"]}, **settings(task)}, "versions": versions()}
+            "reward": "eval/reward/episode_reward_mean", "curve": curve, "train_curve": train_curve,
+            "settings": {"experiment": {**experiment_settings(task),
+                                        "evaluation_interval": eval_interval(task, frames)}, **settings(task)},
+            "versions": versions()}
 
 
 def versions() -> dict[str, str | None]:
     from bench.harness.stamp import version
 
-    return {m: version(m) for m in ("benchmarl", "torchrl", "tensordict", "vmas", "torch")}
+    return {m: version(m) for m in ("benchmarl", "torchrl", "tensordict", "vmas", "pettingzoo", "mpe2", "torch")}
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--task", choices=TASKS, default="balance")
-    ap.add_argument("--frames", type=int, default=3_000_000, help="a multiple of 60,000 (one batch)")
+    ap.add_argument("--frames", type=int, default=3_000_000, help="a multiple of the evaluation interval (60,000: "
+                    "one VMAS batch, ten MPE batches)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's, the cores)")
     ap.add_argument("--json", default=None, help="write the result here")
     args = ap.parse_args(argv)
     result = run(args.task, args.frames, args.seed, args.threads)
-    print(f"vmas:{args.task} seed {args.seed}: {result['env_steps']:,} frames in {result['train_wall_s']:.0f}s "
+    print(f"{ENV[args.task]} seed {args.seed}: {result['env_steps']:,} frames in {result['train_wall_s']:.0f}s "
           f"({result['train_cpu_s']:.0f} CPU s, {result['eval_wall_s']:.0f}s evaluating), "
           f"final eval return {result['final_return']:.3f}", flush=True)
     if args.json:
