@@ -169,6 +169,12 @@ def is_multi_agent(spec: ActionSpec) -> bool:
     return isinstance(spec, (AgentDiscrete, AgentMultiDiscrete, AgentBox))
 
 
+def agent_rewards(reward: torch.Tensor, num_agents: int) -> torch.Tensor:
+    """``[N, n]``: each agent's reward from a step's ``reward``, its own where the env gives one per
+    agent ``[N, n]``, else the team reward ``[N]`` for every agent (a view, no copy)."""
+    return reward if reward.dim() == 2 else reward.unsqueeze(1).expand(-1, num_agents)
+
+
 def mask_width(spec: ActionSpec) -> int | None:
     """The width an ``action_mask`` must have for ``spec`` (``None``: masks do not apply)."""
     if isinstance(spec, Discrete):

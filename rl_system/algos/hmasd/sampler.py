@@ -25,7 +25,7 @@ from rl_system.algos.episodes import EpisodeTracker
 from rl_system.algos.hmasd import columns as col
 from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.networks import HMASDPolicy
-from rl_system.envs.base import VecEnv
+from rl_system.envs.base import VecEnv, agent_rewards
 from rl_system.rollout.contract import Columns, Episodes
 
 GREEDY_LEVELS = ("high", "low")
@@ -129,7 +129,7 @@ class HMASDSampler:
             step = env.step(action)
             done = step.terminated | step.truncated
             # HMASD learns from a team reward [N]: an env's per-agent rewards [N, n] are summed.
-            per_agent = step.reward if step.reward.dim() == 2 else step.reward.unsqueeze(1).expand(-1, self.n)
+            per_agent = agent_rewards(step.reward, self.n)
             reward = step.reward.sum(1) if step.reward.dim() == 2 else step.reward
             buf[col.REWARD][t].copy_(reward)
             buf[col.TERMINATED][t].copy_(step.terminated)

@@ -12,7 +12,7 @@ from torch import nn
 from rl_system.algos.episodes import EpisodeTracker
 from rl_system.algos.mappo import columns as col
 from rl_system.algos.protocols import is_recurrent
-from rl_system.envs.base import AGENT_ACTIVE, VecEnv
+from rl_system.envs.base import AGENT_ACTIVE, VecEnv, agent_rewards
 from rl_system.rollout.contract import Columns, Episodes, Layout, layout, obs_column
 
 
@@ -73,7 +73,7 @@ class MultiAgentSampler:
             row[col.LOGP].copy_(logp)
             row[col.VALUE].copy_(value)
             step = env.step(action)
-            per_agent = step.reward if step.reward.dim() == 2 else step.reward.unsqueeze(1).expand_as(logp)
+            per_agent = agent_rewards(step.reward, logp.shape[1])
             row[col.REWARD].copy_(per_agent.sum(1, keepdim=True).expand_as(per_agent) if self.team else per_agent)
             row[col.TERMINATED].copy_(step.terminated)
             row[col.TRUNCATED].copy_(step.truncated)
