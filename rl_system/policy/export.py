@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from rl_system.envs.base import STATE
 from rl_system.filesystems import atomic_path
 
 FORMATS = ("torchscript", "onnx")
@@ -58,7 +59,7 @@ def graph_io(policy) -> tuple[list[str], list[str]]:
     The recurrent state's input is ``state``, or ``recurrent_state`` where an observation key is
     ``state`` (a multi-agent env's global state)."""
     if policy.recurrent:
-        state = "recurrent_state" if "state" in policy.obs_keys else "state"
+        state = "recurrent_state" if STATE in policy.obs_keys else "state"  # never the env's own global state
         return [*policy.obs_keys, state], ["action", "logp", "value", "new_state"]
     return list(policy.obs_keys), ["action", "logp", "value"]
 
