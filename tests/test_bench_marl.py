@@ -17,7 +17,6 @@ import pytest
 import torch
 
 from bench import bench_marl
-from bench.harness.random_play import random_actions
 from bench.peers import benchmarl_mappo as peer
 from rl_system.config import load_config
 
@@ -190,7 +189,15 @@ def test_budgets_are_whole_batches_ending_on_an_evaluation():
 
 
 def test_random_actions_stay_in_the_spec():
-    from rl_system.envs.base import AgentBox, AgentDiscrete, AgentMultiDiscrete
+    """Random play's actions (the env checker's, :func:`rl_system.envs.checker.random_actions`)."""
+    from types import SimpleNamespace
+
+    from rl_system.envs.base import ACTION_MASK, AgentBox, AgentDiscrete, AgentMultiDiscrete
+    from rl_system.envs.checker import random_actions as checker_actions
+
+    def random_actions(spec, n, gen, mask=None):
+        env = SimpleNamespace(action_spec=spec, num_envs=n, device=torch.device("cpu"))
+        return checker_actions(env, {} if mask is None else {ACTION_MASK: mask}, gen)
 
     gen = torch.Generator().manual_seed(0)
     box = random_actions(AgentBox((5,), (0.0,) * 5, (1.0,) * 5, 3), 64, gen)
