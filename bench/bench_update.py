@@ -94,6 +94,13 @@ def build(cfg: Any, device: str = "cpu") -> tuple[Any, dict[str, torch.Tensor]]:
     return algo.make_trainer(policy.to(device), cfg), batch
 
 
+def eager_config(name: str, malloc: str, overrides: list[str]) -> Any:
+    """Shipped config ``name`` with the eager autograd update, the heap policy ``malloc`` and
+    ``overrides`` (whatever the config ships as ``learner.compile`` and ``learner.gradients``)."""
+    return load_config(str(REPO / "launch" / "configs" / f"{name}.yaml"),
+                       ["learner.compile=false", "learner.gradients=autograd", f"malloc={malloc}", *overrides])
+
+
 def critic_flops(trainer: Any, batch: dict[str, torch.Tensor]) -> int | None:
     """The FLOPs of a feedforward MAPPO update's critic: every epoch passes once over the batch,
     so ``num_epochs`` times its forward and backward over all the batch's rows; None for other
@@ -114,8 +121,7 @@ def alternating(name: str, threads: int, repeats: int, variants: list[list[str]]
                 malloc: str = "retain") -> list[dict[str, Any]]:
     """A row per variant of config ``name`` (each a list of overrides), their updates timed in turn
     on one batch (the first variant's sample): round ``r`` times every variant once."""
-    base = ["learner.compile=false", "learner.gradients=autograd", f"malloc={malloc}", *sets]
-    cfgs = [load_config(str(REPO / "launch" / "configs" / f"{name}.yaml"), base + v) for v in variants]
+    cfgs = [eager_config(name, malloc, [*sets, *v]) for v in variants]
     torch.set_num_threads(threads)
     trainer, batch = build(cfgs[0])
     trainers = [trainer]
@@ -203,8 +209,7 @@ def measure(name: str, threads: int, repeats: int, compile_too: bool = False, ma
             closed_form_too: bool = False, sets: list[str] = ()) -> dict[str, Any]:
     # The eager autograd update, whether or not the config ships learner.compile (compiled_times
     # has that) or learner.gradients: closed_form (closed_form_times).
-    cfg = load_config(str(REPO / "launch" / "configs" / f"{name}.yaml"),
-                      ["learner.compile=false", "learner.gradients=autograd", f"malloc={malloc}", *sets])
+    cfg = eager_config(name, malloc, sets)
     torch.set_num_threads(threads)
     trainer, batch = build(cfg)
     samples = int(batch["reward"].numel())
