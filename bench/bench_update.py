@@ -227,7 +227,7 @@ def measure(name: str, threads: int, repeats: int, compile_too: bool = False, ma
     t = statistics.median(times)
     params = sum(p.numel() for p in trainer.policy.parameters()) if hasattr(trainer, "policy") else None
     row = {"config": name, "algo": cfg.algo, "samples": samples, "update_s": t, "update_s_min": min(times),
-           "samples_per_s": samples / t, "gflop": flops / 1e9, "gflop_per_s": flops / t / 1e9, "params": params,
+           "times": times, "samples_per_s": samples / t, "gflop": flops / 1e9, "gflop_per_s": flops / t / 1e9, "params": params,
            "page_faults": statistics.median(faults)}
     if compile_too and cfg.algo == "ppo":
         row.update(compiled_times(name, repeats, malloc))

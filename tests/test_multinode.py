@@ -3,6 +3,7 @@
 Custom resources pin placement: the learner on the head, one rollout worker on each worker node.
 """
 
+import os
 import threading
 import time
 
@@ -12,6 +13,7 @@ from ray.cluster_utils import Cluster
 
 from rl_system.config import load_config
 from rl_system.run.loop import train
+from rl_system.run.startup import init_ray
 
 pytestmark = pytest.mark.slow  # a Ray head / cluster of its own: the slow set
 
@@ -19,11 +21,14 @@ pytestmark = pytest.mark.slow  # a Ray head / cluster of its own: the slow set
 def three_nodes():
     if ray.is_initialized():
         ray.shutdown()  # the shared local session; the `ray_session` fixture restarts it later
+    # The nodes start from this environment: without the wait policy in it, as a cluster started
+    # elsewhere, so that only the job can hand it to the actors.
+    os.environ.pop("OMP_WAIT_POLICY", None)
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"learner_node": 1}})
     # Each rollout node could host both workers, so a lost node's worker has somewhere to go.
     nodes = [cluster.add_node(num_cpus=1, resources={"rollout_node": 2}) for _ in range(2)]
     cluster.wait_for_nodes()
-    ray.init(address=cluster.address, log_to_driver=False, configure_logging=False)
+    init_ray(load_config("launch/configs/cartpole_ppo.yaml"), cluster.address)
     yield cluster, nodes
     ray.shutdown()
     cluster.shutdown()
@@ -40,6 +45,8 @@ def test_workers_on_other_nodes_ship_compressed_rollouts_and_learn(three_nodes, 
     assert summary.compression_ratio > 1.0
     workers, learner = summary.placement.workers, summary.placement.learner
     assert len(set(workers)) == 2 and learner not in workers  # one worker per rollout node
+    on_a_rollout_node = ray.remote(num_cpus=0, resources={"rollout_node": 0.01})(lambda: os.environ.get("OMP_WAIT_POLICY"))
+    assert ray.get(on_a_rollout_node.remote()) == "PASSIVE"  # the job's runtime environment reached it
 
 
 def test_a_learner_group_spread_over_two_nodes_trains_to_target(three_nodes, tmp_path):

@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 
-from rl_system import __version__
+from rl_system import __version__, openmp
 from rl_system.cli import air_combat, check_env, evaluate, export, monitor, rollouts, train, tune
 from rl_system.cli.common import fail
 from rl_system.config import ConfigError
@@ -60,6 +60,7 @@ def run() -> None:
     what is left is the interpreter tearing down torch, Ray and their threads, most of a second
     that nobody waits for on purpose. The streams are flushed and the process ends with the code.
     (:func:`main` itself returns normally, for callers in the same process.)"""
+    openmp.set_default()  # before any command imports torch
     code = main()
     try:
         sys.stdout.flush()

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from rl_system import openmp
 from rl_system.config import ConfigError, load_config
 from rl_system.errors import one_line
 
@@ -81,7 +82,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     try:
         if args.address:
             check_reachable(args.address)
-            ray.init(address=args.address, log_to_driver=False)
+            ray.init(address=args.address, log_to_driver=False, **openmp.joined_ray_init())
         else:
             # As `rl-system train`: no dashboard unless the config asks (ray_dashboard: true).
             ray.init(address="local", num_cpus=local_cpus(sweep), include_dashboard=sweep.base.ray_dashboard,

@@ -13,6 +13,7 @@ from typing import Any
 import gymnasium
 import ray
 
+from rl_system import openmp
 from rl_system.actors.placement import check_placement
 from rl_system.algos import get_algorithm
 from rl_system.config import ConfigError, RunConfig
@@ -60,8 +61,9 @@ def init_ray(cfg: RunConfig, address: str | None) -> None:
         return
     if address:
         check_reachable(address)
-        ray.init(address=address, log_to_driver=False)
+        ray.init(address=address, log_to_driver=False, **openmp.joined_ray_init())
         return
+    openmp.set_default()  # the embedded Ray's processes inherit this environment
     # Ray records every actor call in the GCS's task-event table, up to 100,000 of them by default:
     # a long run of small rounds grew the GCS by ~11 MB per 1,000 rounds (bench/soak.py). The last
     # 10,000 are plenty for the dashboard; a value the user set wins.
