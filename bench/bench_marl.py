@@ -1,9 +1,17 @@
-"""Multi-agent PPO beside BenchMARL: for each task and seed, BenchMARL's MAPPO
-(:mod:`bench.peers.benchmarl_mappo`: its fine-tuned settings on VMAS balance and transport, its
-defaults on MPE simple_spread) and rl_system's config for the task (:data:`CONFIGS`: the same
-settings mapped onto rl_system's) as MAPPO and as IPPO (``--set mappo.critic=local``), at the same
-frame budget, one after the other on the same machine, each in a subprocess of its own; beside
-them the task's random play (uniform random actions, :data:`EVAL_EPISODES` episodes, no training).
+"""Multi-agent PPO beside BenchMARL: for each task and seed, at the same frame budget, one after
+the other on the same machine, each in a subprocess of its own (``--systems``):
+
+* ``benchmarl_mappo``: BenchMARL's MAPPO (:mod:`bench.peers.benchmarl_mappo`: its fine-tuned
+  settings on VMAS balance and transport, its defaults on MPE simple_spread);
+* ``benchmarl_mappo_our_settings`` (VMAS): BenchMARL's MAPPO with the hyperparameters of
+  rl_system's config for the task (``--like``: what BenchMARL can take of them);
+* ``rl_system``: rl_system's config for the task (:data:`CONFIGS`; on MPE BenchMARL's defaults
+  mapped onto it, on VMAS rl_system's own update);
+* ``rl_system_benchmarl_settings`` (VMAS): rl_system with BenchMARL's fine-tuned settings mapped
+  onto it (:data:`BENCHMARL_CONFIGS`);
+* ``rl_system_ippo``: the task's config as IPPO (``--set mappo.critic=local``);
+* ``random``: the task's random play (uniform random actions, :data:`EVAL_EPISODES` episodes, no
+  training).
 
 The table gives per task, seed and system:
 
@@ -13,8 +21,9 @@ The table gives per task, seed and system:
   its 200 episodes);
 * the final training return: the agents' mean return of the episodes of the last batch, with
   the actions as sampled (BenchMARL: ``collection/agents/reward/episode_reward_mean``; rl_system:
-  ``rollout/return_mean`` over the round's 600 episodes), and rl_system's wall time to
-  BenchMARL's final training return (the first round whose training return reaches it);
+  ``rollout/return_mean`` over the round's 600 episodes), and every other system's wall time to
+  ``benchmarl_mappo``'s final training return (the first batch whose training return reaches it;
+  BenchMARL's clock counts its evaluations before that batch);
 * the training wall time (from the first batch to the end; BenchMARL's includes its evaluation
   after every batch, given apart) and env steps/s with learning (BenchMARL's evaluation time left
   out);
@@ -23,7 +32,8 @@ The table gives per task, seed and system:
   processes count too) and cores busy (CPU s / wall s).
 
     python -m bench.bench_marl                                   # every task and system, seed 0, 3M frames
-    python -m bench.bench_marl --tasks balance --seeds 0 1 --frames 300000 --systems benchmarl_mappo rl_system
+    python -m bench.bench_marl --tasks balance --seeds 0 1 2 --frames 600000 \
+        --systems benchmarl_mappo benchmarl_mappo_our_settings rl_system random
     python -m bench.bench_marl --tasks simple_spread --seeds 0 1 2 --frames 60000 --threads 1
     python -m bench.bench_marl --from-runs bench/results/marl/mpe_60k/*.json.xz --out bench/results/marl/mpe_60k
 
@@ -58,28 +68,38 @@ from bench.peers.benchmarl_mappo import batch_frames, eval_interval
 
 CONFIGS = {"balance": "launch/configs/vmas_balance_mappo.yaml", "transport": "launch/configs/vmas_transport_mappo.yaml",
            "simple_spread": "launch/configs/mpe_simple_spread_mappo.yaml"}
-"""rl_system's config of each task: one round is one BenchMARL batch (``batch_frames``)."""
+"""rl_system's config of each task (its own settings): one round is one BenchMARL batch (``batch_frames``)."""
+BENCHMARL_CONFIGS = {"balance": "launch/configs/vmas_balance_mappo_benchmarl.yaml",
+                     "transport": "launch/configs/vmas_transport_mappo_benchmarl.yaml"}
+"""rl_system's config of each VMAS task with BenchMARL's fine-tuned settings mapped onto it."""
 EVAL_EPISODES = 200
 """BenchMARL's fine-tuned ``evaluation_episodes``; rl_system's final policy is tested on as many."""
 EVAL_ENVS = {"simple_spread": 10}
 """Envs of rl_system's final test where not :data:`EVAL_EPISODES`: the test runs whole rounds
 (``rollout_len`` steps of each env), and simple_spread's 600-step round holds 24 episodes per env,
 so 10 envs give the 200 episodes in one round (20 of each env's, in order) instead of 4,800."""
-SYSTEMS = ("benchmarl_mappo", "rl_system", "rl_system_ippo", "random")
-OURS = {"rl_system": [], "rl_system_ippo": ["mappo.critic=local"]}
-"""rl_system's systems: the overrides on the task's config (IPPO: a critic on each agent's own
-observation)."""
+SYSTEMS = ("benchmarl_mappo", "benchmarl_mappo_our_settings", "rl_system", "rl_system_benchmarl_settings",
+           "rl_system_ippo", "random")
+OURS = {"rl_system": (CONFIGS, []), "rl_system_benchmarl_settings": (BENCHMARL_CONFIGS, []),
+        "rl_system_ippo": (CONFIGS, ["mappo.critic=local"])}
+"""rl_system's systems: the configs (per task) and the overrides on them (IPPO: a critic on each
+agent's own observation)."""
+VMAS_ONLY = ("benchmarl_mappo_our_settings", "rl_system_benchmarl_settings")
+"""Systems that exist for the VMAS tasks only (BenchMARL publishes fine-tuned settings for VMAS)."""
 
 
 # -- runs ------------------------------------------------------------------------------------------
 
 
-def run_benchmarl(task: str, frames: int, seed: int, work: Path, threads: int | None = None) -> dict[str, Any]:
-    """BenchMARL's MAPPO in a subprocess (:mod:`bench.peers.benchmarl_mappo`)."""
-    out = work / f"benchmarl_{task}_s{seed}.json"
+def run_benchmarl(task: str, frames: int, seed: int, work: Path, threads: int | None = None,
+                  like: str | None = None) -> dict[str, Any]:
+    """BenchMARL's MAPPO in a subprocess (:mod:`bench.peers.benchmarl_mappo`), with rl_system config
+    ``like``'s hyperparameters where given."""
+    name = f"benchmarl{'_like' if like else ''}_{task}_s{seed}"
+    out = work / f"{name}.json"
     cmd = [sys.executable, "-m", "bench.peers.benchmarl_mappo", "--task", task, "--frames", str(frames),
            "--seed", str(seed), "--json", str(out)] + (["--threads", str(threads)] if threads else [])
-    proc = run_child(cmd, work / f"benchmarl_{task}_s{seed}.log")
+    proc = run_child(cmd + (["--like", like] if like else []), work / f"{name}.log")
     return {**json.loads(out.read_text()), **proc}
 
 
@@ -92,9 +112,10 @@ def run_ours(task: str, frames: int, seed: int, work: Path, threads: int | None 
     from rl_system.policy.evaluation import evaluate
 
     run_dir = work / f"{system}_{task}_s{seed}"
-    overrides = [f"seed={seed}", f"max_env_steps={frames}", *OURS[system]]
+    configs, extra = OURS[system]
+    overrides = [f"seed={seed}", f"max_env_steps={frames}", *extra]
     overrides += [f"learner.torch_threads={threads}"] if threads else []
-    cmd = [sys.executable, "-m", "rl_system", "train", CONFIGS[task], "--quiet", "--run-dir", str(run_dir)]
+    cmd = [sys.executable, "-m", "rl_system", "train", configs[task], "--quiet", "--run-dir", str(run_dir)]
     proc = run_child(cmd + [arg for o in overrides for arg in ("--set", o)], work / f"{system}_{task}_s{seed}.log")
     row = read_ours(run_dir)
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -102,7 +123,7 @@ def run_ours(task: str, frames: int, seed: int, work: Path, threads: int | None 
     test = evaluate(state, episodes=EVAL_EPISODES, deterministic=True, num_envs=EVAL_ENVS.get(task, EVAL_EPISODES))
     # "curve" stays the training curve (the harness's convention for rl_system rows); no evaluation
     # runs during training, so the final test is the one evaluation point.
-    return {**row, "peer": system, "task": task, "config": CONFIGS[task], "overrides": overrides,
+    return {**row, "peer": system, "task": task, "config": configs[task], "overrides": overrides,
             "train_cpu_s": summary["cpu_s"]["total"], "startup_s": summary.get("startup_s"), "eval_wall_s": 0.0,
             "final_train_return": row["final_return"], "final_return": test["return_mean"], "test": test,
             "train_curve": row["curve"], **proc}
@@ -165,7 +186,7 @@ def table_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for r in sorted(runs, key=lambda r: (r["env"], r["seed"], SYSTEMS.index(r["peer"]))):
         peer = ref.get((r["env"], r["seed"]))
-        level = peer["final_train_return"] if peer is not None and r["peer"] in OURS else None
+        level = peer["final_train_return"] if peer is not None and r["peer"] not in ("benchmarl_mappo", "random") else None
         rows.append({"env": r["env"], "seed": r["seed"], "system": r["peer"], "env_steps": r["env_steps"],
                      "final_eval_return": r["final_return"], "final_train_return": r["final_train_return"],
                      "train_wall_s": r["train_wall_s"], "eval_wall_s": r.get("eval_wall_s", 0.0),
@@ -181,7 +202,10 @@ def table_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 COLUMNS = (f"Returns are the agents' mean episode return: *eval* over {EVAL_EPISODES} episodes with deterministic "
            "actions after the last batch (BenchMARL's `eval/reward/episode_reward_mean`; rl_system's final "
            "checkpoint under `rl-system eval --deterministic`; random: uniform random actions, no training), "
-           "*training* over the last batch's episodes with sampled actions. rl_system_ippo: the same config with "
+           "*training* over the last batch's episodes with sampled actions. rl_system: rl_system's config for the task; "
+           "rl_system_benchmarl_settings: BenchMARL's fine-tuned VMAS settings mapped onto it; "
+           "benchmarl_mappo_our_settings: BenchMARL with rl_system's config's hyperparameters (no advantage "
+           "normalisation: BenchMARL's MAPPO has none); rl_system_ippo: rl_system's config with "
            "`mappo.critic: local`. Wall s: from the first batch to the end (BenchMARL's includes its evaluations, "
            "in parentheses, which env steps/s leaves out). Process: the whole subprocess, start-up and "
            "shutdown included; cores busy = its process tree's CPU s / its wall s. Load: the 1-minute load average "
@@ -318,6 +342,8 @@ def budget_error(tasks: list[str], frames: int) -> str | None:
 def run_system(system: str, task: str, frames: int, seed: int, work: Path, threads: int | None) -> dict[str, Any]:
     if system == "benchmarl_mappo":
         return run_benchmarl(task, frames, seed, work, threads)
+    if system == "benchmarl_mappo_our_settings":
+        return run_benchmarl(task, frames, seed, work, threads, like=CONFIGS[task])
     if system == "random":
         return run_random(task, seed)
     return run_ours(task, frames, seed, work, threads, system)
@@ -331,6 +357,8 @@ def train_all(tasks: list[str], seeds: list[int], frames: int, systems: list[str
         for task in tasks:
             for seed in seeds:
                 for system in systems:
+                    if system in VMAS_ONLY and task not in BENCHMARL_CONFIGS:
+                        continue
                     before = load1()
                     print(f"{task} seed {seed}: {system} ... (load {before})", flush=True)
                     # Each run keeps the command and the load it ran under: a table may join runs of

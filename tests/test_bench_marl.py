@@ -47,8 +47,8 @@ def test_the_peer_uses_the_documented_fine_tuned_settings():
 
 
 @pytest.mark.parametrize("task", sorted(TASKS))
-def test_our_config_carries_the_same_settings(task):
-    cfg = load_config(ROOT / bench_marl.CONFIGS[task])
+def test_our_benchmarl_settings_config_carries_the_same_settings(task):
+    cfg = load_config(ROOT / bench_marl.BENCHMARL_CONFIGS[task])
     ft, m, w = peer.FINE_TUNED, cfg.mappo, cfg.workers
     assert cfg.algo == "mappo" and cfg.env.name == f"vmas:{task}"
     assert w.num_workers * w.num_envs * w.rollout_len == ft["on_policy_collected_frames_per_batch"]
@@ -67,6 +67,21 @@ def test_our_config_carries_the_same_settings(task):
 
 
 @pytest.mark.parametrize("task", sorted(TASKS))
+def test_our_own_vmas_config_changes_only_the_update_and_benchmarl_can_take_it(task):
+    ours = load_config(ROOT / bench_marl.CONFIGS[task])
+    theirs = load_config(ROOT / bench_marl.BENCHMARL_CONFIGS[task])
+    assert ours.env == theirs.env and ours.workers == theirs.workers and ours.return_window == theirs.return_window
+    changed = {k for k, v in ours.mappo.model_dump().items() if theirs.mappo.model_dump()[k] != v}
+    assert changed == {"lr", "num_epochs", "num_minibatches", "norm_adv", "central_value"}
+    experiment, algorithm = peer.like_config(task, str(ROOT / bench_marl.CONFIGS[task]))
+    assert experiment == {"lr": 3e-4, "gamma": 0.9, "clip_grad_val": 5.0, "on_policy_n_minibatch_iters": 5,
+                          "on_policy_minibatch_size": 15_000}  # 4 minibatches of the 60,000-frame batch
+    assert algorithm == {"lmbda": 0.9, "clip_epsilon": 0.2, "entropy_coef": 0.0, "critic_coef": 1.0}
+    with pytest.raises(ValueError, match="60,000 env steps"):
+        peer.like_config(task, str(ROOT / "launch/configs/mpe_simple_spread_mappo.yaml"))
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
 def test_installed_benchmarl_yaml_matches(task, tmp_path):
     pytest.importorskip("benchmarl")
     got = peer.settings(task)
@@ -77,6 +92,8 @@ def test_installed_benchmarl_yaml_matches(task, tmp_path):
     assert {k: getattr(cfg, k) for k in DOCUMENTED} == DOCUMENTED
     assert cfg.max_n_frames == 120_000 and cfg.evaluation_interval == 60_000 and cfg.sampling_device == "cpu"
     assert cfg.train_minibatch_size(True) == 4096 and cfg.n_optimizer_steps(True) == 45
+    like = peer.experiment_config(task, 120_000, str(tmp_path), peer.like_config(task, bench_marl.CONFIGS[task])[0])
+    assert like.train_minibatch_size(True) == 15_000 and like.n_optimizer_steps(True) == 5 and like.lr == 3e-4
 
 
 def test_the_mpe_peer_keeps_benchmarls_documented_defaults():
@@ -106,7 +123,7 @@ def test_our_simple_spread_config_carries_the_same_settings():
     assert m.vf_coef * 0.5 == ALGORITHM["critic_coef"]
     assert m.hidden_sizes == [256, 256] and m.activation == "tanh" and m.share_params and m.critic == "central"
     assert not m.norm_adv and not m.clip_vloss and not m.anneal_lr
-    assert bench_marl.OURS == {"rl_system": [], "rl_system_ippo": ["mappo.critic=local"]}
+    assert bench_marl.OURS["rl_system_ippo"] == (bench_marl.CONFIGS, ["mappo.critic=local"])
 
 
 def test_installed_benchmarl_runs_simple_spread_on_mpe2(tmp_path):

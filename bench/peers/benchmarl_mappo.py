@@ -34,6 +34,12 @@ rl_system's final test); evaluation after every batch on VMAS and every :data:`M
 batches on MPE (200 episodes of one env, one after another, take a while) instead of every
 120,000 frames, so that a budget that is a multiple of the interval ends on an evaluation.
 
+With ``--like CONFIG`` (VMAS) the same run takes the hyperparameters an rl_system config sets
+instead of the fine-tuned ones (:func:`like_config`: learning rate, gamma, GAE lambda, clip,
+entropy and critic coefficients, gradient clip, epochs and minibatch size); what BenchMARL cannot
+take stays its own: no advantage normalisation (its MAPPO passes ``normalize_advantage=False``), two
+Adam optimisers, TanhNormal actions. The batch (60,000 frames from 600 envs) must be the same.
+
 A BenchMARL *frame* is one step of one env with all its agents: the env steps rl_system counts.
 
 The curve is BenchMARL's own evaluation: ``eval/reward/episode_reward_mean`` (its CSV logger's
@@ -146,13 +152,33 @@ def eval_interval(task: str, frames: int) -> int:
     return min(batch_frames(task) * MPE_EVAL_BATCHES, frames)
 
 
-def experiment_config(task: str, frames: int, save_folder: str):
-    """BenchMARL's ``ExperimentConfig``: installed defaults, then :func:`experiment_settings`,
-    ``frames`` as the budget and :func:`eval_interval`."""
+def like_config(task: str, path: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(experiment, algorithm)`` settings of BenchMARL that carry rl_system config ``path``'s
+    hyperparameters (its ``mappo`` section, defaults filled in by rl_system's own loader). Raises
+    ``ValueError`` where the config's batch is not BenchMARL's (:func:`batch_frames`)."""
+    from rl_system.config import load_config
+
+    cfg = load_config(path)
+    m, w = cfg.mappo, cfg.workers
+    batch = w.num_workers * w.num_envs * w.rollout_len
+    if task not in VMAS_TASKS or batch != batch_frames(task):
+        raise ValueError(f"--like {path}: a VMAS config whose round is {batch_frames(task):,} env steps")
+    experiment = {"lr": m.lr, "gamma": m.gamma, "clip_grad_val": m.max_grad_norm,
+                  "on_policy_n_minibatch_iters": m.num_epochs,  # each one pass over the batch, as an epoch
+                  "on_policy_minibatch_size": math.ceil(batch / m.num_minibatches)}
+    # rl_system's value loss is vf_coef x half the squared error, BenchMARL's critic_coef x the l2 loss
+    algorithm = {"lmbda": m.gae_lambda, "clip_epsilon": m.clip_coef, "entropy_coef": m.ent_coef,
+                 "critic_coef": m.vf_coef / 2}
+    return experiment, algorithm
+
+
+def experiment_config(task: str, frames: int, save_folder: str, like: dict[str, Any] | None = None):
+    """BenchMARL's ``ExperimentConfig``: installed defaults, then :func:`experiment_settings` and
+    ``like`` (:func:`like_config`'s experiment part), ``frames`` as the budget and :func:`eval_interval`."""
     from benchmarl.experiment import ExperimentConfig
 
     cfg = ExperimentConfig.get_from_yaml()
-    for key, value in experiment_settings(task).items():
+    for key, value in {**experiment_settings(task), **(like or {})}.items():
         setattr(cfg, key, value)
     cfg.max_n_frames = frames
     cfg.evaluation_interval = eval_interval(task, frames)
@@ -237,10 +263,11 @@ def join_curve(stamps: dict[int, tuple[int, float, float]], values: dict[int, fl
             for i in sorted(stamps) if i in values and math.isfinite(values[i])]
 
 
-def run(task: str, frames: int, seed: int, threads: int | None = None) -> dict[str, Any]:
-    """Train BenchMARL's MAPPO on ``task`` for ``frames`` frames with ``seed`` on the CPU; returns
-    the evaluation and training curves (rows ``(frames, wall s, mean episode reward, CPU s)``, clocks
-    from the start of ``Experiment.run``), the totals and the settings used."""
+def run(task: str, frames: int, seed: int, threads: int | None = None, like: str | None = None) -> dict[str, Any]:
+    """Train BenchMARL's MAPPO on ``task`` for ``frames`` frames with ``seed`` on the CPU (with
+    rl_system config ``like``'s hyperparameters where given); returns the evaluation and training
+    curves (rows ``(frames, wall s, mean episode reward, CPU s)``, clocks from the start of
+    ``Experiment.run``), the totals and the settings used."""
     import torch
     from benchmarl.algorithms import MappoConfig
     from benchmarl.experiment import Experiment
@@ -248,13 +275,17 @@ def run(task: str, frames: int, seed: int, threads: int | None = None) -> dict[s
 
     if threads:
         torch.set_num_threads(threads)
+    like_exp, like_alg = like_config(task, like) if like else ({}, {})
+    algorithm = MappoConfig.get_from_yaml()
+    for key, value in like_alg.items():
+        setattr(algorithm, key, value)
     t_build = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="benchmarl_") as tmp:
         clock = Clock()
         experiment = Experiment(task=benchmarl_task(task),
-                                algorithm_config=MappoConfig.get_from_yaml(), model_config=MlpConfig.get_from_yaml(),
+                                algorithm_config=algorithm, model_config=MlpConfig.get_from_yaml(),
                                 critic_model_config=MlpConfig.get_from_yaml(), seed=seed,
-                                config=experiment_config(task, frames, tmp), callbacks=[clock])
+                                config=experiment_config(task, frames, tmp, like_exp), callbacks=[clock])
         build_s = time.perf_counter() - t_build
         clock.start()
         experiment.run()
@@ -263,14 +294,15 @@ def run(task: str, frames: int, seed: int, threads: int | None = None) -> dict[s
         eval_s, collect_s, learn_s = (sum(read_scalar(Path(tmp), f"timers_{name}_time").values())
                                       for name in ("evaluation", "collection", "training"))
     curve, train_curve = join_curve(clock.evaluated, evals), join_curve(clock.trained, trains)
-    return {"peer": "benchmarl_mappo", "task": task, "env": ENV[task], "seed": seed,
+    return {"peer": "benchmarl_mappo_our_settings" if like else "benchmarl_mappo", "task": task, "env": ENV[task], "seed": seed,
             "env_steps": experiment.total_frames, "train_wall_s": wall, "train_cpu_s": cpu, "eval_wall_s": eval_s,
             "build_s": build_s, "collection_s": collect_s, "training_s": learn_s,
             "threads": max(clock.threads, default=None), "final_return": curve[-1][2] if curve else math.nan,
             "final_train_return": train_curve[-1][2] if train_curve else math.nan,
             "reward": "eval/reward/episode_reward_mean", "curve": curve, "train_curve": train_curve,
-            "settings": {"experiment": {**experiment_settings(task),
-                                        "evaluation_interval": eval_interval(task, frames)}, **settings(task)},
+            "settings": {"experiment": {**experiment_settings(task), **like_exp,
+                                        "evaluation_interval": eval_interval(task, frames)},
+                         **settings(task), "algorithm_changed": like_alg, "like": like},
             "versions": versions()}
 
 
@@ -287,9 +319,11 @@ def main(argv: list[str] | None = None) -> None:
                     "one VMAS batch, ten MPE batches)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's, the cores)")
+    ap.add_argument("--like", default=None, metavar="CONFIG",
+                    help="an rl_system VMAS config whose hyperparameters replace the fine-tuned ones")
     ap.add_argument("--json", default=None, help="write the result here")
     args = ap.parse_args(argv)
-    result = run(args.task, args.frames, args.seed, args.threads)
+    result = run(args.task, args.frames, args.seed, args.threads, args.like)
     print(f"{ENV[args.task]} seed {args.seed}: {result['env_steps']:,} frames in {result['train_wall_s']:.0f}s "
           f"({result['train_cpu_s']:.0f} CPU s, {result['eval_wall_s']:.0f}s evaluating), "
           f"final eval return {result['final_return']:.3f}", flush=True)
