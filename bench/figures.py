@@ -55,6 +55,8 @@ FIGURES: dict[str, tuple[Callable[[Path, Path], list[Path]], str, str]] = {
                 "python -m bench.bench_minatar"),
     "memory": (res.fig_memory, "bench/results/memory/", "python -m bench.bench_memory"),
     "marl": (res.fig_marl, f"bench/results/marl/{res.MARL_BUDGET}/", "python -m bench.bench_marl"),
+    "marl_balance": (res.fig_marl_balance, f"bench/results/marl/{res.BALANCE_BUDGET}/",
+                     "python -m bench.bench_marl --tasks balance --seeds 0 1 2 --frames 600000"),
     "marl_mpe": (res.fig_marl_mpe, f"bench/results/marl/{res.MPE_BUDGET}/",
                  "python -m bench.bench_marl --tasks simple_spread"),
     "cartpole_ttt": (res.fig_cartpole_ttt, "bench/results/report/report.json (section ttt)",

@@ -45,6 +45,11 @@ class Panel:
     title: str
     series: tuple[Series, ...]
     ylabel: str = "training mean return (100 episodes)"
+    x: str = "env steps"  # or "wall s": the curve rows' second column
+
+
+X_COLUMN = {"env steps": 0, "wall s": 1}
+"""The column of a curve row that each x axis reads (rows are env steps, wall s, return, ...)."""
 
 
 def find_runs(results: Path, pattern: str | tuple[str, ...]) -> list[Path]:
@@ -58,14 +63,14 @@ def find_runs(results: Path, pattern: str | tuple[str, ...]) -> list[Path]:
     return paths
 
 
-def load_curves(results: Path, series: Series) -> list[np.ndarray]:
-    """Each run's ``[rows, 2]`` (env steps, return) of ``series``."""
+def load_curves(results: Path, series: Series, x: str = "env steps") -> list[np.ndarray]:
+    """Each run's ``[rows, 2]`` (``x``: env steps or wall s, return) of ``series``."""
     curves = []
     for path in find_runs(results, series.pattern):
         rows = read_json(path).get(series.curve_key) or []
         if not rows:
             raise FigureError(f"{path}: no {series.curve_key!r} rows")
-        curves.append(np.asarray([(r[0], r[2]) for r in rows], dtype=float))
+        curves.append(np.asarray([(r[X_COLUMN[x]], r[2]) for r in rows], dtype=float))
     return curves
 
 
@@ -81,7 +86,7 @@ def median_band(curves: list[np.ndarray], points: int = 200) -> tuple[np.ndarray
 
 def draw_curves(ax: Any, results: Path, panel: Panel, legend: bool = True) -> None:
     for s in panel.series:
-        curves = load_curves(results, s)
+        curves = load_curves(results, s, panel.x)
         for c in curves:
             ax.plot(c[:, 0], c[:, 1], color=s.color, lw=0.5, alpha=0.35)
         grid, med, lo, hi = median_band(curves)
@@ -89,10 +94,11 @@ def draw_curves(ax: Any, results: Path, panel: Panel, legend: bool = True) -> No
         ax.fill_between(grid, lo, hi, color=s.color, alpha=0.18, lw=0)
         ax.plot(grid, med, color=s.color, lw=1.8, label=f"{s.label} ({n} seed{'s' * (n > 1)})")
     ax.set_title(panel.title, fontsize=9)
-    ax.set_xlabel("env steps", fontsize=8)
+    ax.set_xlabel(panel.x, fontsize=8)
     ax.set_ylabel(panel.ylabel, fontsize=8)
     ax.tick_params(labelsize=7)
-    ax.xaxis.set_major_formatter(steps_formatter())
+    if panel.x == "env steps":
+        ax.xaxis.set_major_formatter(steps_formatter())
     ax.grid(True, alpha=0.3)
     if legend:
         ax.legend(fontsize=7, loc="best", frameon=False)
@@ -150,6 +156,17 @@ MARL = tuple(
                PEER, "train_curve")),
         ylabel="training mean return per agent")
     for task in ("balance", "transport"))
+BALANCE_BUDGET = "balance_600k"
+BALANCE = tuple(
+    Panel(f"VMAS balance, MAPPO{', against wall time' if x == 'wall s' else ''}", (
+        Series("rl_system", f"marl/{BALANCE_BUDGET}/rl_system_balance_s[0-9].json.xz", OURS, "train_curve"),
+        Series("BenchMARL, rl_system's settings",
+               f"marl/{BALANCE_BUDGET}/benchmarl_mappo_our_settings_balance_s[0-9].json.xz", THIRD, "train_curve"),
+        # last: the README's glance draws the first and the last series of a panel
+        Series("BenchMARL, fine-tuned settings", f"marl/{BALANCE_BUDGET}/benchmarl_mappo_balance_s[0-9].json.xz",
+               PEER, "train_curve")),
+        ylabel="training mean return per agent", x=x)
+    for x in ("env steps", "wall s"))
 MPE_BUDGET = "mpe_60k"
 MPE = Panel("MPE simple_spread (3 agents, 25 cycles)", (
     Series("rl_system MAPPO", f"marl/{MPE_BUDGET}/rl_system_simple_spread_s[0-9].json.xz", OURS, "train_curve"),
@@ -184,6 +201,21 @@ def fig_marl(results: Path, out: Path) -> list[Path]:
     provenance_note(fig, f"bench/results/marl/{MARL_BUDGET}: one seed each, training mean every 60k frames; "
                     "x: final deterministic evaluation")
     return [save_png(fig, out / "curves_marl.png")]
+
+
+def fig_marl_balance(results: Path, out: Path) -> list[Path]:
+    fig = new_figure(8.0, 3.4)
+    axes = fig.subplots(1, len(BALANCE))
+    for ax, panel in zip(axes, BALANCE):
+        draw_curves(ax, results, panel, legend=False)
+        randoms = [read_json(p)["final_return"] for p in
+                   find_runs(results, f"marl/{BALANCE_BUDGET}/random_balance_s[0-9].json.xz")]
+        ax.axhline(statistics.mean(randoms), color="0.4", lw=1, ls="--", label="random play")
+    _final_evals(axes[0], results, BALANCE[0])
+    axes[0].legend(fontsize=6.5, loc="upper left", frameon=False)
+    provenance_note(fig, f"bench/results/marl/{BALANCE_BUDGET}: three seeds, median and range, training mean every "
+                    "60k frames; x: final deterministic evaluation")
+    return [save_png(fig, out / "curves_marl_balance.png")]
 
 
 def fig_marl_mpe(results: Path, out: Path) -> list[Path]:
@@ -331,7 +363,7 @@ def fig_glance(results: Path, out: Path) -> list[Path]:
     """The main panels in one picture, for the README."""
     fig = new_figure(9.0, 5.4)
     axes = fig.subplots(2, 3)
-    for ax, panel in zip(axes.flat, (MUJOCO[0], MUJOCO[1], MINATAR[0], MEMORY[0], MARL[0])):
+    for ax, panel in zip(axes.flat, (MUJOCO[0], MUJOCO[1], MINATAR[0], MEMORY[0], BALANCE[0])):
         short = Panel(panel.title, tuple(Series(s.label.split(",")[0], s.pattern, s.color, s.curve_key)
                                          for s in panel.series[:1] + panel.series[-1:]), ylabel="return")
         draw_curves(ax, results, short)

@@ -75,7 +75,7 @@ def test_our_own_vmas_config_changes_only_the_update_and_benchmarl_can_take_it(t
     assert changed == {"lr", "num_epochs", "num_minibatches", "norm_adv", "central_value"}
     experiment, algorithm = peer.like_config(task, str(ROOT / bench_marl.CONFIGS[task]))
     assert experiment == {"lr": 3e-4, "gamma": 0.9, "clip_grad_val": 5.0, "on_policy_n_minibatch_iters": 5,
-                          "on_policy_minibatch_size": 15_000}  # 4 minibatches of the 60,000-frame batch
+                          "on_policy_minibatch_size": 3_750}  # 16 minibatches of the 60,000-frame batch
     assert algorithm == {"lmbda": 0.9, "clip_epsilon": 0.2, "entropy_coef": 0.0, "critic_coef": 1.0}
     with pytest.raises(ValueError, match="60,000 env steps"):
         peer.like_config(task, str(ROOT / "launch/configs/mpe_simple_spread_mappo.yaml"))
@@ -93,7 +93,7 @@ def test_installed_benchmarl_yaml_matches(task, tmp_path):
     assert cfg.max_n_frames == 120_000 and cfg.evaluation_interval == 60_000 and cfg.sampling_device == "cpu"
     assert cfg.train_minibatch_size(True) == 4096 and cfg.n_optimizer_steps(True) == 45
     like = peer.experiment_config(task, 120_000, str(tmp_path), peer.like_config(task, bench_marl.CONFIGS[task])[0])
-    assert like.train_minibatch_size(True) == 15_000 and like.n_optimizer_steps(True) == 5 and like.lr == 3e-4
+    assert like.train_minibatch_size(True) == 3_750 and like.n_optimizer_steps(True) == 5 and like.lr == 3e-4
 
 
 def test_the_mpe_peer_keeps_benchmarls_documented_defaults():
