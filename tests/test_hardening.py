@@ -153,9 +153,10 @@ def test_actors_that_fit_but_stay_pending_give_up_after_startup_timeout(two_cpu_
 # -- recovery ------------------------------------------------------------------------------------
 
 def test_a_killed_checkpointer_is_restarted_and_no_written_checkpoint_is_lost(ray_session, tmp_path):
+    # One worker of 128 envs: the 10 rounds of 4,096 env steps two workers of 64 gave, one actor start less.
     cfg = load_config("launch/configs/cartpole_ppo.yaml", FAST + [
-        "target_return=null", "max_env_steps=40960", "workers.num_envs=64", "checkpoint.every_rounds=2",
-        "log_every_s=0"])
+        "target_return=null", "max_env_steps=40960", "workers.num_workers=1", "workers.num_envs=128",
+        "checkpoint.every_rounds=2", "log_every_s=0"])
     summary = train_killing(cfg, tmp_path, tmp_path / "checkpoints" / "latest.json", "checkpointer")
     assert summary.status == "completed" and summary.checkpointer_restarts == 1, summary
     assert summary.checkpoints.saved >= 2
