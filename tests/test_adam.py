@@ -116,6 +116,8 @@ def test_a_state_for_another_network_is_refused():
 LEARNERS = [("cartpole_ppo", ["learner.gradients=autograd"]), ("alice_bob_hmasd", ["workers.num_envs=2"])]
 START_UPDATE_SNAPSHOT = """
 import sys
+from rl_system import openmp
+openmp.set_default()  # before torch loads, as in a run's processes: HMASD's two threads wait passively
 from rl_system.actors.learner import Learner
 from rl_system.actors.worker import RolloutWorker
 from rl_system.config import load_config
