@@ -93,9 +93,10 @@ def test_a_gpu_the_machine_does_not_have_is_refused_before_waiting(tmp_path):
 
 def test_worker_that_cannot_allocate_its_envs_is_one_line_naming_actor_and_cause(ray_session, capsys, tmp_path):
     # In-process on the shared Ray (a fresh process per test only re-measures start-up): the same
-    # command line, the same single line on stderr and exit code.
+    # command line, the same single line on stderr and exit code. One worker: one actor to fail is
+    # enough, and one start less.
     code = main(["train", "launch/configs/cartpole_ppo.yaml", "--set", "workers.num_envs=100000000000",
-                 "--set", "tensorboard=false", "--run-dir", str(tmp_path)])
+                 "--set", "tensorboard=false", "--set", "workers.num_workers=1", "--run-dir", str(tmp_path)])
     out = capsys.readouterr()
     assert code == 1
     line = one_error_line(subprocess.CompletedProcess([], code, out.out, out.err))
@@ -152,9 +153,10 @@ def test_actors_that_fit_but_stay_pending_give_up_after_startup_timeout(two_cpu_
 # -- recovery ------------------------------------------------------------------------------------
 
 def test_a_killed_checkpointer_is_restarted_and_no_written_checkpoint_is_lost(ray_session, tmp_path):
+    # One worker of 128 envs: the 10 rounds of 4,096 env steps two workers of 64 gave, one actor start less.
     cfg = load_config("launch/configs/cartpole_ppo.yaml", FAST + [
-        "target_return=null", "max_env_steps=40960", "workers.num_envs=64", "checkpoint.every_rounds=2",
-        "log_every_s=0"])
+        "target_return=null", "max_env_steps=40960", "workers.num_workers=1", "workers.num_envs=128",
+        "checkpoint.every_rounds=2", "log_every_s=0"])
     summary = train_killing(cfg, tmp_path, tmp_path / "checkpoints" / "latest.json", "checkpointer")
     assert summary.status == "completed" and summary.checkpointer_restarts == 1, summary
     assert summary.checkpoints.saved >= 2

@@ -169,9 +169,10 @@ def test_a_mappo_run_reaches_its_target_through_ray_resumes_and_exports(tmp_path
     from rl_system import export, load_policy, train
     from rl_system.cli.main import main
 
-    overrides = ["workers.num_envs=32", "workers.rollout_len=16", "mappo.lr=3e-3", "target_return=7.0",
-                 "return_window=64", "max_env_steps=200000", "checkpoint.every_rounds=5", "tensorboard=false",
-                 f"mappo.central_value={value}"]
+    # One worker of 64 envs: 1,024 env steps a round as two of 32 gave, one actor start less a run.
+    overrides = ["workers.num_workers=1", "workers.num_envs=64", "workers.rollout_len=16", "mappo.lr=3e-3",
+                 "target_return=7.0", "return_window=64", "max_env_steps=200000", "checkpoint.every_rounds=5",
+                 "tensorboard=false", f"mappo.central_value={value}"]
     result = train(_cfg(*overrides), run_dir=tmp_path / "run")
     assert result.reached_target, result
     again = train(_cfg(*overrides, "stop_at_target=false", f"max_env_steps={result.env_steps + 4096}"),

@@ -53,8 +53,9 @@ def test_the_phase_clock_adds_up_each_phase_and_says_it():
 
 
 def test_a_run_times_its_phases_in_the_summary_and_at_debug_level(ray_session, capsys, tmp_path):
+    # One worker: the phases are the run's, whatever its number of workers (one actor start less).
     code = main(["train", CARTPOLE, "--run-dir", str(tmp_path), "--log-level", "debug", "--set", "max_env_steps=4096",
-                 "--set", "target_return=null", "--set", "tensorboard=false"])
+                 "--set", "target_return=null", "--set", "tensorboard=false", "--set", "workers.num_workers=1"])
     out = capsys.readouterr()
     assert code == 0, out.err
     phases = json.loads((tmp_path / "summary.json").read_text())["phases_s"]

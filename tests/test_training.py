@@ -34,21 +34,6 @@ def scalar_tags(tb_dir: Path) -> set[str]:
     return set(read_scalars(tb_dir))
 
 
-def test_policy_lag_one_overlaps_and_vtrace_and_the_proximal_anchor_weigh_what_the_lag_changed(ray_session, tmp_path):
-    cfg = load_config("launch/configs/cartpole_ppo.yaml",
-                      ["max_policy_lag=1", "max_env_steps=16384", "target_return=null", "ppo.value_target=vtrace",
-                       "ppo.ratio_anchor=proximal"])
-    summary = train(cfg, run_dir=tmp_path, quiet=True)
-    assert summary.max_policy_lag_used == 1  # in-flight rollouts from the previous version were used
-    assert summary.env_steps >= 16384
-    # One version behind: the learner's policy has moved since it sampled, so not every weight is 1.
-    scalars = read_scalars(tmp_path / "tb")
-    for tag in ("train/vtrace_rho_mean", "train/proximal_rho_mean"):
-        rho = scalars[tag]
-        assert len(rho) == summary.rounds and any(abs(r - 1.0) > 1e-4 for _, r in rho), (tag, rho)
-    assert "train/proximal_rho_clipped" in scalars
-
-
 @pytest.mark.slow  # two whole runs
 def test_one_version_behind_a_seed_repeats_bit_for_bit(ray_session, tmp_path):
     """Sampling overlaps the update (each worker samples its next rollout with the weights it was
@@ -69,15 +54,29 @@ def test_one_version_behind_a_seed_repeats_bit_for_bit(ray_session, tmp_path):
 
 @pytest.fixture(scope="module")
 def brief_run(tmp_path_factory):
-    """One short CartPole run that three tests read (a run's start-up costs seconds): its target
-    recorded without stopping, a rollout archive every 4 rounds, and its line on the status board.
+    """One short CartPole run that four tests read (a run's start-up costs seconds): its target
+    recorded without stopping, a rollout archive every 4 rounds, its line on the status board, and
+    sampling one version behind (lag 1) weighed by V-trace and the proximal anchor.
     5 rounds of 2 workers × 64 envs × 32 steps."""
     start_ray()
     run_dir = tmp_path_factory.mktemp("training") / "status-run"
     cfg = load_config("launch/configs/cartpole_ppo.yaml",
                       ["target_return=15", "stop_at_target=false", "return_window=20", "max_env_steps=20480",
-                       "archive_every=4", "tensorboard=false"])
+                       "archive_every=4", "max_policy_lag=1", "ppo.value_target=vtrace",
+                       "ppo.ratio_anchor=proximal"])
     return run_dir, train(cfg, run_dir=run_dir, quiet=True)
+
+
+def test_policy_lag_one_overlaps_and_vtrace_and_the_proximal_anchor_weigh_what_the_lag_changed(brief_run):
+    run_dir, summary = brief_run
+    assert summary.max_policy_lag_used == 1  # in-flight rollouts from the previous version were used
+    assert summary.env_steps >= 16384
+    # One version behind: the learner's policy has moved since it sampled, so not every weight is 1.
+    scalars = read_scalars(run_dir / "tb")
+    for tag in ("train/vtrace_rho_mean", "train/proximal_rho_mean"):
+        rho = scalars[tag]
+        assert len(rho) == summary.rounds and any(abs(r - 1.0) > 1e-4 for _, r in rho), (tag, rho)
+    assert "train/proximal_rho_clipped" in scalars
 
 
 def test_target_is_recorded_without_stopping_when_asked(brief_run):
@@ -98,7 +97,8 @@ def test_rollout_archive_every_k_rounds_and_inspect(brief_run):
     assert [f.name for f in files] == ["rollouts-r000000.arrow", "rollouts-r000004.arrow"]
     assert summary.archives_written == 2
     table = feather.read_table(files[1])
-    assert table.num_rows == 2 * 64 * 32 and set(table["policy_version"].to_pylist()) == {4}
+    # Round 4's rollouts: sampled with version 3, one behind (lag 1), while the learner trained on round 3's.
+    assert table.num_rows == 2 * 64 * 32 and set(table["policy_version"].to_pylist()) == {3}
     out = subprocess.run([sys.executable, "-m", "rl_system", "rollouts", "inspect", str(files[1])],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "obs.obs" in out.stdout and "compression" in out.stdout
