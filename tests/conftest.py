@@ -6,9 +6,15 @@
 
 from __future__ import annotations
 
-import pytest
-import ray
-import torch
+from rl_system import openmp
+
+# As a run's processes do (rl_system/openmp.py): OpenMP reads its wait policy when torch loads it,
+# and the shared Ray's actors inherit this process's environment.
+openmp.set_default()
+
+import pytest  # noqa: E402
+import ray  # noqa: E402
+import torch  # noqa: E402
 
 
 def start_ray() -> None:
