@@ -83,10 +83,10 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], config: str, comm
              f"{num(r['load_1m_before'], 1)} → {num(r['load_1m_after'], 1)}"] for r in rows]
     header = ["other processes spinning", "learner threads", "update (median)", "each", "against 1 thread",
               "load before → after"]
-    return "\n".join([f"# The learner's threads on a shared machine: `{config}` ({meta['date_utc']}, commit {meta['commit']})",
-                      "", f"`{command}`", "", stamp_line(meta), "", *md_table(header, body), "",
-                      f"One update of the config's batch ({rows[0]['samples']:,} samples), `bench.bench_update` in a "
-                      "fresh process per cell; each other process is a Python busy loop on one core."]) + "\n"
+    title = f"# The learner's threads on a shared machine: `{config}` ({meta['date_utc']}, commit {meta['commit']})"
+    footer = (f"One update of the config's batch ({rows[0]['samples']:,} samples), `bench.bench_update` in a "
+              "fresh process per cell; each other process is a Python busy loop on one core.")
+    return "\n".join([title, "", f"`{command}`", "", stamp_line(meta), "", *md_table(header, body), "", footer]) + "\n"
 
 
 def main(argv: list[str] | None = None) -> str:

@@ -208,9 +208,7 @@ def fig_marl_balance(results: Path, out: Path) -> list[Path]:
     axes = fig.subplots(1, len(BALANCE))
     for ax, panel in zip(axes, BALANCE):
         draw_curves(ax, results, panel, legend=False)
-        randoms = [read_json(p)["final_return"] for p in
-                   find_runs(results, f"marl/{BALANCE_BUDGET}/random_balance_s[0-9].json.xz")]
-        ax.axhline(statistics.mean(randoms), color="0.4", lw=1, ls="--", label="random play")
+        _random_play(ax, results, f"marl/{BALANCE_BUDGET}/random_balance_s[0-9].json.xz")
     _final_evals(axes[0], results, BALANCE[0])
     axes[0].legend(fontsize=6.5, loc="upper left", frameon=False)
     provenance_note(fig, f"bench/results/marl/{BALANCE_BUDGET}: three seeds, median and range, training mean every "
@@ -223,13 +221,17 @@ def fig_marl_mpe(results: Path, out: Path) -> list[Path]:
     ax = fig.subplots(1, 1)
     draw_curves(ax, results, MPE, legend=False)
     _final_evals(ax, results, MPE)
-    randoms = [read_json(p)["final_return"] for p in
-               find_runs(results, f"marl/{MPE_BUDGET}/random_simple_spread_s[0-9].json.xz")]
-    ax.axhline(statistics.mean(randoms), color="0.4", lw=1, ls="--", label="random play")
+    _random_play(ax, results, f"marl/{MPE_BUDGET}/random_simple_spread_s[0-9].json.xz")
     ax.legend(fontsize=7, loc="lower right", frameon=False)
     provenance_note(fig, f"bench/results/marl/{MPE_BUDGET}: training mean every 6k frames (240 episodes); "
                     "x: final deterministic evaluation (200 episodes)")
     return [save_png(fig, out / "curves_marl_mpe.png")]
+
+
+def _random_play(ax: Any, results: Path, pattern: str) -> None:
+    """The mean return of the random-play runs matching ``pattern``, as a dashed line."""
+    randoms = [read_json(p)["final_return"] for p in find_runs(results, pattern)]
+    ax.axhline(statistics.mean(randoms), color="0.4", lw=1, ls="--", label="random play")
 
 
 def _final_evals(ax: Any, results: Path, panel: Panel) -> None:

@@ -10,8 +10,8 @@ stopped losing to one.
 
 OpenMP reads the variable once, when torch loads it, so it must be in a process's environment
 before torch is imported: the CLI sets it before any command imports torch, and a run hands it to
-its Ray actors (inherited by an embedded Ray, :func:`joined_ray_init` on a cluster). A value the user set (``OMP_WAIT_POLICY=ACTIVE`` for a dedicated
-box) is left alone. Torch-free on purpose.
+its Ray actors (an embedded Ray inherits it; on a cluster, :func:`joined_ray_init`). A value the
+user set (``OMP_WAIT_POLICY=ACTIVE`` for a dedicated box) is left alone. Torch-free on purpose.
 """
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ from rl_system import openmp
 # and the shared Ray's actors inherit this process's environment.
 openmp.set_default()
 
-import pytest  # noqa: E402
-import ray  # noqa: E402
-import torch  # noqa: E402
+import pytest
+import ray
+import torch
 
 
 def start_ray() -> None:
