@@ -243,6 +243,7 @@ b.main(["--tasks", "simple_spread", "--systems", "rl_system_ippo", "random", "--
 """
 
 
+@pytest.mark.slow  # a training run with a Ray of its own, then its evaluation, in processes of their own
 def test_the_mpe_path_trains_ippo_and_plays_random_at_a_tiny_budget(tmp_path):
     """rl_system's IPPO on simple_spread (a tiny copy of the shipped config: 2 rounds of 100 env
     steps) and random play through main, in a process of its own (main makes its process the

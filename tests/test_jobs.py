@@ -19,6 +19,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 import uuid
@@ -58,6 +59,9 @@ def head(tmp_path_factory):
     if shutil.which(RAY) is None:
         pytest.fail("no `ray` command: Ray's CLI comes with `pip install ray` (rl-system depends on it)")
     root = tmp_path_factory.mktemp("head")
+    # Ray's sockets live under --temp-dir and a Unix socket's path may not pass 107 bytes: pytest's
+    # tmp path (longer under pytest-xdist, popen-gw0/) would not leave room for Ray's session name.
+    ray_tmp = Path(tempfile.mkdtemp(prefix="rs-jobs-", dir="/tmp"))
     token = root / "auth_token"
     token.write_text(secrets.token_hex(32))
     # Metrics reach the node's Prometheus endpoint once per report interval (default 10 s).
@@ -73,7 +77,7 @@ def head(tmp_path_factory):
          f"--dashboard-agent-grpc-port={agent_grpc}", f"--metrics-export-port={metrics}",
          f"--runtime-env-agent-port={rt_env}", f"--ray-client-server-port={client}",
          f"--min-worker-port={low}", f"--max-worker-port={low + 200}", "--num-cpus=4",
-         f"--temp-dir={root / 'ray'}", "--include-dashboard=true"],
+         f"--temp-dir={ray_tmp}", "--include-dashboard=true"],
         env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{dash}"
     try:
@@ -85,10 +89,11 @@ def head(tmp_path_factory):
             if proc.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"the Ray head did not come up: {(root / 'head.log').read_text()[-2000:]}")
             time.sleep(1.0)
-        yield url, env, f"http://127.0.0.1:{metrics}/metrics", root / "ray"
+        yield url, env, f"http://127.0.0.1:{metrics}/metrics", ray_tmp
     finally:
         _stop_session(proc)
         log.close()
+        shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
 def _stop_session(proc: subprocess.Popen) -> None:

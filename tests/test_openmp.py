@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from rl_system import openmp
 
 # An embedded run's Ray started the way `rl-system train` starts it, and one of its worker
@@ -31,6 +33,7 @@ def probe(env_value: str | None) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # a Ray of its own in a process of its own
 def test_an_embedded_runs_processes_wait_passively():
     # (a value the user set is kept: the test below; its actors inherit it as they inherit this)
     assert probe(None) == {"driver": "PASSIVE", "actor": "PASSIVE"}
