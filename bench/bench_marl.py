@@ -3,12 +3,12 @@ the other on the same machine, each in a subprocess of its own (``--systems``):
 
 * ``benchmarl_mappo``: BenchMARL's MAPPO (:mod:`bench.peers.benchmarl_mappo`: its fine-tuned
   settings on VMAS balance and transport, its defaults on MPE simple_spread);
-* ``benchmarl_mappo_our_settings`` (VMAS): BenchMARL's MAPPO with the hyperparameters of
-  rl_system's config for the task (``--like``: what BenchMARL can take of them);
-* ``rl_system``: rl_system's config for the task (:data:`CONFIGS`; on MPE BenchMARL's defaults
-  mapped onto it, on VMAS rl_system's own update);
-* ``rl_system_benchmarl_settings`` (VMAS): rl_system with BenchMARL's fine-tuned settings mapped
-  onto it (:data:`BENCHMARL_CONFIGS`);
+* ``benchmarl_mappo_our_settings``: BenchMARL's MAPPO with the hyperparameters of rl_system's
+  config for the task (``--like``: what BenchMARL can take of them);
+* ``rl_system``: rl_system's config for the task (:data:`CONFIGS`: BenchMARL's task, batch,
+  network and discounting with rl_system's own update);
+* ``rl_system_benchmarl_settings``: rl_system with BenchMARL's settings mapped onto it
+  (:data:`BENCHMARL_CONFIGS`: its fine-tuned ones on VMAS, its defaults on MPE);
 * ``rl_system_ippo``: the task's config as IPPO (``--set mappo.critic=local``);
 * ``random``: the task's random play (uniform random actions, :data:`EVAL_EPISODES` episodes, no
   training).
@@ -70,8 +70,10 @@ CONFIGS = {"balance": "launch/configs/vmas_balance_mappo.yaml", "transport": "la
            "simple_spread": "launch/configs/mpe_simple_spread_mappo.yaml"}
 """rl_system's config of each task (its own settings): one round is one BenchMARL batch (``batch_frames``)."""
 BENCHMARL_CONFIGS = {"balance": "launch/configs/vmas_balance_mappo_benchmarl.yaml",
-                     "transport": "launch/configs/vmas_transport_mappo_benchmarl.yaml"}
-"""rl_system's config of each VMAS task with BenchMARL's fine-tuned settings mapped onto it."""
+                     "transport": "launch/configs/vmas_transport_mappo_benchmarl.yaml",
+                     "simple_spread": "launch/configs/mpe_simple_spread_mappo_benchmarl.yaml"}
+"""rl_system's config of each task with BenchMARL's settings mapped onto it (VMAS: its fine-tuned
+ones; MPE: its defaults, as it publishes no fine-tuned MPE settings)."""
 EVAL_EPISODES = 200
 """BenchMARL's fine-tuned ``evaluation_episodes``; rl_system's final policy is tested on as many."""
 EVAL_ENVS = {"simple_spread": 10}
@@ -84,8 +86,6 @@ OURS = {"rl_system": (CONFIGS, []), "rl_system_benchmarl_settings": (BENCHMARL_C
         "rl_system_ippo": (CONFIGS, ["mappo.critic=local"])}
 """rl_system's systems: the configs (per task) and the overrides on them (IPPO: a critic on each
 agent's own observation)."""
-VMAS_ONLY = ("benchmarl_mappo_our_settings", "rl_system_benchmarl_settings")
-"""Systems that exist for the VMAS tasks only (BenchMARL publishes fine-tuned settings for VMAS)."""
 
 
 # -- runs ------------------------------------------------------------------------------------------
@@ -357,8 +357,6 @@ def train_all(tasks: list[str], seeds: list[int], frames: int, systems: list[str
         for task in tasks:
             for seed in seeds:
                 for system in systems:
-                    if system in VMAS_ONLY and task not in BENCHMARL_CONFIGS:
-                        continue
                     before = load1()
                     print(f"{task} seed {seed}: {system} ... (load {before})", flush=True)
                     # Each run keeps the command and the load it ran under: a table may join runs of

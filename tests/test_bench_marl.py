@@ -81,6 +81,18 @@ def test_our_own_vmas_config_changes_only_the_update_and_benchmarl_can_take_it(t
         peer.like_config(task, str(ROOT / "launch/configs/mpe_simple_spread_mappo.yaml"))
 
 
+def test_our_own_simple_spread_config_changes_only_the_update_and_benchmarl_can_take_it():
+    ours = load_config(ROOT / bench_marl.CONFIGS["simple_spread"])
+    theirs = load_config(ROOT / bench_marl.BENCHMARL_CONFIGS["simple_spread"])
+    assert ours.env == theirs.env and ours.workers == theirs.workers and ours.return_window == theirs.return_window
+    changed = {k for k, v in ours.mappo.model_dump().items() if theirs.mappo.model_dump()[k] != v}
+    assert changed == {"lr", "num_epochs", "num_minibatches", "norm_adv", "central_value"}
+    experiment, algorithm = peer.like_config("simple_spread", str(ROOT / bench_marl.CONFIGS["simple_spread"]))
+    assert experiment == {"lr": 3e-4, "gamma": 0.99, "clip_grad_val": 5.0, "on_policy_n_minibatch_iters": 5,
+                          "on_policy_minibatch_size": 375}  # 16 minibatches of the 6,000-frame batch
+    assert algorithm == {"lmbda": 0.9, "clip_epsilon": 0.2, "entropy_coef": 0.0, "critic_coef": 1.0}
+
+
 @pytest.mark.parametrize("task", sorted(TASKS))
 def test_installed_benchmarl_yaml_matches(task, tmp_path):
     pytest.importorskip("benchmarl")
@@ -105,8 +117,8 @@ def test_the_mpe_peer_keeps_benchmarls_documented_defaults():
     assert peer.eval_interval("balance", 300_000) == 60_000
 
 
-def test_our_simple_spread_config_carries_the_same_settings():
-    cfg = load_config(ROOT / bench_marl.CONFIGS["simple_spread"])
+def test_our_benchmarl_settings_simple_spread_config_carries_the_same_settings():
+    cfg = load_config(ROOT / bench_marl.BENCHMARL_CONFIGS["simple_spread"])
     d, m, w = peer.MPE_DEFAULTS, cfg.mappo, cfg.workers
     assert cfg.algo == "mappo" and cfg.env.name == peer.ENV["simple_spread"]
     assert cfg.env.kwargs == {**{k: SPREAD[k] for k in ("N", "max_cycles", "local_ratio")},

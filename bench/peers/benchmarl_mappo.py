@@ -34,11 +34,12 @@ rl_system's final test); evaluation after every batch on VMAS and every :data:`M
 batches on MPE (200 episodes of one env, one after another, take a while) instead of every
 120,000 frames, so that a budget that is a multiple of the interval ends on an evaluation.
 
-With ``--like CONFIG`` (VMAS) the same run takes the hyperparameters an rl_system config sets
-instead of the fine-tuned ones (:func:`like_config`: learning rate, gamma, GAE lambda, clip,
+With ``--like CONFIG`` the same run takes the hyperparameters an rl_system config sets
+instead of BenchMARL's (:func:`like_config`: learning rate, gamma, GAE lambda, clip,
 entropy and critic coefficients, gradient clip, epochs and minibatch size); what BenchMARL cannot
 take stays its own: no advantage normalisation (its MAPPO passes ``normalize_advantage=False``), two
-Adam optimisers, TanhNormal actions. The batch (60,000 frames from 600 envs) must be the same.
+Adam optimisers, TanhNormal actions. The batch (VMAS: 60,000 frames from 600 envs; MPE: 6,000
+from 10) must be the same.
 
 A BenchMARL *frame* is one step of one env with all its agents: the env steps rl_system counts.
 
@@ -161,8 +162,8 @@ def like_config(task: str, path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     cfg = load_config(path)
     m, w = cfg.mappo, cfg.workers
     batch = w.num_workers * w.num_envs * w.rollout_len
-    if task not in VMAS_TASKS or batch != batch_frames(task):
-        raise ValueError(f"--like {path}: a VMAS config whose round is {batch_frames(task):,} env steps")
+    if batch != batch_frames(task):
+        raise ValueError(f"--like {path}: a config whose round is {batch_frames(task):,} env steps")
     experiment = {"lr": m.lr, "gamma": m.gamma, "clip_grad_val": m.max_grad_norm,
                   "on_policy_n_minibatch_iters": m.num_epochs,  # each one pass over the batch, as an epoch
                   "on_policy_minibatch_size": math.ceil(batch / m.num_minibatches)}
@@ -320,7 +321,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's, the cores)")
     ap.add_argument("--like", default=None, metavar="CONFIG",
-                    help="an rl_system VMAS config whose hyperparameters replace the fine-tuned ones")
+                    help="an rl_system config whose hyperparameters replace BenchMARL's")
     ap.add_argument("--json", default=None, help="write the result here")
     args = ap.parse_args(argv)
     result = run(args.task, args.frames, args.seed, args.threads, args.like)
