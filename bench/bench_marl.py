@@ -9,7 +9,7 @@ the other on the same machine, each in a subprocess of its own (``--systems``):
   network and discounting with rl_system's own update);
 * ``rl_system_benchmarl_settings``: rl_system with BenchMARL's settings mapped onto it
   (:data:`BENCHMARL_CONFIGS`: its fine-tuned ones on VMAS, its defaults on MPE);
-* ``rl_system_ippo``: the task's config as IPPO (``--set mappo.critic=local``);
+* ``rl_system_ippo``: the task's config as IPPO (``--set mappo.central_value=per_agent --set mappo.critic=local``);
 * ``random``: the task's random play (uniform random actions, :data:`EVAL_EPISODES` episodes, no
   training).
 
@@ -83,9 +83,9 @@ so 10 envs give the 200 episodes in one round (20 of each env's, in order) inste
 SYSTEMS = ("benchmarl_mappo", "benchmarl_mappo_our_settings", "rl_system", "rl_system_benchmarl_settings",
            "rl_system_ippo", "random")
 OURS = {"rl_system": (CONFIGS, []), "rl_system_benchmarl_settings": (BENCHMARL_CONFIGS, []),
-        "rl_system_ippo": (CONFIGS, ["mappo.critic=local"])}
+        "rl_system_ippo": (CONFIGS, ["mappo.central_value=per_agent", "mappo.critic=local"])}
 """rl_system's systems: the configs (per task) and the overrides on them (IPPO: a critic on each
-agent's own observation)."""
+agent's own observation; the configs' joint central value needs a central critic)."""
 
 
 # -- runs ------------------------------------------------------------------------------------------
@@ -203,10 +203,10 @@ COLUMNS = (f"Returns are the agents' mean episode return: *eval* over {EVAL_EPIS
            "actions after the last batch (BenchMARL's `eval/reward/episode_reward_mean`; rl_system's final "
            "checkpoint under `rl-system eval --deterministic`; random: uniform random actions, no training), "
            "*training* over the last batch's episodes with sampled actions. rl_system: rl_system's config for the task; "
-           "rl_system_benchmarl_settings: BenchMARL's fine-tuned VMAS settings mapped onto it; "
+           "rl_system_benchmarl_settings: BenchMARL's settings mapped onto it (fine-tuned on VMAS, defaults on MPE); "
            "benchmarl_mappo_our_settings: BenchMARL with rl_system's config's hyperparameters (no advantage "
            "normalisation: BenchMARL's MAPPO has none); rl_system_ippo: rl_system's config with "
-           "`mappo.critic: local`. Wall s: from the first batch to the end (BenchMARL's includes its evaluations, "
+           "`mappo.critic: local` (and `central_value: per_agent`). Wall s: from the first batch to the end (BenchMARL's includes its evaluations, "
            "in parentheses, which env steps/s leaves out). Process: the whole subprocess, start-up and "
            "shutdown included; cores busy = its process tree's CPU s / its wall s. Load: the 1-minute load average "
            "before and after each run (other work shared the machine where it exceeds 2). \\*: the process tree as "

@@ -135,7 +135,7 @@ def test_our_benchmarl_settings_simple_spread_config_carries_the_same_settings()
     assert m.vf_coef * 0.5 == ALGORITHM["critic_coef"]
     assert m.hidden_sizes == [256, 256] and m.activation == "tanh" and m.share_params and m.critic == "central"
     assert not m.norm_adv and not m.clip_vloss and not m.anneal_lr
-    assert bench_marl.OURS["rl_system_ippo"] == (bench_marl.CONFIGS, ["mappo.critic=local"])
+    assert bench_marl.OURS["rl_system_ippo"] == (bench_marl.CONFIGS, ["mappo.central_value=per_agent", "mappo.critic=local"])
 
 
 def test_installed_benchmarl_runs_simple_spread_on_mpe2(tmp_path):
