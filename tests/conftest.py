@@ -6,11 +6,11 @@
 
 from __future__ import annotations
 
-from rl_system import openmp
+from rl_system import ray_env
 
-# As a run's processes do (rl_system/openmp.py): OpenMP reads its wait policy when torch loads it,
-# and the shared Ray's actors inherit this process's environment.
-openmp.set_default()
+# As an embedded run's processes do (rl_system/ray_env.py): OpenMP reads its wait policy when
+# torch loads it, and the shared Ray's actors inherit this process's environment (their priority too).
+ray_env.set_embedded_defaults()
 
 import pytest
 import ray

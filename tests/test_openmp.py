@@ -18,8 +18,9 @@ import json, os, ray
 from rl_system.config import load_config
 from rl_system.run.startup import init_ray, shutdown_ray
 init_ray(load_config("launch/configs/cartpole_ppo.yaml", ["workers.num_workers=1"]), None)
-probe = ray.remote(num_cpus=0)(lambda: os.environ.get("OMP_WAIT_POLICY"))
-print(json.dumps({"driver": os.environ.get("OMP_WAIT_POLICY"), "actor": ray.get(probe.remote())}))
+probe = ray.remote(num_cpus=0)(lambda: (os.environ.get("OMP_WAIT_POLICY"), os.nice(0)))
+policy, nice = ray.get(probe.remote())
+print(json.dumps({"driver": os.environ.get("OMP_WAIT_POLICY"), "actor": policy, "nice": nice - os.nice(0)}))
 shutdown_ray()
 """
 
@@ -36,7 +37,8 @@ def probe(env_value: str | None) -> dict:
 @pytest.mark.slow  # a Ray of its own in a process of its own
 def test_an_embedded_runs_processes_wait_passively():
     # (a value the user set is kept: the test below; its actors inherit it as they inherit this)
-    assert probe(None) == {"driver": "PASSIVE", "actor": "PASSIVE"}
+    # and at the driver's priority, where Ray's default is nice 15 (rl_system/ray_env.py)
+    assert probe(None) == {"driver": "PASSIVE", "actor": "PASSIVE", "nice": 0}
 
 
 def test_joining_a_cluster_hands_the_policy_to_the_job_unless_the_environment_has_one(monkeypatch):

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from rl_system import openmp
+from rl_system import openmp, ray_env
 from rl_system.config import ConfigError, load_config
 from rl_system.errors import one_line
 
@@ -84,7 +84,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
             check_reachable(args.address)
             ray.init(address=args.address, log_to_driver=False, **openmp.joined_ray_init())
         else:
-            # As `rl-system train`: no dashboard unless the config asks (ray_dashboard: true).
+            # As `rl-system train`: the same environment, no dashboard unless the config asks.
+            ray_env.set_embedded_defaults()
             ray.init(address="local", num_cpus=local_cpus(sweep), include_dashboard=sweep.base.ray_dashboard,
                      log_to_driver=False, configure_logging=False)
     except Exception as err:  # noqa: BLE001 - Ray raises a bare Exception when its node fails to start

@@ -13,7 +13,7 @@ from typing import Any
 import gymnasium
 import ray
 
-from rl_system import openmp
+from rl_system import openmp, ray_env
 from rl_system.actors.placement import check_placement
 from rl_system.algos import get_algorithm
 from rl_system.config import ConfigError, RunConfig
@@ -63,11 +63,7 @@ def init_ray(cfg: RunConfig, address: str | None) -> None:
         check_reachable(address)
         ray.init(address=address, log_to_driver=False, **openmp.joined_ray_init())
         return
-    openmp.set_default()  # the embedded Ray's processes inherit this environment
-    # Ray records every actor call in the GCS's task-event table, up to 100,000 of them by default:
-    # a long run of small rounds grew the GCS by ~11 MB per 1,000 rounds (bench/soak.py). The last
-    # 10,000 are plenty for the dashboard; a value the user set wins.
-    os.environ.setdefault("RAY_task_events_max_num_task_in_gcs", "10000")
+    ray_env.set_embedded_defaults()
     # address="local": always a new embedded Ray, never an attempt to join a cluster that another
     # process on this machine happens to run.
     ray.init(address="local", num_cpus=embedded_cpus(cfg), num_gpus=embedded_gpus(), include_dashboard=cfg.ray_dashboard,
