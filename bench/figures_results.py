@@ -167,7 +167,7 @@ BALANCE = tuple(
                PEER, "train_curve")),
         ylabel="training mean return per agent", x=x)
     for x in ("env steps", "wall s"))
-MPE_BUDGET = "mpe_60k"
+MPE_BUDGET = "mpe_300k"
 MPE = Panel("MPE simple_spread (3 agents, 25 cycles)", (
     Series("rl_system MAPPO", f"marl/{MPE_BUDGET}/rl_system_simple_spread_s[0-9].json.xz", OURS, "train_curve"),
     Series("rl_system IPPO", f"marl/{MPE_BUDGET}/rl_system_ippo_simple_spread_s[0-9].json.xz", OTHER, "train_curve"),
