@@ -16,10 +16,11 @@ def set_embedded_defaults() -> None:
     """Every default below, where the environment has no value of its own (the user's wins).
 
     * OpenMP waits passively (:mod:`rl_system.openmp`).
-    * The actors run at the driver's priority (nice 0). Ray starts its workers at nice 15 by default,
-      to keep its own daemons responsive; a run's actors do all its work, and on a machine shared with
-      any process at the default priority they got a few percent of a core: an MPE run made 44 env
-      steps/s beside two BenchMARL runs, about 1,500 alone (docs/lab/results.md, 2026-12-05).
+    * The actors run at the driver's priority (Ray adds 0 to its niceness). By default Ray starts
+      its workers at a niceness 15 higher, to keep its own daemons responsive; a run's actors do
+      all its work, and on a machine shared with any process at the default priority they got a
+      few percent of a core: an MPE run made 44 env steps/s beside two BenchMARL runs, about 1,500
+      alone (docs/lab/results.md, 2026-12-05).
     * Ray records every actor call in the GCS's task-event table, up to 100,000 of them by default:
       a long run of small rounds grew the GCS by ~11 MB per 1,000 rounds (bench/soak.py). The last
       10,000 are plenty for the dashboard.
