@@ -9,7 +9,6 @@ import sys
 import time
 from pathlib import Path
 
-from rl_system import openmp, ray_env
 from rl_system.config import ConfigError, load_config
 from rl_system.errors import one_line
 
@@ -74,20 +73,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
         sweep.check()
     else:
         sweep, exp_dir = _sweep_of(args)
-    import ray
-
-    from rl_system.run.startup import check_reachable, probe_specs
+    from rl_system.run.startup import join_ray, probe_specs, start_embedded_ray
 
     probe_specs(sweep.base)  # an env or algorithm that rejects the config: one line, before Ray
     try:
         if args.address:
-            check_reachable(args.address)
-            ray.init(address=args.address, log_to_driver=False, **openmp.joined_ray_init())
-        else:
-            # As `rl-system train`: the same environment, no dashboard unless the config asks.
-            ray_env.set_embedded_defaults()
-            ray.init(address="local", num_cpus=local_cpus(sweep), include_dashboard=sweep.base.ray_dashboard,
-                     log_to_driver=False, configure_logging=False)
+            join_ray(args.address)
+        else:  # as `rl-system train`: no dashboard unless the config asks
+            start_embedded_ray(local_cpus(sweep), sweep.base.ray_dashboard)
     except Exception as err:  # noqa: BLE001 - Ray raises a bare Exception when its node fails to start
         print(f"rl-system: cannot start or join Ray ({args.address or 'local'}): {one_line(err)}", file=sys.stderr)
         return 1

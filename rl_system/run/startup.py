@@ -60,14 +60,26 @@ def init_ray(cfg: RunConfig, address: str | None) -> None:
     if ray.is_initialized():
         return
     if address:
-        check_reachable(address)
-        ray.init(address=address, log_to_driver=False, **openmp.joined_ray_init())
-        return
+        join_ray(address)
+    else:
+        start_embedded_ray(embedded_cpus(cfg), cfg.ray_dashboard, num_gpus=embedded_gpus())
+
+
+def join_ray(address: str) -> None:
+    """Join the cluster at ``address`` (one line within seconds if it is not there), handing the
+    job OpenMP's wait policy (:func:`rl_system.openmp.joined_ray_init`)."""
+    check_reachable(address)
+    ray.init(address=address, log_to_driver=False, **openmp.joined_ray_init())
+
+
+def start_embedded_ray(num_cpus: int, dashboard: bool, num_gpus: int | None = None) -> None:
+    """A new single-node Ray in this process, its processes started from the embedded defaults
+    (:func:`rl_system.ray_env.set_embedded_defaults`); ``num_gpus`` None: Ray counts them."""
     ray_env.set_embedded_defaults()
     # address="local": always a new embedded Ray, never an attempt to join a cluster that another
     # process on this machine happens to run.
-    ray.init(address="local", num_cpus=embedded_cpus(cfg), num_gpus=embedded_gpus(), include_dashboard=cfg.ray_dashboard,
-             log_to_driver=False, configure_logging=False)
+    ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=dashboard, log_to_driver=False,
+             configure_logging=False)
 
 
 def shutdown_ray() -> None:
