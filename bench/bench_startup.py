@@ -2,11 +2,15 @@
 per phase, for this checkout and (optionally) another commit, run back to back.
 
     python -m bench.bench_startup [--config launch/configs/cartpole_ppo.yaml] [--repeats 3]
-                                  [--against REV] [--set KEY=VALUE ...] [--out DIR]
+                                  [--against REV] [--set KEY=VALUE ...] [--beside-ray] [--out DIR]
 
 Each run is ``python -m rl_system train CONFIG --log-level debug`` in a fresh process, started only
 once no Ray process of an earlier run is left (their teardown would otherwise be billed to the
-next run). The process's wall time comes from outside; training is the summary's ``wall_time_s``;
+next run; Ray processes already running when the bench started are not waited for).
+``--beside-ray`` keeps another embedded Ray running on the machine for the whole bench, as with
+two runs side by side or a run beside a sweep.
+
+The process's wall time comes from outside; training is the summary's ``wall_time_s``;
 the difference is the overhead a user waits for. Runs alternate between the checkouts, so a
 machine that slows down mid-way slows both. ``--against REV`` checks REV out into a temporary
 git worktree and runs the same command there (``python -m`` imports the package from the current
@@ -19,12 +23,14 @@ Prints a table (medians over the repeats) and writes ``startup.json`` / ``startu
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,18 +43,46 @@ PHASES = ("interpreter", "config", "imports", "probe", "ray_init", "actors", "tr
 RAY_PROCESSES = "ray::|raylet|gcs_server|dashboard|ray/autoscaler"
 
 
-def wait_for_quiet(timeout_s: float = 60.0) -> None:
-    """Until no Ray process of an earlier run is left (or ``timeout_s``)."""
+def ray_pids() -> set[int]:
+    """The machine's Ray processes now."""
+    out = subprocess.run(["pgrep", "-f", RAY_PROCESSES], capture_output=True, text=True, check=False).stdout
+    return {int(pid) for pid in out.split()}
+
+
+def wait_for_quiet(present: set[int], timeout_s: float = 60.0) -> None:
+    """Until no Ray process but those ``present`` before the bench is left (or ``timeout_s``)."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout_s:
-        if subprocess.run(["pgrep", "-f", RAY_PROCESSES], capture_output=True).returncode != 0:
+        if ray_pids() <= present:
             return
         time.sleep(0.5)
 
 
-def one_run(checkout: Path, config: str, overrides: list[str], run_dir: Path) -> dict[str, Any]:
+BESIDE = ("import ray, sys; ray.init(address='local', num_cpus=1, include_dashboard=False); "
+          "print('up', flush=True); sys.stdin.read()")
+"""Another embedded Ray, held until its stdin closes (Ray's own defaults: it takes the ports a
+plain ``ray.init`` takes)."""
+
+
+@contextlib.contextmanager
+def beside_ray(enabled: bool) -> Iterator[None]:
+    """Another Ray on the machine while the bench runs, if ``enabled``."""
+    if not enabled:
+        yield
+        return
+    proc = subprocess.Popen([sys.executable, "-c", BESIDE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        if proc.stdout.readline().strip() != "up":
+            raise SystemExit("bench_startup: the Ray beside the runs did not start")
+        yield
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+
+
+def one_run(checkout: Path, config: str, overrides: list[str], run_dir: Path, present: set[int]) -> dict[str, Any]:
     """One ``train`` process in ``checkout``: its wall time, training time and phases."""
-    wait_for_quiet()
+    wait_for_quiet(present)
     cmd = [sys.executable, "-m", "rl_system", "train", str(REPO / config), "--run-dir", str(run_dir),
            "--log-level", "debug", *[a for o in overrides for a in ("--set", o)]]
     t0 = time.perf_counter()
@@ -73,7 +107,8 @@ def markdown(result: dict[str, Any]) -> str:
     s = result["stamp"]
     lines = [f"Measured {s['date_utc']} at commit `{s['commit']}` on {s['cpu']} ({s['cores']} cores); "
              f"`{result['command']}`, "
-             f"{result['repeats']} runs each, alternating; medians.", "",
+             f"{result['repeats']} runs each, alternating; medians"
+             + ("; another Ray running on the machine throughout" if result.get("beside_ray") else "") + ".", "",
              "| checkout | wall | training | overhead (wall − training) | " + " | ".join(PHASES) + " |",
              "|---|---|---|---|" + "---|" * len(PHASES)]
     for row in result["rows"]:
@@ -92,9 +127,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--against", default=None, metavar="REV", help="another commit, run back to back")
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--beside-ray", action="store_true", help="another Ray runs on the machine throughout")
     ap.add_argument("--out", type=Path, default=RESULTS / "startup")
     args = ap.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="bench_startup_") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench_startup_") as tmp, beside_ray(args.beside_ray):
+        present = ray_pids()
         checkouts = {"this checkout": REPO}
         if args.against:
             other = Path(tmp) / "against"
@@ -105,14 +142,15 @@ def main(argv: list[str] | None = None) -> int:
             runs: dict[str, list] = {name: [] for name in checkouts}
             for i in range(args.repeats):
                 for name, checkout in checkouts.items():
-                    r = one_run(checkout, args.config, args.overrides, Path(tmp) / f"run-{len(runs[name])}-{i}-{id(name)}")
+                    r = one_run(checkout, args.config, args.overrides, Path(tmp) / f"run-{len(runs[name])}-{i}-{id(name)}",
+                                present)
                     runs[name].append(r)
                     print(f"{name:>14} run {i + 1}: wall {r['wall_s']:.2f} s, training {r['train_s']:.2f} s, "
                           f"overhead {r['overhead_s']:.2f} s", flush=True)
         finally:
             if args.against:
                 subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(other)], capture_output=True)
-    result = {"stamp": stamp(), "repeats": args.repeats, "against": args.against,
+    result = {"stamp": stamp(), "repeats": args.repeats, "against": args.against, "beside_ray": args.beside_ray,
               "command": f"rl-system train {args.config}" + "".join(f" --set {o}" for o in args.overrides),
               "rows": [median_row(name, rs) for name, rs in runs.items()], "runs": runs}
     text = markdown(result)

@@ -21,7 +21,27 @@ SSHD_PID=""
 
 say() { printf '\n== %s\n' "$*"; }
 ssh_port_open() { "$PY" -c 'import socket,sys; s=socket.socket(); sys.exit(s.connect_ex(("127.0.0.1", 22)) != 0)'; }
-free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# k distinct free ports between Ray's worker ports (10002-19999 by default) and the kernel's
+# ephemeral range: a port from inside the latter (what binding port 0 gives) can be taken by any
+# outgoing connection in the minute before `ray start` binds it, and another Ray on the machine
+# opens many (a GCS once failed to bind its port so).
+free_ports() {
+  "$PY" - "$1" <<'PYEOF'
+import random, socket, sys
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+ports = []
+while len(ports) < int(sys.argv[1]):
+    port = random.randrange(20000, low)
+    with socket.socket() as s:
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            continue
+    if port not in ports:
+        ports.append(port)
+print(*ports)
+PYEOF
+}
 
 cleanup() {
   if [ -n "$SSHD_PID" ]; then
@@ -77,9 +97,9 @@ done
 
 # The cluster's auth token (what `ray get-auth-token --generate` makes), copied to the head by `ray up`.
 "$PY" -c 'import secrets; print(secrets.token_hex(32))' > "$WORK/auth_token"
-GCS=$(free_port); DASH=$(free_port); CLIENT=$(free_port)
+read -r GCS DASH CLIENT AGENT <<< "$(free_ports 4)"
 sed -e "s#__SSH_KEY__#$WORK/id_ed25519#" -e "s#__TOKEN_FILE__#$WORK/auth_token#" -e "s#__GCS_PORT__#$GCS#g" -e "s#__DASHBOARD_PORT__#$DASH#" \
-    -e "s#__CLIENT_PORT__#$CLIENT#" -e "s#__TEMP_DIR__#$WORK/ray#" \
+    -e "s#__CLIENT_PORT__#$CLIENT#" -e "s#__AGENT_PORT__#$AGENT#" -e "s#__TEMP_DIR__#$WORK/ray#" \
     "$REPO/launch/cluster.local.yaml" > "$WORK/cluster.yaml"
 
 say "ray up $WORK/cluster.yaml"

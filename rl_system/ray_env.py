@@ -4,7 +4,10 @@ tests' conftest calls it before torch loads)."""
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import os
+from collections.abc import Iterator
 
 from rl_system import openmp
 
@@ -28,3 +31,37 @@ def set_embedded_defaults() -> None:
     openmp.set_default()
     os.environ.setdefault(WORKER_NICENESS, "0")
     os.environ.setdefault(TASK_EVENTS, "10000")
+
+
+@contextlib.contextmanager
+def agent_port_from_os() -> Iterator[None]:
+    """Within it, a Ray that ``ray.init`` starts has its dashboard agent listen on a port the OS
+    picks, not on Ray's fixed 52365 (``ray.init`` has no argument for it; ``ray start`` has
+    ``--dashboard-agent-listen-port``).
+
+    With a second Ray on the machine (two runs side by side, a run beside ``rl-system tune``, test
+    processes) the fixed port is taken: the new agent retries the bind for 3.3 s while the raylet
+    waits for it, then serves no HTTP at all (Ray Jobs cannot reach that node). A start took 8.8 s
+    beside another Ray and 4.8 s with this (docs/lab/results.md, 2026-12-05). Where Ray's
+    internals differ from what this expects it changes nothing.
+    """
+    try:
+        from ray._private import parameter
+    except ImportError:
+        yield
+        return
+    base = getattr(parameter, "RayParams", None)
+    if base is None or "dashboard_agent_listen_port" not in inspect.signature(base.__init__).parameters:
+        yield
+        return
+
+    class _AnyAgentPort(base):
+        def __init__(self, *args, **kwargs):
+            kwargs.setdefault("dashboard_agent_listen_port", 0)  # 0: the agent binds what the OS gives
+            super().__init__(*args, **kwargs)
+
+    parameter.RayParams = _AnyAgentPort
+    try:
+        yield
+    finally:
+        parameter.RayParams = base

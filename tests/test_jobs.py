@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import secrets
 import shutil
 import signal
@@ -36,20 +37,27 @@ RAY = str(Path(sys.executable).with_name("ray")) if Path(sys.executable).with_na
 
 
 def _free_ports(k: int, worker_span: int = 200) -> list[int]:
-    """``k`` free ports; the last starts the workers' range ``[last, last + worker_span]``, which
-    none of the others may fall in (Ray refuses a port used twice)."""
+    """``k`` free ports below the kernel's ephemeral range (one inside it can be taken by any
+    outgoing connection before ``ray start`` binds it); the last starts the workers' range
+    ``[last, last + worker_span]``, which none of the others may fall in (Ray refuses a port used
+    twice)."""
+    ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    rng = random.Random()
     while True:
-        socks = [socket.socket() for _ in range(k)]
-        try:
-            for s in socks:
-                s.bind(("127.0.0.1", 0))
-            ports = [s.getsockname()[1] for s in socks]
-        finally:
-            for s in socks:
-                s.close()
+        ports = [rng.randrange(10000, ephemeral - worker_span) for _ in range(k)]
         low = ports[-1]
-        if low + worker_span <= 65535 and not any(low <= p <= low + worker_span for p in ports[:-1]):
+        if len(set(ports)) == k and not any(low <= p <= low + worker_span for p in ports[:-1]) \
+                and all(_bindable(p) for p in ports):
             return ports
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+    return True
 
 
 @pytest.fixture(scope="module")

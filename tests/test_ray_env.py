@@ -1,4 +1,5 @@
-"""An embedded Ray's environment: its actors wait passively in OpenMP and run at the driver's priority."""
+"""An embedded Ray's environment: its actors wait passively in OpenMP and run at the driver's priority;
+its dashboard agent listens on a port the OS picks."""
 
 from __future__ import annotations
 
@@ -26,3 +27,21 @@ def test_the_shared_rays_workers_run_at_the_drivers_priority(ray_session):
         return os.nice(0)
 
     assert ray.get(nice.remote()) == os.nice(0)
+
+
+def test_within_agent_port_from_os_a_ray_params_agent_port_is_the_oss_choice():
+    from ray._private import parameter
+
+    base = parameter.RayParams
+    with ray_env.agent_port_from_os():
+        assert parameter.RayParams().dashboard_agent_listen_port == 0  # 0: bind what the OS gives
+        assert parameter.RayParams(dashboard_agent_listen_port=7).dashboard_agent_listen_port == 7
+    assert parameter.RayParams is base
+    assert base().dashboard_agent_listen_port == ray._private.ray_constants.DEFAULT_DASHBOARD_AGENT_LISTEN_PORT
+
+
+def test_the_shared_rays_agent_serves_on_a_port_of_its_own(ray_session):
+    # Started as an embedded run starts (tests/conftest.py), beside the other test process's Ray:
+    # on Ray's fixed port one of the two agents would serve nothing (port -1).
+    port = next(n["DashboardAgentListenPort"] for n in ray.nodes() if n["Alive"])
+    assert port > 0 and port != ray._private.ray_constants.DEFAULT_DASHBOARD_AGENT_LISTEN_PORT

@@ -10,6 +10,7 @@ import re
 
 import pytest
 import torch
+from conftest import start_ray
 
 from rl_system.algos import get_algorithm
 from rl_system.algos.recurrent import RecurrentCore, episode_starts, unroll
@@ -129,10 +130,7 @@ def _specs(sampler):
 
 @pytest.fixture(scope="module")
 def memory_run(tmp_path_factory):
-    import ray
-
-    if not ray.is_initialized():
-        ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    start_ray()
     run = tmp_path_factory.mktemp("memory") / "run"
     cfg = load_config(MEMORY, FAST + ["target_return=200", "max_env_steps=400000"])
     return run, train(cfg, run_dir=run, quiet=True)

@@ -78,8 +78,9 @@ def start_embedded_ray(num_cpus: int, dashboard: bool, num_gpus: int | None = No
     ray_env.set_embedded_defaults()
     # address="local": always a new embedded Ray, never an attempt to join a cluster that another
     # process on this machine happens to run.
-    ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=dashboard, log_to_driver=False,
-             configure_logging=False)
+    with ray_env.agent_port_from_os():
+        ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=dashboard,
+                 log_to_driver=False, configure_logging=False)
 
 
 def shutdown_ray() -> None:
