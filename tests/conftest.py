@@ -22,9 +22,9 @@ def start_ray() -> None:
     if not ray.is_initialized():
         # 4 logical CPUs on a 2-core box: rounds are synchronous, so a learner and two workers
         # never compete for long; the same choice the embedded mode of the CLI makes.
-        with ray_env.agent_port_from_os():  # beside the other test process's Ray, as a run does
-            ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False,
-                     configure_logging=False)
+        from rl_system.run.startup import start_embedded_ray
+
+        start_embedded_ray(num_cpus=4, dashboard=False)  # as `rl-system train` starts its own
 
 
 @pytest.fixture

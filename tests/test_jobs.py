@@ -37,14 +37,16 @@ RAY = str(Path(sys.executable).with_name("ray")) if Path(sys.executable).with_na
 
 
 def _free_ports(k: int, worker_span: int = 200) -> list[int]:
-    """``k`` free ports below the kernel's ephemeral range (one inside it can be taken by any
-    outgoing connection before ``ray start`` binds it); the last starts the workers' range
+    """``k`` free ports between Ray's default worker ports (10002-19999, which other Rays on the
+    machine use) and the kernel's ephemeral range (a port inside it can be taken by any outgoing
+    connection before ``ray start`` binds it), as launch/local_cluster.sh picks its own; the last
+    starts the workers' range
     ``[last, last + worker_span]``, which none of the others may fall in (Ray refuses a port used
     twice)."""
     ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
     rng = random.Random()
     while True:
-        ports = [rng.randrange(10000, ephemeral - worker_span) for _ in range(k)]
+        ports = [rng.randrange(20000, ephemeral - worker_span) for _ in range(k)]
         low = ports[-1]
         if len(set(ports)) == k and not any(low <= p <= low + worker_span for p in ports[:-1]) \
                 and all(_bindable(p) for p in ports):
