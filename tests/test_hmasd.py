@@ -655,7 +655,7 @@ def test_hmasd_learns_small_alice_bob(ray_session, tmp_path):
     cfg = load_config("launch/configs/alice_bob_hmasd.yaml", [
         "env.kwargs.size=small", *SMALL_MAP_SKILLS, "workers.num_envs=16", "workers.rollout_len=30", "hmasd.skill_interval=10",
         "hmasd.lr=0.001", "max_env_steps=100000", "max_wall_s=75", "target_return=0.8", "return_window=100",
-        "tensorboard=true", "log_every_s=30", "checkpoint.every_rounds=0"])
+        "tensorboard=true", "log_every_s=30", "checkpoint.every_rounds=0", "learner.torch_threads=1"])
     summary = train(cfg, run_dir=tmp_path, quiet=True)
     assert summary.final_rates["success"] >= 0.5, summary
     assert summary.dropped_rollouts == 0 and summary.policy_version == summary.rounds

@@ -110,15 +110,25 @@ def _results(trial_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (trial_dir / "result.json").read_text().splitlines() if line]
 
 
+def _lrs_seen(exp: Path) -> dict[str, list]:
+    """Each trial's (env steps, lr) reports so far; a trial that PBT exploited has two lrs."""
+    seen = {}
+    for f in exp.glob("*/result.json"):
+        try:
+            seen[f.parent.name] = [(r["env_steps"], r["config"]["ppo.lr"]) for r in _results(f.parent)]
+        except (json.JSONDecodeError, KeyError):  # a line half written: read it on the next poll
+            pass
+    return seen
+
+
 @pytest.mark.slow
 def test_a_pbt_sweep_survives_ctrl_c_resumes_exploits_and_names_its_best_config(tmp_path):
-    # Two members (seed 0 and 1), 4,096 env steps a round, 10 rounds; both wait every 8,000 steps
+    # Two members (seed 0 and 1), 4,096 env steps a round, 6 rounds; both wait every 8,000 steps
     # (--pbt-synch), then the worse goes on from the better one's checkpoint with a perturbed lr.
-    # Four perturbation points, so that whatever the first ones meet around the Ctrl-C (Tune keeps
-    # no scheduler state across a restore: the resumed sweep starts a fresh PBT) a later one finds
-    # both members live. With two (a 24k budget), one full-suite run exploited nothing: a member
-    # reported at 4,096 and 8,192 env steps, then only at the budget's end.
-    sets = [a for s in [*SMALL, "max_env_steps=40000", "workers.num_envs=256", "checkpoint.every_rounds=1"]
+    # Ctrl-C comes once a member has been exploited, so the exploit is seen whatever the resumed
+    # sweep does (Tune keeps no scheduler state across a restore: it starts a fresh PBT). Each
+    # perturbation point restarts both members' actors, the test's main cost.
+    sets = [a for s in [*SMALL, "max_env_steps=24000", "workers.num_envs=256", "checkpoint.every_rounds=1"]
             for a in ("--set", s)]
     args = [CARTPOLE, *sets, "--search", "seed=grid(0, 1)", "--search", "ppo.lr=loguniform(3e-4, 1e-2)",
             "--num-samples", "1", "--scheduler", "pbt", "--perturbation-steps", "8000", "--pbt-synch",
@@ -126,9 +136,14 @@ def test_a_pbt_sweep_survives_ctrl_c_resumes_exploits_and_names_its_best_config(
     exp = tmp_path / "cp"
     first = _tune(*args, start_new_session=True)
     deadline = time.monotonic() + 240
-    while not list(exp.glob("*/checkpoint_*/*.rlck")) and time.monotonic() < deadline and first.poll() is None:
+
+    def exploited() -> bool:
+        return any(len({lr for _, lr in rows}) > 1 for rows in _lrs_seen(exp).values())
+
+    while not exploited() and time.monotonic() < deadline and first.poll() is None:
         time.sleep(0.5)
     assert first.poll() is None, first.communicate()[1][-2000:]
+    assert exploited(), _lrs_seen(exp)
     os.killpg(first.pid, signal.SIGINT)  # Ctrl-C, as a terminal sends it to the whole group
     out, err = first.communicate(timeout=120)
     assert first.returncode == 130, err[-2000:]
@@ -141,9 +156,10 @@ def test_a_pbt_sweep_survives_ctrl_c_resumes_exploits_and_names_its_best_config(
     table = pd.read_parquet(exp / RESULTS_FILE)
     assert len(table) == 2 and set(table["status"]) == {"done"}
     assert {"seed", "ppo.lr", "return", "best_return", "env_steps", "checkpoint"} <= set(table.columns)
-    assert list(table["env_steps"]) == [40960, 40960]  # a clone goes on from the donor's steps to the budget
+    assert list(table["env_steps"]) == [24576, 24576]  # a clone goes on from the donor's steps to the budget
     assert table["return"].is_monotonic_decreasing and math.isfinite(table.iloc[0]["return"])
-    # PBT exploited: a member's lr changed on the way (the grid's seed is never perturbed, only copied).
+    # The exploit before the Ctrl-C is in the resumed trials' records: a member's lr changed on the
+    # way (the grid's seed is never perturbed, only copied).
     seen = {Path(p).name: [(r["env_steps"], r["config"]["ppo.lr"]) for r in _results(Path(p))] for p in table["path"]}
     assert max(len({lr for _, lr in rows}) for rows in seen.values()) > 1, (seen, out[-3000:])
     # The reports at the perturbation point carried our checkpoints.
@@ -152,7 +168,7 @@ def test_a_pbt_sweep_survives_ctrl_c_resumes_exploits_and_names_its_best_config(
     best = load_config(exp / BEST_FILE)  # a whole config `rl-system train` takes as it is
     top = table.iloc[0]
     assert best.ppo.lr == pytest.approx(top["ppo.lr"]) and best.seed == top["seed"]
-    assert best.max_env_steps == 40000 and best.workers.num_workers == 1  # the sweep's --set kept
+    assert best.max_env_steps == 24000 and best.workers.num_workers == 1  # the sweep's --set kept
 
 
 # -- synchronous PBT: an exploit during a member's pause-save -----------------------------------
@@ -163,17 +179,29 @@ def _step_until(ctrl, done, timeout_s: float = 60.0) -> None:
     assert done(), [(t.trial_id, t.status) for t in ctrl.get_trials()]
 
 
-@pytest.mark.slow
-def test_synch_pbt_keeps_a_member_exploited_while_its_pause_save_is_in_flight(ray_session, tmp_path, monkeypatch):
-    # The sequence that hung a resumed sweep: member `lo` reaches the synch point and Tune pauses
-    # it, saving it first; `hi`'s report at the same point arrives before that save resolves, so
-    # PBT exploits `lo` mid-save. Stock Tune 2.60 leaves a STOP cached for `lo`, and the first
-    # checkpointed report after its restart terminates it below the next synch point.
+class _Reports:
+    """Reports per trial, as a Tune callback counts them."""
+
+    def __new__(cls):
+        from ray.tune import Callback
+
+        class Reports(Callback):
+            def __init__(self):
+                self.count: dict[str, int] = {}
+
+            def on_trial_result(self, iteration, trials, trial, result, **info):
+                self.count[trial.trial_id] = self.count.get(trial.trial_id, 0) + 1
+
+        return Reports()
+
+
+def _running_pair(tmp_path, monkeypatch):
+    """Our synch PBT on a real TuneController with two live members ``lo`` and ``hi`` that have
+    each reported twice (at clock 0, below its first point, 8,000)."""
     import tempfile
 
     from ray import tune
     from ray.train._internal.storage import StorageContext
-    from ray.tune import Callback
     from ray.tune.execution.tune_controller import TuneController
     from ray.tune.experiment import Trial
 
@@ -188,27 +216,31 @@ def test_synch_pbt_keeps_a_member_exploited_while_its_pause_save_is_in_flight(ra
             tune.report({"return": 0.0, "clock": 0}, checkpoint=tune.Checkpoint.from_directory(str(staging)))
             time.sleep(0.02)
 
-    class Reports(Callback):
-        def __init__(self):
-            self.count: dict[str, int] = {}
-
-        def on_trial_result(self, iteration, trials, trial, result, **info):
-            self.count[trial.trial_id] = self.count.get(trial.trial_id, 0) + 1
-
     monkeypatch.setenv("TUNE_MAX_PENDING_TRIALS_PG", "2")
     tune.register_trainable("pbt_race", _checkpointing_member)
     pbt = PopulationBasedTraining(time_attr="clock", metric="return", mode="max", perturbation_interval=8000,
                                   hyperparam_mutations={"lr": [1e-3, 1e-2]}, quantile_fraction=0.25, synch=True)
     storage = StorageContext(storage_path=str(tmp_path), experiment_dir_name="race")
-    reports = Reports()
+    reports = _Reports()
     ctrl = TuneController(scheduler=pbt, storage=storage, callbacks=[reports])
     lo, hi = (Trial("pbt_race", config={"lr": 1e-3}, storage=storage,
                     placement_group_factory=tune.PlacementGroupFactory([{"CPU": 0.1}])) for _ in range(2))
-    try:
-        for member in (lo, hi):
-            ctrl.add_trial(member)
-        _step_until(ctrl, lambda: all(reports.count.get(t.trial_id, 0) >= 2 for t in (lo, hi)))
+    for member in (lo, hi):
+        ctrl.add_trial(member)
+    _step_until(ctrl, lambda: all(reports.count.get(t.trial_id, 0) >= 2 for t in (lo, hi)))
+    return ctrl, pbt, lo, hi, reports
 
+
+@pytest.mark.slow
+def test_synch_pbt_keeps_a_member_exploited_while_its_pause_save_is_in_flight(ray_session, tmp_path, monkeypatch):
+    # The sequence that hung a resumed sweep: member `lo` reaches the synch point and Tune pauses
+    # it, saving it first; `hi`'s report at the same point arrives before that save resolves, so
+    # PBT exploits `lo` mid-save. Stock Tune 2.60 leaves a STOP cached for `lo`, and the first
+    # checkpointed report after its restart terminates it below the next synch point.
+    from ray.tune.experiment import Trial
+
+    ctrl, pbt, lo, hi, reports = _running_pair(tmp_path, monkeypatch)
+    try:
         assert pbt.on_trial_result(ctrl, lo, {"return": 0.0, "clock": 8192}) == "PAUSE"  # hi is not there yet
         ctrl.pause_trial(lo)  # what Tune does with PAUSE: save the member, then stop it
         assert lo.is_saving
@@ -221,5 +253,22 @@ def test_synch_pbt_keeps_a_member_exploited_while_its_pause_save_is_in_flight(ra
         before = reports.count[lo.trial_id]
         _step_until(ctrl, lambda: reports.count[lo.trial_id] >= before + 3 or lo.status == Trial.TERMINATED)
         assert lo.status == Trial.RUNNING, lo.status
+    finally:
+        ctrl.cleanup()
+
+
+@pytest.mark.slow
+def test_synch_pbt_members_that_meet_past_two_points_go_on(ray_session, tmp_path, monkeypatch):
+    # A resumed sweep's fresh scheduler counts from 0 while its members restart at 20,480 env steps
+    # (so does a round longer than the interval). Stock Tune 2.60 then puts the next point at the
+    # members' own time, max(8,000 + 8,000, 20,480), runs only members below it, and waits forever.
+    ctrl, pbt, lo, hi, _ = _running_pair(tmp_path, monkeypatch)
+    try:
+        assert pbt.on_trial_result(ctrl, lo, {"return": 0.0, "clock": 20480}) == "PAUSE"
+        ctrl.pause_trial(lo)
+        assert pbt.on_trial_result(ctrl, hi, {"return": 1.0, "clock": 20480}) == "PAUSE"  # both there: exploit lo
+        ctrl.pause_trial(hi)
+        assert pbt._next_perturbation_sync == 24000  # the first multiple of the interval above both
+        assert pbt.choose_trial_to_run(ctrl) in (lo, hi)  # stock Tune: None, for ever
     finally:
         ctrl.cleanup()
