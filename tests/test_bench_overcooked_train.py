@@ -1,0 +1,36 @@
+"""bench/bench_overcooked_train.py: the paper-budget Overcooked runs go in sittings, each resuming the
+run's newest checkpoint, and the table sums the sittings."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench.bench_overcooked_train import PAPER, main, return_at, sittings_of
+from bench.harness.results import read_json
+
+TINY = ["--layouts", "cramped_room", "--methods", "mappo", "--seeds", "0", "--set", "workers.num_envs=2",
+        "--set", "hmasd.num_epochs=1", "--set", "hmasd.hidden=16"]  # 1,600 env steps a round
+
+
+@pytest.mark.slow
+def test_a_run_goes_on_in_a_second_sitting_and_the_table_sums_both(tmp_path):
+    work, out = tmp_path / "work", tmp_path / "out"
+    main([*TINY, "--steps", "1600", "--work", str(work), "--out", str(out)])
+    text = main([*TINY, "--steps", "3200", "--work", str(work), "--out", str(out)])
+    run_dir = work / "cramped_room_mappo_s0"
+    sits = sittings_of(run_dir)
+    assert [s["env_steps_from"] for s in sits] == [0, 1600]  # the second sitting resumed the first's checkpoint
+    assert "--resume" in sits[1]["command"] and [s["summary"]["env_steps"] for s in sits] == [1600, 3200]
+    row = read_json(out / "cramped_room_mappo_s0.json.xz")
+    assert row["env_steps"] == 3200 and row["sittings"] == 2 and row["paper"] == list(PAPER["cramped_room"])
+    assert row["train_wall_s"] == pytest.approx(sum(s["summary"]["wall_time_s"] for s in sits))
+    assert [r[0] for r in row["curve"]] == [1600, 3200]  # one curve across the sittings (the run's tb)
+    assert return_at(row["curve"], 2400) == row["curve"][0][2] and return_at(row["curve"], 800) is None
+    assert "| cramped_room | mappo | 0 | 3,200 |" in text
+    index = json.loads((out / "overcooked_train.json").read_text())
+    assert index["runs"][0]["file"] == "cramped_room_mappo_s0.json.xz"
+    # A third call at the same budget trains nothing more.
+    main([*TINY, "--steps", "3200", "--work", str(work), "--out", str(out)])
+    assert len(sittings_of(run_dir)) == 2
