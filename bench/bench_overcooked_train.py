@@ -34,7 +34,7 @@ from bench.harness.learning import tb_curve
 from bench.harness.markdown import md_table, num, steps
 from bench.harness.process_tree import become_subreaper, run_child
 from bench.harness.results import RESULTS, command_line, run_index, write_run, write_suite
-from bench.harness.stamp import ROOT, load1, stamp, stamp_line, where_it_ran
+from bench.harness.stamp import ROOT, cpu_model, load1, stamp, stamp_line
 
 LAYOUTS = ("cramped_room", "coordination_ring")
 """The layouts with shipped paper presets (``launch/configs/overcooked_<layout>_<method>.yaml``)."""
@@ -83,15 +83,21 @@ def sitting(layout: str, method: str, seed: int, total_steps: int, work: Path, t
     cmd = [sys.executable, "-m", "rl_system", "train", config_path(layout, method), "--quiet"]
     cmd += ["--resume", str(run_dir)] if done else ["--run-dir", str(run_dir)]
     run_dir.mkdir(parents=True, exist_ok=True)
+    if done and not (run_dir / SITTINGS).exists():  # a run started by rl-system train: keep its own sitting
+        _append(run_dir, sittings_of(run_dir)[0])
     before, st = load1(), stamp()
     proc = run_child(cmd + [a for o in overrides for a in ("--set", o)], run_dir / f"sitting_{done}.log")
     summary = json.loads((run_dir / "summary.json").read_text())
     record = {"date_utc": st["date_utc"], "commit": st["commit"], "cpu": st["cpu"], "cores": st["cores"],
               "command": " ".join(cmd[1:]), "overrides": overrides, "env_steps_from": done,
               "load_1m_before": before, "load_1m_after": load1(), **proc, "summary": summary}
+    _append(run_dir, record)
+    return run_dir
+
+
+def _append(run_dir: Path, record: dict[str, Any]) -> None:
     with open(run_dir / SITTINGS, "a") as f:
         f.write(json.dumps(record) + "\n")
-    return run_dir
 
 
 def sittings_of(run_dir: Path) -> list[dict[str, Any]]:
@@ -100,7 +106,8 @@ def sittings_of(run_dir: Path) -> list[dict[str, Any]]:
     if path.exists():
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     summary = json.loads((run_dir / "summary.json").read_text())
-    return [{"env_steps_from": 0, "summary": summary, **where_it_ran()}]
+    # Not started here: what trained it is not recorded (the folder is taken to be this machine's).
+    return [{"env_steps_from": 0, "summary": summary, "commit": "?", "cpu": cpu_model()}]
 
 
 def read_run_dir(run_dir: Path, budget: int) -> dict[str, Any]:
