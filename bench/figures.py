@@ -59,6 +59,8 @@ FIGURES: dict[str, tuple[Callable[[Path, Path], list[Path]], str, str]] = {
                      "python -m bench.bench_marl --tasks balance --seeds 0 1 2 --frames 600000"),
     "marl_mpe": (res.fig_marl_mpe, f"bench/results/marl/{res.MPE_BUDGET}/",
                  "python -m bench.bench_marl --tasks simple_spread"),
+    "overcooked_paper": (res.fig_overcooked_paper, f"bench/results/{res.OVERCOOKED_PAPER}/",
+                         "python -m bench.bench_overcooked_train"),
     "cartpole_ttt": (res.fig_cartpole_ttt, "bench/results/report/report.json (section ttt)",
                      "python -m bench.report --peers"),
     "hmasd_seeds": (res.fig_hmasd, "bench/results/hmasd/shrink/, mappo_preset/", "python -m bench.bench_hmasd"),
