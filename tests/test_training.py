@@ -48,7 +48,11 @@ def test_one_version_behind_a_seed_repeats_bit_for_bit(ray_session, tmp_path):
     runs = [train(cfg, run_dir=tmp_path / name, quiet=True) for name in ("a", "b")]
     assert all(r.max_policy_lag_used == 1 and r.dropped_rollouts == 0 for r in runs), runs
     rows = compare(tmp_path / "a", tmp_path / "b")
-    assert [v for v, *_ in rows] == [2, 4, 6, 8], [r.checkpoints for r in runs]
+    # Every second round saves (v2..v8); a save still queued when a newer one comes is skipped
+    # (newest wins), which a loaded machine can do to either run. The run's end is never skipped.
+    assert all(r.checkpoints.saved + r.checkpoints.skipped == 4 for r in runs), [r.checkpoints for r in runs]
+    versions = [v for v, *_ in rows]
+    assert set(versions) <= {2, 4, 6, 8} and versions[-1] == 8, [r.checkpoints for r in runs]
     assert all(steps > 0 and dw == 0.0 and do == 0.0 for _, steps, dw, do in rows), rows
 
 
