@@ -143,7 +143,8 @@ def return_at(curve: list, at: int) -> float | None:
     return rows[-1][2] if rows else None
 
 
-def markdown(meta: dict[str, Any], runs: list[dict[str, Any]], command: str, budget: int) -> str:
+def markdown(meta: dict[str, Any], runs: list[dict[str, Any]], command: str, budget: int,
+             from_runs: bool = False) -> str:
     quarters = [budget * q // 4 for q in (1, 2, 3, 4)]
     header = (["layout", "method", "seed", "env steps", "final episode reward", "best window"]
               + [f"at {steps(q)}" for q in quarters]
@@ -165,11 +166,14 @@ def markdown(meta: dict[str, Any], runs: list[dict[str, Any]], command: str, bud
               "*at N*: the same window's mean at the last round at or before N env steps (– where the run has not "
               "reached N). Wall s, env steps/s, the update's share and cores busy (the run's CPU s over its "
               "training s) are summed over the run's sittings (`sittings.jsonl` in its folder).")
-    lines = [title, "", f"`{command}`", "", stamp_line(meta), "", *md_table(header, rows), "", legend, ""]
+    built = (f"Built {meta['date_utc']} at commit `{meta['commit']}` from stored run folders; where and under "
+             "what load they trained is below." if from_runs else stamp_line(meta))
+    lines = [title, "", f"`{command}`", "", built, "", *md_table(header, rows), "", legend, ""]
     where = sorted({w for r in runs for w in r["trained_at"]})
-    lines += [f"Trained at {', '.join(where)}; 1-minute load before → after each "
-              f"sitting: " + "; ".join(f"{r['layout']} {r['method']} s{r['seed']}: "
-                                       + ", ".join(f"{a} → {b}" for a, b in r["loads"]) for r in runs) + "."]
+    loads = "; ".join(f"{r['layout']} {r['method']} s{r['seed']}: " + ", ".join(
+        f"{num(a, 2)} → {num(b, 2)}" for a, b in r["loads"]) for r in runs)
+    lines.append(f"Trained at {', '.join(where)}; 1-minute load before → after each sitting (– where the run was "
+                 f"not started by this suite): {loads}.")
     return "\n".join(lines) + "\n"
 
 
@@ -205,7 +209,7 @@ def main(argv: list[str] | None = None) -> str:
         row["source"] = str(write_run(args.out / run_name(row["layout"], row["method"], row["seed"]), row))
         runs.append(row)
     meta["load_1m_after"] = load1()
-    text = markdown(meta, runs, command, args.steps)
+    text = markdown(meta, runs, command, args.steps, from_runs=bool(args.from_runs))
     write_suite(args.out, SUITE, {"meta": meta, "runs": run_index(runs, args.out)}, text)
     print(text)
     return text

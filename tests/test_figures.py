@@ -14,7 +14,8 @@ from bench import figures
 from bench.harness.plots import MAX_BYTES
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-FROM_RESULTS = ["mujoco", "minatar", "memory", "marl", "marl_mpe", "cartpole_ttt", "hmasd_seeds", "glance"]
+FROM_RESULTS = ["mujoco", "minatar", "memory", "marl", "marl_mpe", "overcooked_paper", "cartpole_ttt", "hmasd_seeds",
+                "glance"]
 
 
 def _check_png(path):
@@ -33,7 +34,8 @@ def _check_png(path):
 def test_the_result_figures_draw_from_the_committed_results(tmp_path, capsys):
     written = figures.build(FROM_RESULTS, out=tmp_path)
     assert {p.name for p in written} == {"curves_mujoco.png", "curves_minatar.png", "curves_memory.png",
-                                         "curves_marl.png", "curves_marl_mpe.png", "cartpole_ttt.png",
+                                         "curves_marl.png", "curves_marl_mpe.png", "curves_overcooked_paper.png",
+                                         "cartpole_ttt.png",
                                          "hmasd_seeds.png", "results_at_a_glance.png"}
     for path in written:
         _check_png(path)
