@@ -228,37 +228,6 @@ def fig_marl_mpe(results: Path, out: Path) -> list[Path]:
     return [save_png(fig, out / "curves_marl_mpe.png")]
 
 
-OVERCOOKED_PAPER = "overcooked/paper"
-"""The runs of ``python -m bench.bench_overcooked_train`` (its default ``--out``)."""
-
-
-def fig_overcooked_paper(results: Path, out: Path) -> list[Path]:
-    """One panel per layout with runs: HMASD and flat MAPPO against env steps, and the paper's
-    HMASD at 1e7 env steps (Table 4: mean and one std over 5 seeds) as a band."""
-    from bench.bench_overcooked_train import LAYOUTS, PAPER
-
-    layouts = [lay for lay in LAYOUTS if list(results.glob(f"{OVERCOOKED_PAPER}/{lay}_*_s[0-9].json.xz"))]
-    if not layouts:
-        raise FigureError(f"no runs under {results / OVERCOOKED_PAPER}")
-    fig = new_figure(8.0, 3.4)
-    axes = fig.subplots(1, len(layouts), squeeze=False)[0]
-    for ax, layout in zip(axes, layouts):
-        series = tuple(Series(label, f"{OVERCOOKED_PAPER}/{layout}_{method}_s[0-9].json.xz", color)
-                       for label, method, color in (("HMASD", "hmasd", OURS), ("flat MAPPO", "mappo", OTHER))
-                       if list(results.glob(f"{OVERCOOKED_PAPER}/{layout}_{method}_s[0-9].json.xz")))
-        draw_curves(ax, results, Panel(f"Overcooked {layout}, the paper's settings", series,
-                                       ylabel="training episode reward (100 episodes)"), legend=False)
-        mean, std = PAPER[layout]
-        ax.axhspan(mean - std, mean + std, color=PEER, alpha=0.12, lw=0)
-        ax.axhline(mean, color=PEER, lw=1.2, ls="--", label="HMASD in the paper at 1e7 (Table 4, ±1 std)")
-        ax.set_ylim(bottom=min(0.0, mean - std) - 5)
-        ax.set_xlim(0, 1e7)  # the paper's budget: a run still on its way shows as one
-        ax.legend(fontsize=6.5, loc="center right", frameon=False)
-    provenance_note(fig, f"bench/results/{OVERCOOKED_PAPER}: training mean of the last 100 episodes each round "
-                    "(12,800 env steps); python -m bench.bench_overcooked_train")
-    return [save_png(fig, out / "curves_overcooked_paper.png")]
-
-
 def _random_play(ax: Any, results: Path, pattern: str) -> None:
     """The mean return of the random-play runs matching ``pattern``, as a dashed line."""
     randoms = [read_json(p)["final_return"] for p in find_runs(results, pattern)]
