@@ -85,12 +85,12 @@ def sitting(layout: str, method: str, seed: int, total_steps: int, work: Path, t
     run_dir.mkdir(parents=True, exist_ok=True)
     if done and not (run_dir / SITTINGS).exists():  # a run started by rl-system train: keep its own sitting
         _append(run_dir, sittings_of(run_dir)[0])
-    before, st = load1(), stamp()
+    st = stamp()  # its load_1m_before is the sitting's
     proc = run_child(cmd + [a for o in overrides for a in ("--set", o)], run_dir / f"sitting_{done}.log")
     summary = json.loads((run_dir / "summary.json").read_text())
     record = {"date_utc": st["date_utc"], "commit": st["commit"], "cpu": st["cpu"], "cores": st["cores"],
               "command": " ".join(cmd[1:]), "overrides": overrides, "env_steps_from": done,
-              "load_1m_before": before, "load_1m_after": load1(), **proc, "summary": summary}
+              "load_1m_before": st["load_1m_before"], "load_1m_after": load1(), **proc, "summary": summary}
     _append(run_dir, record)
     return run_dir
 

@@ -110,12 +110,17 @@ def _results(trial_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (trial_dir / "result.json").read_text().splitlines() if line]
 
 
+def _lr_rows(trial_dir: Path) -> list[tuple[int, float]]:
+    """A trial's reports as (env steps, lr); a trial that PBT exploited has two lrs."""
+    return [(r["env_steps"], r["config"]["ppo.lr"]) for r in _results(trial_dir)]
+
+
 def _lrs_seen(exp: Path) -> dict[str, list]:
-    """Each trial's (env steps, lr) reports so far; a trial that PBT exploited has two lrs."""
+    """Each trial's :func:`_lr_rows` so far, of a sweep still running."""
     seen = {}
     for f in exp.glob("*/result.json"):
         try:
-            seen[f.parent.name] = [(r["env_steps"], r["config"]["ppo.lr"]) for r in _results(f.parent)]
+            seen[f.parent.name] = _lr_rows(f.parent)
         except (json.JSONDecodeError, KeyError):  # a line half written: read it on the next poll
             pass
     return seen
@@ -160,7 +165,7 @@ def test_a_pbt_sweep_survives_ctrl_c_resumes_exploits_and_names_its_best_config(
     assert table["return"].is_monotonic_decreasing and math.isfinite(table.iloc[0]["return"])
     # The exploit before the Ctrl-C is in the resumed trials' records: a member's lr changed on the
     # way (the grid's seed is never perturbed, only copied).
-    seen = {Path(p).name: [(r["env_steps"], r["config"]["ppo.lr"]) for r in _results(Path(p))] for p in table["path"]}
+    seen = {Path(p).name: _lr_rows(Path(p)) for p in table["path"]}
     assert max(len({lr for _, lr in rows}) for rows in seen.values()) > 1, (seen, out[-3000:])
     # The reports at the perturbation point carried our checkpoints.
     rlck = sorted(exp.glob("*/checkpoint_*/*.rlck"))
@@ -179,22 +184,6 @@ def _step_until(ctrl, done, timeout_s: float = 60.0) -> None:
     assert done(), [(t.trial_id, t.status) for t in ctrl.get_trials()]
 
 
-class _Reports:
-    """Reports per trial, as a Tune callback counts them."""
-
-    def __new__(cls):
-        from ray.tune import Callback
-
-        class Reports(Callback):
-            def __init__(self):
-                self.count: dict[str, int] = {}
-
-            def on_trial_result(self, iteration, trials, trial, result, **info):
-                self.count[trial.trial_id] = self.count.get(trial.trial_id, 0) + 1
-
-        return Reports()
-
-
 def _running_pair(tmp_path, monkeypatch):
     """Our synch PBT on a real TuneController with two live members ``lo`` and ``hi`` that have
     each reported twice (at clock 0, below its first point, 8,000)."""
@@ -202,6 +191,7 @@ def _running_pair(tmp_path, monkeypatch):
 
     from ray import tune
     from ray.train._internal.storage import StorageContext
+    from ray.tune import Callback
     from ray.tune.execution.tune_controller import TuneController
     from ray.tune.experiment import Trial
 
@@ -216,18 +206,31 @@ def _running_pair(tmp_path, monkeypatch):
             tune.report({"return": 0.0, "clock": 0}, checkpoint=tune.Checkpoint.from_directory(str(staging)))
             time.sleep(0.02)
 
+    class Reports(Callback):
+        """Reports per trial, as a Tune callback counts them."""
+
+        def __init__(self):
+            self.count: dict[str, int] = {}
+
+        def on_trial_result(self, iteration, trials, trial, result, **info):
+            self.count[trial.trial_id] = self.count.get(trial.trial_id, 0) + 1
+
     monkeypatch.setenv("TUNE_MAX_PENDING_TRIALS_PG", "2")
     tune.register_trainable("pbt_race", _checkpointing_member)
     pbt = PopulationBasedTraining(time_attr="clock", metric="return", mode="max", perturbation_interval=8000,
                                   hyperparam_mutations={"lr": [1e-3, 1e-2]}, quantile_fraction=0.25, synch=True)
     storage = StorageContext(storage_path=str(tmp_path), experiment_dir_name="race")
-    reports = _Reports()
+    reports = Reports()
     ctrl = TuneController(scheduler=pbt, storage=storage, callbacks=[reports])
     lo, hi = (Trial("pbt_race", config={"lr": 1e-3}, storage=storage,
                     placement_group_factory=tune.PlacementGroupFactory([{"CPU": 0.1}])) for _ in range(2))
-    for member in (lo, hi):
-        ctrl.add_trial(member)
-    _step_until(ctrl, lambda: all(reports.count.get(t.trial_id, 0) >= 2 for t in (lo, hi)))
+    try:
+        for member in (lo, hi):
+            ctrl.add_trial(member)
+        _step_until(ctrl, lambda: all(reports.count.get(t.trial_id, 0) >= 2 for t in (lo, hi)))
+    except BaseException:
+        ctrl.cleanup()
+        raise
     return ctrl, pbt, lo, hi, reports
 
 
