@@ -139,6 +139,7 @@ AGENT_CASES = {  # (cue game kwargs, mappo settings): shared and per-agent weigh
     "discrete-own-local": ({}, ["mappo.share_params=false", "mappo.critic=local"]),
     "continuous-shared-local": ({"continuous": True}, ["mappo.share_params=true", "mappo.critic=local"]),
     "continuous-own-central": ({"continuous": True}, ["mappo.share_params=false", "mappo.critic=central"]),
+    "tanh_normal-shared-local": ({"continuous": True}, ["mappo.critic=local", "mappo.action_dist=tanh_normal"]),
     "discrete-shared-joint": ({}, ["mappo.critic=central", "mappo.central_value=joint"]),
 }
 

@@ -129,9 +129,45 @@ def test_mappo_and_ippo_learn_the_cue_game(critic, share, value):
     assert not bool((last_agent == 2).any())  # its masked action is never taken
 
 
-def test_continuous_actions_learn_the_cue_game():
-    returns, _, _ = _train(40, {"continuous": True}, "mappo.lr=3e-3", "mappo.ent_coef=0")
+@pytest.mark.parametrize("dist", ["gaussian", "tanh_normal"])
+def test_continuous_actions_learn_the_cue_game(dist):
+    returns, _, _ = _train(40, {"continuous": True}, "mappo.lr=3e-3", "mappo.ent_coef=0", f"mappo.action_dist={dist}")
     assert returns[0] < -4.0 and returns[-1] >= -1.6, returns  # |error| 0.2 a step at most
+
+
+def test_a_tanh_normal_acts_inside_the_bounds_with_the_density_of_a_squashed_gaussian():
+    """``action_dist: tanh_normal``: every draw inside ``[low, high]`` (each dimension its own), the
+    mode at ``shift + scale * tanh(mean)``, ``logp`` torch's own TanhTransform density of the same draw,
+    and a mean far past a bound still moves: a plain Gaussian's clipped action would not."""
+    from torch.distributions import AffineTransform, Normal, TanhTransform, TransformedDistribution
+
+    spec = AgentBox((2,), (0.0, -2.0), (1.0, 3.0), 3)
+    policy = MAPPO.make_policy(SPECS, spec, _cfg("mappo.action_dist=tanh_normal", "mappo.init_log_std=0.5"))
+    obs = {"state": torch.randn(500, 6), "obs": torch.randn(500, 3, 4)}
+    with torch.no_grad():
+        policy.actor[-1].bias.fill_(3.0)  # means far above the middle: many draws near the upper bound
+        action, logp, _ = policy.act(obs)
+        mode, _, _ = policy.act(obs, deterministic=True)
+        mean = policy.actor(policy._with_ids(obs["obs"]))
+    low, high = torch.tensor(spec.low), torch.tensor(spec.high)
+    assert bool(((action >= low) & (action <= high)).all()) and float((high - action).min()) < 1e-3
+    assert torch.allclose(mode, (high + low) / 2 + (high - low) / 2 * torch.tanh(mean))
+    std = policy.log_std.exp().detach()
+    ref = TransformedDistribution(Normal(mean, std), [TanhTransform(), AffineTransform((high + low) / 2,
+                                                                                        (high - low) / 2)])
+    inside = ((action - low).abs().min(-1).values > 1e-3) & ((high - action).abs().min(-1).values > 1e-3)
+    assert torch.allclose(logp[inside], ref.log_prob(action).sum(-1)[inside], atol=1e-3)
+    logp2, entropy, _ = policy.evaluate(obs, action)
+    assert torch.equal(logp, logp2.detach()) and bool(torch.isfinite(logp2).all() and torch.isfinite(entropy).all())
+    logp2.mean().backward()
+    assert float(policy.actor[-1].bias.grad.abs().sum()) > 0
+
+
+def test_a_tanh_normal_on_unbounded_actions_is_a_config_error():
+    from rl_system.algos.mappo.networks import squash_bounds
+
+    with pytest.raises(ValueError, match=r"tanh_normal needs finite bounds.*use action_dist: gaussian"):
+        squash_bounds(AgentBox((2,), (-1.0, float("-inf")), (1.0, float("inf")), 3))
 
 
 def test_agents_that_leave_early_carry_no_loss_after_they_left():

@@ -40,6 +40,12 @@ class MAPPOConfig(Strict):
     """The core's width (per agent; shared by the agents or one core each, as ``share_params``)."""
     init_log_std: float = 0.0
     """Continuous actions: the initial log standard deviation of each action dimension."""
+    action_dist: Literal["gaussian", "tanh_normal"] = "gaussian"
+    """Continuous actions: ``gaussian`` draws from a diagonal Gaussian around the actor's output,
+    unbounded (the env clips the action to its bounds, so a mean past a bound has no gradient back);
+    ``tanh_normal`` squashes the draw with tanh into the action's bounds ``[low, high]`` (TorchRL's
+    ``TanhNormal``, BenchMARL's default), the log-probability corrected by the squash's Jacobian.
+    ``tanh_normal`` needs finite bounds."""
     lr: float = Field(5e-4, gt=0)
     anneal_lr: bool = False
     gamma: float = Field(0.99, gt=0, le=1)

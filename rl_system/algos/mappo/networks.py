@@ -20,6 +20,7 @@ core keeps one state per env, written into every agent's row).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -118,7 +119,8 @@ class MultiAgentActorCritic(nn.Module):
     ``act``/``evaluate``/``value`` take the env's observation dict (:data:`STATE` ``[B, S]``,
     :data:`AGENT_OBS` ``[B, n, O]``, optional :data:`ACTION_MASK` ``[B, n, width]``) and give
     per-agent tensors ``[B, n]``; actions are ``[B, n]`` (discrete), ``[B, n, K]``
-    (multi-discrete) or ``[B, n, d]`` (continuous; sampled unclipped, the env clips)."""
+    (multi-discrete) or ``[B, n, d]`` (continuous: a Gaussian draw, unclipped, the env clips; or,
+    with ``action_dist: tanh_normal``, squashed into the bounds, :class:`BoxHead`)."""
 
     def __init__(self, obs_spec: dict[str, TensorSpec], action_spec: AgentActionSpec, cfg: MAPPOConfig):
         super().__init__()
@@ -140,6 +142,10 @@ class MultiAgentActorCritic(nn.Module):
                                     1.0)
         if isinstance(action_spec, AgentBox):
             self.log_std = nn.Parameter(torch.full((groups, action_width(action_spec)), cfg.init_log_std))
+            scale, shift = squash_bounds(action_spec) if cfg.action_dist == "tanh_normal" else (None, None)
+            # None for a plain Gaussian; not in checkpoints (the env's bounds give them)
+            self.register_buffer("squash_scale", scale, persistent=False)
+            self.register_buffer("squash_shift", shift, persistent=False)
 
     def head_in(self, n_in: int, cfg: MAPPOConfig) -> int:
         """The width the layers take from an input of ``n_in`` per agent."""
@@ -166,8 +172,12 @@ class MultiAgentActorCritic(nn.Module):
         return self.critic(self._critic_in(obs)).flatten(1)
 
     # -- the policy ----------------------------------------------------------------------------
-    def _std(self) -> torch.Tensor:
-        return self.log_std.exp()  # [groups, d]: broadcasts over the agents
+    def box_head(self) -> BoxHead | None:
+        """The continuous actions' distribution, None for discrete ones."""
+        if not isinstance(self.spec, AgentBox):
+            return None
+        # std [groups, d]: broadcasts over the agents
+        return BoxHead(self.log_std.exp(), self.squash_scale, self.squash_shift)
 
     def act(self, obs: dict[str, torch.Tensor], deterministic: bool = False
             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -184,29 +194,54 @@ class MultiAgentActorCritic(nn.Module):
     def sample(self, out: torch.Tensor, obs: dict[str, torch.Tensor], deterministic: bool
                ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(action, logp [B, n])`` drawn from the actor's outputs ``out`` (the mode where ``deterministic``)."""
-        std = self._std() if isinstance(self.spec, AgentBox) else None
-        return choose(self.spec, out, obs.get(ACTION_MASK), std, deterministic)
+        return choose(self.spec, out, obs.get(ACTION_MASK), self.box_head(), deterministic)
 
     def score(self, out: torch.Tensor, obs: dict[str, torch.Tensor], action: torch.Tensor
               ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(logp, entropy)`` ``[B, n]`` of ``action`` under the actor's outputs ``out``, differentiable."""
-        if isinstance(self.spec, AgentBox):
-            std = self._std()
-            logp = _gaussian_logp(action, out, std)
-            return logp, (0.5 + 0.5 * math.log(2 * math.pi) + std.log()).sum(-1).expand_as(logp)
+        head = self.box_head()
+        if head is not None:
+            logp, log_jacobian = _box_logp(head, action, out)
+            entropy = (0.5 + 0.5 * math.log(2 * math.pi) + head.std.log()).sum(-1).expand_as(logp)
+            # tanh_normal: H = H[Gaussian] + E[log |da/du|], estimated at the rollout's action
+            return logp, entropy + log_jacobian
         parts = _log_probs(self.spec, out, obs.get(ACTION_MASK)).split(_widths(self.spec), dim=-1)
         taken = action.unsqueeze(-1) if isinstance(self.spec, AgentDiscrete) else action
         logp = sum(p.gather(-1, taken[..., k:k + 1]).squeeze(-1) for k, p in enumerate(parts))
         return logp, sum(-(p.exp() * p).sum(-1) for p in parts)
 
 
-def choose(spec: AgentActionSpec, out: torch.Tensor, mask: torch.Tensor | None, std: torch.Tensor | None,
+class BoxHead(NamedTuple):
+    """A continuous action's distribution around the actor's output ``out [B, n, d]``: a diagonal
+    Gaussian of ``std`` (broadcasting over ``out``), its draw ``u`` the action itself, or, where
+    ``scale`` and ``shift`` (``[d]``) are set (``action_dist: tanh_normal``), squashed into the
+    bounds: ``action = shift + scale * tanh(u)``."""
+
+    std: torch.Tensor
+    scale: torch.Tensor | None
+    shift: torch.Tensor | None
+
+
+def squash_bounds(spec: AgentBox) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(scale, shift)`` ``[d]`` taking tanh's ``(-1, 1)`` onto ``spec``'s ``[low, high]``."""
+    low, high = torch.tensor(spec.low, dtype=torch.float32), torch.tensor(spec.high, dtype=torch.float32)
+    if not (torch.isfinite(low).all() and torch.isfinite(high).all()) or not (high > low).all():
+        raise ValueError(f"mappo.action_dist: tanh_normal needs finite bounds with low < high, got low {spec.low} "
+                         f"and high {spec.high}; use action_dist: gaussian")
+    return (high - low) / 2, (high + low) / 2
+
+
+def choose(spec: AgentActionSpec, out: torch.Tensor, mask: torch.Tensor | None, head: BoxHead | None,
            deterministic: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """``(action, logp)`` from the actor's outputs ``out [B, n, A]`` (``mask [B, n, width]``
-    where the env masks actions; ``std``, broadcasting over ``out``, for continuous ones)."""
+    where the env masks actions; ``head`` for continuous ones)."""
     if isinstance(spec, AgentBox):
-        action = out if deterministic else out + std * torch.randn_like(out)
-        return action, _gaussian_logp(action, out, std)
+        u = out if deterministic else out + head.std * torch.randn_like(out)
+        if head.scale is None:
+            return u, _gaussian_logp(u, out, head.std)
+        action = head.shift + head.scale * torch.tanh(u)
+        # logp from the action, as the update will score it: the ratio starts at 1 exactly
+        return action, _box_logp(head, action, out)[0]
     parts = _log_probs(spec, out, mask).split(_widths(spec), dim=-1)
     choice = [p.argmax(-1) if deterministic else _sample(p) for p in parts]
     logp = sum(p.gather(-1, c.unsqueeze(-1)).squeeze(-1) for p, c in zip(parts, choice))
@@ -318,6 +353,23 @@ def _sample(logp: torch.Tensor) -> torch.Tensor:
     """One draw per row of ``[..., A]`` log-probabilities -> ``[...]`` int64."""
     flat = logp.reshape(-1, logp.shape[-1]).exp()
     return torch.multinomial(flat, 1).reshape(logp.shape[:-1])
+
+
+_TANH_EDGE = 1.0 - 1e-6
+"""A squashed action at a bound holds tanh's ±1 (float32 rounds tanh(u) to 1 from u ≈ 9): it is
+scored as the draw at ±(1 - 1e-6), u ≈ ±7.25, with a finite log-density."""
+
+
+def _box_logp(head: BoxHead, action: torch.Tensor, out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(logp, log_jacobian)`` ``[B, n]`` of a continuous ``action [B, n, d]``; ``log_jacobian`` is
+    ``sum log |d action / du|`` (0 for a plain Gaussian), what squashing takes from the draw's log-density."""
+    if head.scale is None:
+        logp = _gaussian_logp(action, out, head.std)
+        return logp, torch.zeros_like(logp)
+    y = ((action - head.shift) / head.scale).clamp(-_TANH_EDGE, _TANH_EDGE)
+    log_jacobian = (head.scale.log() + torch.log1p(-y.square())).sum(-1)
+    u = 0.5 * (torch.log1p(y) - torch.log1p(-y))  # atanh(y), in ops the ONNX exporter knows
+    return _gaussian_logp(u, out, head.std) - log_jacobian, log_jacobian
 
 
 def _gaussian_logp(action: torch.Tensor, mean: torch.Tensor, std: torch.Tensor) -> torch.Tensor:

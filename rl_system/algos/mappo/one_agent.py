@@ -4,7 +4,8 @@ observation, so it runs where the agent runs, without the other agents' inputs.
 
 Inputs ``obs [B, O]`` and, where the env masks actions, ``action_mask [B, width]``; the agent's
 one-hot index of a shared network is a constant inside. Outputs ``action`` (``[B]`` discrete,
-``[B, K]`` multi-discrete, ``[B, d]`` continuous: the Gaussian's mean), ``logp [B]``, and
+``[B, K]`` multi-discrete, ``[B, d]`` continuous: the Gaussian's mean, squashed into the bounds
+with ``action_dist: tanh_normal``), ``logp [B]``, and
 ``value [B]`` only with a local critic (IPPO): a central critic reads the global state, which one
 agent does not see, so its graph holds no value.
 """
@@ -16,8 +17,8 @@ import copy
 import torch
 from torch import nn
 
-from rl_system.algos.mappo.networks import AgentLinear, MultiAgentActorCritic, choose
-from rl_system.envs.base import ACTION_MASK, AGENT_OBS, AgentBox
+from rl_system.algos.mappo.networks import AgentLinear, BoxHead, MultiAgentActorCritic, choose
+from rl_system.envs.base import ACTION_MASK, AGENT_OBS
 
 
 def one_group(mlp: nn.Sequential, group: int) -> nn.Sequential:
@@ -49,15 +50,18 @@ class OneAgentPolicy(nn.Module):
         self.actor = one_group(network.actor, group)
         self.critic = None if network.central else one_group(network.critic, group)
         self.register_buffer("agent_id", network.agent_ids[agent].clone())  # empty for per-agent weights
-        continuous = isinstance(network.spec, AgentBox)
-        self.register_buffer("std", network.log_std[group].detach().exp() if continuous else None)
+        head = network.box_head()
+        self.register_buffer("std", None if head is None else head.std[group].detach().clone())
+        self.register_buffer("squash_scale", None if head is None else head.scale)
+        self.register_buffer("squash_shift", None if head is None else head.shift)
 
     def forward(self, obs: torch.Tensor, *mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """``obs [B, O]`` (then ``action_mask [B, width]``) -> ``(action, logp[, value])``."""
         if self.agent_id.numel():  # a shared network: the agent's one-hot index rides along
             obs = torch.cat([obs, self.agent_id.expand(obs.shape[0], -1)], dim=-1)
         x = obs.unsqueeze(1)  # [B, 1, O (+ n)]: one agent, as the network's layers take it
-        action, logp = choose(self.spec, self.actor(x), mask[0].unsqueeze(1) if mask else None, self.std, True)
+        head = None if self.std is None else BoxHead(self.std, self.squash_scale, self.squash_shift)
+        action, logp = choose(self.spec, self.actor(x), mask[0].unsqueeze(1) if mask else None, head, True)
         if self.critic is None:
             return action.squeeze(1), logp.squeeze(1)
         return action.squeeze(1), logp.squeeze(1), self.critic(x).squeeze(-1).squeeze(1)
