@@ -201,7 +201,7 @@ def _running_pair(tmp_path, monkeypatch):
         """A member that reports every 20 ms, each report with a checkpoint, PBT's clock at 0
         (defined here: Ray ships it to the trial's actor by value)."""
         while True:
-            staging = Path(tempfile.mkdtemp(prefix="pbt_race_"))
+            staging = Path(tempfile.mkdtemp(prefix="pbt_race_", dir=config["staging"]))  # the test's tmp_path
             (staging / "state").write_text(str(config["lr"]))
             tune.report({"return": 0.0, "clock": 0}, checkpoint=tune.Checkpoint.from_directory(str(staging)))
             time.sleep(0.02)
@@ -222,7 +222,9 @@ def _running_pair(tmp_path, monkeypatch):
     storage = StorageContext(storage_path=str(tmp_path), experiment_dir_name="race")
     reports = Reports()
     ctrl = TuneController(scheduler=pbt, storage=storage, callbacks=[reports])
-    lo, hi = (Trial("pbt_race", config={"lr": 1e-3}, storage=storage,
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    lo, hi = (Trial("pbt_race", config={"lr": 1e-3, "staging": str(staging)}, storage=storage,
                     placement_group_factory=tune.PlacementGroupFactory([{"CPU": 0.1}])) for _ in range(2))
     try:
         for member in (lo, hi):
