@@ -299,6 +299,12 @@ class VecEnv:
     action_spec: ActionSpec
     _needs_reset: bool = False  # envs that must be reset before their first step set it in __init__
 
+    episode_stats: tuple[str, ...] = ()
+    """Numeric ``info`` entries ``[N]`` whose value on an episode's last step describes the episode
+    (Overcooked's ``soups_served``): each is averaged over the return window and logged as
+    ``rollout/<key>_mean``, and ``rl-system eval`` reports its mean and std. Boolean ``[N]`` entries
+    need no naming: they are episode outcomes (``success``), reported as rates."""
+
     before_autoreset: Callable[[torch.Tensor], None] | None = None
     """Optional observer of auto-resets. Where set, envs that support it (``Navigation``,
     ``AirCombat``) call it inside ``step`` with the int64 indices ``[k]`` of the envs about to be

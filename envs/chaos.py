@@ -32,7 +32,7 @@ class ChaosVecEnv(VecEnv):
         self.inner = make_env(env, num_envs, device, seed=seed, **(env_kwargs or {}))
         self.num_envs, self.device = self.inner.num_envs, self.inner.device
         self.observation_spec, self.action_spec = self.inner.observation_spec, self.inner.action_spec
-        self.num_agents = self.inner.num_agents
+        self.num_agents, self.episode_stats = self.inner.num_agents, getattr(self.inner, "episode_stats", ())
         self.raise_at_step, self.nan_reward_at_step = raise_at_step, nan_reward_at_step
         self.sleep_s = sleep_s if slow_seeds is None or seed in slow_seeds else 0.0
         self.steps = 0

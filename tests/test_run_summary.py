@@ -19,12 +19,13 @@ KEYS = ["status", "error", "checkpoints", "env", "algo", "seed", "env_steps", "r
         "time_breakdown_s", "phases_s", "run_dir", "cpu_s"]
 
 
-def _summary(**rates: float) -> RunSummary:
+def _summary(means: dict[str, float] | None = None, **rates: float) -> RunSummary:
     return RunSummary(
         status="completed", error=None, checkpoints=CheckpointTally(saved=3, last_path="/r/checkpoints/ckpt.rlck"),
         env="AliceBob", algo="ppo", seed=0, env_steps=4096, rounds=2, policy_version=2, wall_time_s=1.5,
         startup_s=0.5, steps_per_s=2730.7, target_return=None, reached_target=False, time_to_target_s=None,
         steps_to_target=None, final_mean_return=0.25, best_mean_return=0.5, episodes=40, final_rates=rates,
+        final_means=means or {},
         dropped_rollouts=0, rollouts_per_worker=[2, 2], max_policy_lag_used=0, worker_failures=0, worker_restarts=0,
         learner_restarts=0, checkpointer_restarts=0, archiver_restarts=0,
         reseeds=[{"env_steps": 2048, "round": 1, "seed": 7}], rollbacks=[], bytes_shipped=1000,
@@ -35,9 +36,9 @@ def _summary(**rates: float) -> RunSummary:
 
 
 def test_the_json_holds_every_key_in_order_with_the_outcome_rates_after_the_episodes():
-    out = _summary(success=0.75, win=0.5).to_json()
+    out = _summary({"soups_served": 2.5}, success=0.75, win=0.5).to_json()
     at = KEYS.index("episodes") + 1
-    assert list(out) == [*KEYS[:at], "final_success_rate", "final_win_rate", *KEYS[at:]]
+    assert list(out) == [*KEYS[:at], "final_success_rate", "final_win_rate", "final_soups_served_mean", *KEYS[at:]]
     assert list(_summary().to_json()) == KEYS
     assert out["checkpoints"] == {"saved": 3, "skipped": 0, "failed": 0, "last_error": None,
                                   "last_path": "/r/checkpoints/ckpt.rlck"}
@@ -48,8 +49,9 @@ def test_the_json_holds_every_key_in_order_with_the_outcome_rates_after_the_epis
 
 
 @pytest.mark.parametrize("rates", [{}, {"success": 0.75, "win": 0.5}])
-def test_a_summary_comes_back_from_its_json(rates):
-    summary = _summary(**rates)
+@pytest.mark.parametrize("means", [{}, {"soups_served": 2.5}])
+def test_a_summary_comes_back_from_its_json(rates, means):
+    summary = _summary(means, **rates)
     assert RunSummary.from_json(json.loads(json.dumps(summary.to_json(), sort_keys=True))) == summary
 
 

@@ -73,6 +73,7 @@ class OvercookedVecEnv(VecEnv):
     """
 
     num_agents = 2
+    episode_stats = ("soups_served",)  # logged as rollout/soups_served_mean; rl-system eval's mean and std
 
     def __init__(self, num_envs: int, device: str | torch.device = "cpu", seed: int | None = None, *,
                  layout: str | Sequence[str] = "cramped_room", horizon: int = 400, reward_shaping: float = 0.0,

@@ -10,10 +10,12 @@ from rl_system.rollout.contract import Episodes
 
 class EpisodeTracker:
     """Running return/length per env and a per-step ``[T, N]`` record, allocated once (boolean
-    info keys on first sight), so reading a rollout's finished episodes is one mask per column.
-    With ``num_agents``, each agent's own return is kept beside the team's (``[N, n]``, ``[T, N, n]``)."""
+    info keys on first sight; the numeric ``stats`` keys, the env's ``episode_stats``, up front), so
+    reading a rollout's finished episodes is one mask per column. With ``num_agents``, each agent's
+    own return is kept beside the team's (``[N, n]``, ``[T, N, n]``)."""
 
-    def __init__(self, rollout_len: int, num_envs: int, device: torch.device, num_agents: int = 0):
+    def __init__(self, rollout_len: int, num_envs: int, device: torch.device, num_agents: int = 0,
+                 stats: tuple[str, ...] = ()):
         self.T, self.N, self.device = rollout_len, num_envs, device
         self.agent_ret = torch.zeros(num_envs, num_agents, device=device) if num_agents else None
         self.agent_ret_at = torch.zeros(rollout_len, num_envs, num_agents, device=device) if num_agents else None
@@ -23,6 +25,7 @@ class EpisodeTracker:
         self.length_at = torch.zeros(rollout_len, num_envs, dtype=torch.int32, device=device)
         self.done_at = torch.zeros(rollout_len, num_envs, dtype=torch.bool, device=device)
         self.info_at: dict[str, torch.Tensor] = {}
+        self.stat_at = {key: torch.zeros(rollout_len, num_envs, device=device) for key in stats}  # float32 [T, N]
         # Step t's rows of the record, and the constants a step uses, made once (a step is ~100
         # small ops, where indexing and wrapping a Python number cost as much as the op).
         self._ret_rows, self._length_rows, self._done_rows = (x.unbind(0) for x in (self.ret_at, self.length_at, self.done_at))
@@ -59,6 +62,12 @@ class EpisodeTracker:
                 record[t].zero_()
             else:
                 record[t].copy_(value)
+        for key, record in self.stat_at.items():
+            value = info.get(key)
+            if value is None:
+                raise KeyError(f"episode_stats names {key!r}, which the env's info does not hold "
+                               f"(it holds {sorted(info)})")
+            record[t].copy_(value)
         # The next step's running return and length: this step's, or 0 where an episode ended.
         torch.where(done, self._zero_ret, ret_t, out=self.ret)
         torch.where(done, self._zero_length, length_t, out=self.length)
@@ -68,7 +77,7 @@ class EpisodeTracker:
         done = self.done_at
         env_index = torch.arange(self.N, device=self.device).expand(self.T, self.N)
         return Episodes(returns=self.ret_at[done], lengths=self.length_at[done], env=env_index[done],
-                        outcomes={k: v[done] for k, v in self.info_at.items()},
+                        outcomes={k: v[done] for k, v in (self.info_at | self.stat_at).items()},
                         agent_returns=None if self.agent_ret_at is None else self.agent_ret_at[done])
 
     def state_dict(self) -> dict[str, torch.Tensor]:

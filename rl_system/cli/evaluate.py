@@ -161,6 +161,8 @@ def _statistics(args: argparse.Namespace, found) -> int:
     if not result["episodes"]:
         return fail(f"no episode finished within {result['env_steps']:,} env steps", 1)
     rates = "".join(f", {k[:-5]} {v:.3f}" for k, v in result.items() if k.endswith("_rate"))
+    rates += "".join(f", {k[:-5]} {v:.2f} ± {result[k[:-5] + '_std']:.2f}" for k, v in result.items()
+                     if k.endswith("_mean") and k not in ("return_mean", "length_mean", "agent_return_mean"))
     against = f" against v{result['opponent_version']} of {args.opponent}" if opponent is not None else ""
     print(f"{result['env']} v{result['policy_version']}: return {result['return_mean']:.2f} ± {result['return_std']:.2f}, "
           f"length {result['length_mean']:.1f} ± {result['length_std']:.1f}{rates} over {result['episodes']} episodes"

@@ -59,18 +59,18 @@ BF16 = "bf16"
 
 class ReturnWindow:
     """Mean of the last ``size`` completed episode returns (the usual "100-episode mean"), and
-    the rate of each boolean episode outcome the env reports (success, win...) over the same
-    window."""
+    over the same window the rate of each boolean episode outcome the env reports (success,
+    win...) and the mean of each of its numeric episode stats (``soups_served``)."""
 
     def __init__(self, size: int = 100):
         self.size = size
         self.returns: deque[float] = deque(maxlen=size)
         self.lengths: deque[int] = deque(maxlen=size)
-        self.outcomes: dict[str, deque[bool]] = {}
+        self.outcomes: dict[str, deque[bool] | deque[float]] = {}
         self.episodes = 0
 
     def extend(self, returns: list[float], lengths: list[int], total_episodes: int,
-               outcomes: dict[str, list[bool]] | None = None) -> None:
+               outcomes: dict[str, list[bool] | list[float]] | None = None) -> None:
         self.returns.extend(returns)
         self.lengths.extend(lengths)
         self.episodes += total_episodes
@@ -85,8 +85,18 @@ class ReturnWindow:
 
     @property
     def rates(self) -> dict[str, float]:
-        """``{"success": 0.83, ...}``: the mean of each outcome over the window."""
-        return {k: sum(v) / len(v) for k, v in self.outcomes.items() if v}
+        """``{"success": 0.83, ...}``: the rate of each boolean outcome over the window."""
+        return {k: sum(v) / len(v) for k, v in self.outcomes.items() if v and isinstance(v[0], bool)}
+
+    @property
+    def means(self) -> dict[str, float]:
+        """``{"soups_served": 2.4, ...}``: the mean of each numeric episode stat over the window."""
+        return {k: sum(v) / len(v) for k, v in self.outcomes.items() if v and not isinstance(v[0], bool)}
+
+    @property
+    def outcome_scalars(self) -> dict[str, float]:
+        """The rates and means as logged: ``{"success_rate": 0.83, "soups_served_mean": 2.4}``."""
+        return {**{f"{k}_rate": v for k, v in self.rates.items()}, **{f"{k}_mean": v for k, v in self.means.items()}}
 
     @property
     def full(self) -> bool:
@@ -193,7 +203,7 @@ class RunLogger:
         self.line(
             f"round {rnd:>5} | steps {steps:>11,} | {sps:>10,.0f} steps/s | "
             f"return {window.mean:8.2f} (best {best:8.2f}, {window.episodes:,} eps) | "
-            + "".join(f"{k} {v:.2f} | " for k, v in window.rates.items())
+            + "".join(f"{k} {v:.2f} | " for k, v in (window.rates | window.means).items())
             + f"v{version} | dropped {dropped}")
 
     def close(self, status: str = "completed") -> None:

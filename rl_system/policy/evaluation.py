@@ -57,7 +57,7 @@ def evaluate(state: dict[str, Any], episodes: int = 100, deterministic: bool | s
             if ended.agent_returns is not None:
                 columns["agent_return"] = ended.agent_returns
             for k, v in columns.items():
-                taken.setdefault(k, []).append(v.detach().cpu()[keep].double())
+                taken.setdefault(k, []).append(v.detach().cpu()[keep])
     finally:
         env.close()
     out = {"env": cfg.env.name, "algo": cfg.algo, "policy_version": int(state[keys.LEARNER][keys.VERSION]),
@@ -74,11 +74,13 @@ def evaluate(state: dict[str, Any], episodes: int = 100, deterministic: bool | s
 
 def _statistic(name: str, v: torch.Tensor) -> dict[str, Any]:
     """The result's entries for one column of the taken episodes: mean and std of ``return`` and
-    ``length`` ``[E]``, one of each per agent for ``agent_return`` ``[E, n]`` (lists, agent order),
-    the rate of a boolean outcome."""
+    ``length`` ``[E]`` and of each of the env's numeric episode stats, one of each per agent for
+    ``agent_return`` ``[E, n]`` (lists, agent order), the rate of a boolean outcome."""
+    outcome = v.dtype == torch.bool
+    v = v.double()
     if name == "agent_return":
         return {"agent_return_mean": v.mean(0).tolist(), "agent_return_std": v.std(0, unbiased=False).tolist()}
-    if name in ("return", "length"):
+    if not outcome:
         return {f"{name}_mean": float(v.mean()), f"{name}_std": float(v.std(unbiased=False))}
     return {f"{name}_rate": float(v.mean())}  # a boolean outcome
 

@@ -111,14 +111,15 @@ class Episodes:
     """The episodes that ended in one rollout, in the order they ended (``[E]`` each).
 
     ``outcomes`` holds every boolean ``info`` entry the env reports per env (``success``,
-    ``win``, ...), read on the step the episode ended. ``agent_returns`` (multi-agent samplers
+    ``win``, ...) and the numeric ones it names in ``episode_stats`` (float32, ``soups_served``),
+    read on the step the episode ended. ``agent_returns`` (multi-agent samplers
     only) holds each agent's own return, the sum of its reward (the team's where the env gives one
     team reward ``[N]``); ``returns`` is then the figure the algorithm reports for the team."""
 
     returns: torch.Tensor  # float32 [E]
     lengths: torch.Tensor  # int32 [E]
     env: torch.Tensor      # int64 [E]: index of the env that finished it
-    outcomes: dict[str, torch.Tensor] = field(default_factory=dict)  # bool [E] each
+    outcomes: dict[str, torch.Tensor] = field(default_factory=dict)  # bool or float32 [E] each
     agent_returns: torch.Tensor | None = None  # float32 [E, n]
 
     def __len__(self) -> int:
@@ -141,7 +142,7 @@ class RolloutMeta:
     opponent_version: int = -1  # self-play: the snapshot flying the other side; -1 = scripted
     episode_returns: list[float] = field(default_factory=list)
     episode_lengths: list[int] = field(default_factory=list)
-    episode_outcomes: dict[str, list[bool]] = field(default_factory=dict)
+    episode_outcomes: dict[str, list[bool] | list[float]] = field(default_factory=dict)
     raw_bytes: int = 0      # the columns' bytes before encoding
     payload_bytes: int = 0  # the encoded payload's bytes
     encode_s: float = 0.0

@@ -55,7 +55,7 @@ def round_scalars(ctx: RunContext, result: UpdateResult, metas: list[RolloutMeta
     tag prefixes)."""
     st, window = ctx.stats, ctx.window
     rollout = {RETURN_MEAN: window.mean, "episode_length_mean": window.mean_length,
-               **{f"{k}_rate": v for k, v in window.rates.items()}}
+               **window.outcome_scalars}
     system = {STEPS_PER_S: st.env_steps / max(elapsed, 1e-9), "dropped_rollouts": ctx.gate.dropped,
               "worker_failures": st.worker_failures, WORKER_RESTARTS: st.worker_restarts,
               LEARNER_RESTARTS: st.learner_restarts, **_storage_restarts(ctx),
@@ -110,6 +110,7 @@ def summary(ctx: RunContext, wall: float, startup_s: float, state: str,
         best_mean_return=st.best_return if math.isfinite(st.best_return) else None,
         episodes=window.episodes,
         final_rates=window.rates,
+        final_means=window.means,
         dropped_rollouts=ctx.gate.dropped,
         rollouts_per_worker=[st.rollouts_by_worker.get(w, 0) for w in range(cfg.workers.num_workers)],
         max_policy_lag_used=ctx.gate.max_lag_used,

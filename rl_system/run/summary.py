@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, is_dataclass
 from typing import Any
 
-_RATE_PREFIX, _RATE_SUFFIX = "final_", "_rate"
+_RATE_PREFIX, _RATE_SUFFIX, _MEAN_SUFFIX = "final_", "_rate", "_mean"
+_SPELLED = {"final_rates": _RATE_SUFFIX, "final_means": _MEAN_SUFFIX}
+"""The fields written as one ``summary.json`` key per entry, and their keys' suffix."""
 
 
 def rate_key(outcome: str) -> str:
@@ -65,7 +67,8 @@ _NESTED: dict[str, type] = {"checkpoints": CheckpointTally, "placement": RunPlac
 
 @dataclass
 class RunSummary:
-    """A run's outcome; the fields are ``summary.json``'s keys, in its order (``final_rates`` aside)."""
+    """A run's outcome; the fields are ``summary.json``'s keys, in its order (``final_rates`` and
+    ``final_means`` aside)."""
 
     status: str  # completed, stopped, failed or interrupted
     error: str | None  # the one line a failed run ended with
@@ -88,6 +91,8 @@ class RunSummary:
     episodes: int
     final_rates: dict[str, float]
     """Each episode outcome's rate over the final return window; ``final_<outcome>_rate`` on disk."""
+    final_means: dict[str, float]
+    """Each of the env's episode stats' mean over the final return window; ``final_<stat>_mean`` on disk."""
     dropped_rollouts: int
     rollouts_per_worker: list[int]
     max_policy_lag_used: int
@@ -113,12 +118,13 @@ class RunSummary:
 
     def to_json(self) -> dict[str, Any]:
         """The ``summary.json`` object: the fields in order, the nested ones as objects, and
-        ``final_rates`` spelled out as ``final_<outcome>_rate`` keys where it stands."""
+        ``final_rates`` and ``final_means`` spelled out as ``final_<outcome>_rate`` and
+        ``final_<stat>_mean`` keys where they stand."""
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name == "final_rates":
-                out.update({rate_key(k): v for k, v in value.items()})
+            if f.name in _SPELLED:
+                out.update({f"{_RATE_PREFIX}{k}{_SPELLED[f.name]}": v for k, v in value.items()})
             else:
                 out[f.name] = asdict(value) if is_dataclass(value) else value
         return out
@@ -132,6 +138,7 @@ class RunSummary:
         for name, kind in _NESTED.items():
             if name in kwargs:
                 kwargs[name] = kind(**kwargs[name])
-        kwargs["final_rates"] = {k[len(_RATE_PREFIX):-len(_RATE_SUFFIX)]: v for k, v in data.items()
-                                 if k not in names and k.startswith(_RATE_PREFIX) and k.endswith(_RATE_SUFFIX)}
+        for name, suffix in _SPELLED.items():
+            kwargs[name] = {k[len(_RATE_PREFIX):-len(suffix)]: v for k, v in data.items()
+                            if k not in names and k.startswith(_RATE_PREFIX) and k.endswith(suffix)}
         return cls(**kwargs)

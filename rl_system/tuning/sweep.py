@@ -73,8 +73,9 @@ class Sweep:
             raise ConfigError(f"--pbt-start {self.pbt_start!r}: use sampled or config")
         if self.scheduler not in ("fifo", "asha", "pbt"):
             raise ConfigError(f"--scheduler {self.scheduler!r}: use fifo, asha or pbt")
-        if self.metric != "return" and not self.metric.endswith("_rate"):
-            raise ConfigError(f"--metric {self.metric!r}: use return or <outcome>_rate (e.g. success_rate)")
+        if self.metric != "return" and not self.metric.endswith(("_rate", "_mean")):
+            raise ConfigError(f"--metric {self.metric!r}: use return, <outcome>_rate (e.g. success_rate) or "
+                              "<episode stat>_mean (e.g. soups_served_mean)")
         if self.num_samples < 1 or self.max_concurrent < 0:
             raise ConfigError("--num-samples must be >= 1 and --max-concurrent >= 0")
         if self.scheduler == "pbt":

@@ -42,7 +42,7 @@ def trial_metrics(ctx: Any, metric: str) -> dict[str, Any]:
     out: dict[str, Any] = {
         "return": window.mean if window.returns else -math.inf,
         "best_return": st.best_return,
-        **{f"{k}_rate": v for k, v in window.rates.items()},
+        **window.outcome_scalars,
         "env_steps": st.env_steps, "rounds": st.rounds, "policy_version": ctx.version,
         "reseeds": len(st.reseeds), "dropped_rollouts": ctx.gate.dropped,
     }

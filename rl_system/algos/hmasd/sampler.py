@@ -72,7 +72,7 @@ class HMASDSampler:
             # Observation each step ended on (== next obs unless the episode ended); only the rows
             # of ended episodes are shipped, as the compact ``final_obs.*`` columns.
             self._final_state, self._final_obs = alloc(T, N, S), alloc(T, N, n, O)
-        self.episodes = EpisodeTracker(T, N, device, num_agents=n)
+        self.episodes = EpisodeTracker(T, N, device, num_agents=n, stats=getattr(env, "episode_stats", ()))
         self.obs: dict[str, torch.Tensor] = {}
         self.h_actor, self.h_critic = alloc(N, n, H), alloc(N, n, H)
         self.team_skill = alloc(N, dtype=torch.int64)

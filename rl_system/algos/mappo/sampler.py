@@ -47,7 +47,7 @@ class MultiAgentSampler:
         if self.hidden is not None:
             self.cols[col.INIT_STATE] = torch.zeros_like(self.hidden)
         self.rows = [{k: v[t] for k, v in self.cols.items() if layout(k) is Layout.STEP} for t in range(T)]
-        self.episodes = EpisodeTracker(rollout_len, N, device, num_agents=n)
+        self.episodes = EpisodeTracker(rollout_len, N, device, num_agents=n, stats=getattr(env, "episode_stats", ()))
         self.obs: dict[str, torch.Tensor] = {}
 
     @torch.inference_mode()

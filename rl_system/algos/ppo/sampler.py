@@ -35,7 +35,7 @@ class PolicySampler:
                                     state_size=policy.state_size if self.recurrent else 0)
         self.rows = self.buffer.rows()  # step t's views of the columns, made once
         self.hidden = policy.initial_state(env.num_envs).to(device) if self.recurrent else None
-        self.episodes = EpisodeTracker(rollout_len, env.num_envs, device)
+        self.episodes = EpisodeTracker(rollout_len, env.num_envs, device, stats=getattr(env, "episode_stats", ()))
         self.obs: dict[str, torch.Tensor] = {}
         # return_gamma: also ship the running discounted return per env (``disc_return``), from
         # which the learner scales rewards (ppo.normalize_reward).
