@@ -4,11 +4,11 @@ run's newest checkpoint, and the table sums the sittings."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
 import pytest
+from child_env import own_ray_env
 
 from bench.bench_overcooked_train import PAPER, return_at, sitting, sittings_of
 from bench.harness.results import read_json
@@ -21,9 +21,8 @@ TINY = ["--layouts", "cramped_room", "--methods", "mappo", "--seeds", "0", *[a f
 def _run(*args: str) -> str:
     """A command in its own process (the suite makes itself the subreaper of what it starts), with
     an embedded Ray of its own (not the tests' shared one)."""
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     return subprocess.run([sys.executable, "-m", *args], check=True, capture_output=True, text=True, cwd=ROOT,
-                          env=env).stdout
+                          env=own_ray_env()).stdout
 
 
 @pytest.mark.slow

@@ -27,6 +27,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from child_env import own_ray_env
 
 pytestmark = pytest.mark.slow  # a Ray head / cluster of its own: the slow set
 
@@ -75,9 +76,7 @@ def head(tmp_path_factory):
     token = root / "auth_token"
     token.write_text(secrets.token_hex(32))
     # Metrics reach the node's Prometheus endpoint once per report interval (default 10 s).
-    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token),
-           "RAY_metrics_report_interval_ms": "1000"}
-    env.pop("RAY_ADDRESS", None)
+    env = own_ray_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(token), RAY_metrics_report_interval_ms="1000")
     gcs, dash, nm, om, agent, agent_grpc, metrics, rt_env, client, low = _free_ports(10)
     log = open(root / "head.log", "wb")  # noqa: SIM115 - closed at teardown
     proc = subprocess.Popen(

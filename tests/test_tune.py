@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from child_env import own_ray_env
 
 from rl_system.actors.placement import run_bundles
 from rl_system.checkpoint import load_checkpoint
@@ -100,9 +101,8 @@ def test_asha_rungs_count_env_steps_and_leave_the_budget_to_the_trial():
 
 # -- the CLI end to end: PBT, Ctrl-C, --resume, the outputs --------------------------------------------
 def _tune(*args: str, **kw) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    env.pop("RAY_ADDRESS", None)
-    return subprocess.Popen([sys.executable, "-m", "rl_system", "tune", *args], cwd=REPO, env=env,
+    return subprocess.Popen([sys.executable, "-m", "rl_system", "tune", *args], cwd=REPO,
+                            env=own_ray_env(PYTHONUNBUFFERED="1"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
