@@ -37,6 +37,27 @@ def import_mdp() -> Any:
     return overcooked_mdp
 
 
+def old_dynamics_mdp(om: Any, layout: str) -> Any:
+    """Layout ``layout`` as overcooked-ai 1.1.0's ``OvercookedGridworld`` with the rules later overcooked-ai
+    keeps behind ``old_dynamics=True`` (upstream's two changes, made here on 1.1.0): an interact never starts
+    cooking (1.1.0 starts a pot where ``soup_to_be_cooked_at_location`` holds, its only use), and
+    ``step_environment_effects`` starts every idle full pot before it cooks."""
+
+    class OldDynamicsGridworld(om.OvercookedGridworld):
+        def soup_to_be_cooked_at_location(self, state: Any, pos: Any) -> bool:
+            return False
+
+        def step_environment_effects(self, state: Any) -> None:
+            for obj in state.objects.values():
+                if obj.name == "soup" and not obj.is_cooking and not obj.is_ready and len(obj.ingredients) == 3:
+                    obj.begin_cooking()
+            super().step_environment_effects(state)
+
+    mdp = om.OvercookedGridworld.from_layout_name(layout)  # builds the base class whatever it is called on
+    mdp.__class__ = OldDynamicsGridworld
+    return mdp
+
+
 def action_of(index: int) -> Any:
     from overcooked_ai_py.mdp.actions import Action
 

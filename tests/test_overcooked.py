@@ -12,7 +12,7 @@ import torch
 from rl_system.envs import make_env
 from rl_system.envs.overcooked import OvercookedVecEnv, layout_names, load_layout
 from rl_system.envs.overcooked.env import ONION
-from tests.overcooked_oracle import ScriptedCook, action_of, encode, env_states, import_mdp
+from tests.overcooked_oracle import ScriptedCook, action_of, encode, env_states, import_mdp, old_dynamics_mdp
 
 
 @pytest.fixture(autouse=True)
@@ -36,13 +36,14 @@ def supported_layouts() -> list[str]:
     return names
 
 
-def run_parity(layout: str, num_envs: int, steps: int, seed: int, horizon: int = 400, obs_every: int = 7) -> int:
+def run_parity(layout: str, num_envs: int, steps: int, seed: int, horizon: int = 400, obs_every: int = 7,
+               old_dynamics: bool = False) -> int:
     """Step ``num_envs`` envs and as many oracle states with the same scripted-then-random joint actions;
     assert equal states and rewards at every step and equal observations every ``obs_every`` steps and at
     every episode end; returns the soups served."""
     om = import_mdp()
-    mdp = om.OvercookedGridworld.from_layout_name(layout)
-    env = OvercookedVecEnv(num_envs, layout=layout, horizon=horizon, reward_shaping=1.0)
+    mdp = old_dynamics_mdp(om, layout) if old_dynamics else om.OvercookedGridworld.from_layout_name(layout)
+    env = OvercookedVecEnv(num_envs, layout=layout, horizon=horizon, reward_shaping=1.0, old_dynamics=old_dynamics)
     env.reset()
     states = [mdp.get_standard_start_state() for _ in range(num_envs)]
     cook = ScriptedCook(mdp, random.Random(seed))
@@ -79,6 +80,23 @@ def test_parity_classic_layouts(layout):
     """The five layouts of the Overcooked-AI benchmark: 500 steps in each of 4 envs (2,000 env steps, the
     400-step horizon reached once), soups served."""
     assert run_parity(layout, num_envs=4, steps=500, seed=1, obs_every=10) > 0
+
+
+@pytest.mark.parametrize("layout", ["cramped_room", "coordination_ring"])
+def test_parity_old_dynamics(layout):
+    """``old_dynamics``: pots start by themselves once full, never on an interact; soups served."""
+    assert run_parity(layout, num_envs=4, steps=500, seed=1, obs_every=10, old_dynamics=True) > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", CLASSIC)
+def test_parity_old_dynamics_long(layout):
+    assert run_parity(layout, num_envs=8, steps=625, seed=3, obs_every=31, old_dynamics=True) > 0
+
+
+def test_old_dynamics_refuses_orders_of_other_sizes():
+    with pytest.raises(ValueError, match="old_dynamics takes layouts whose orders are all of 3 ingredients"):
+        OvercookedVecEnv(1, layout=next(n for n in supported_layouts() if "tomato" in n), old_dynamics=True)
 
 
 def test_parity_every_layout():

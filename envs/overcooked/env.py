@@ -14,6 +14,12 @@ Two cooks share a kitchen and are paid for every soup they serve. Each step foll
    one cell or swap cells, neither moves (both still turn). ``stay`` and ``interact`` change nothing.
 3. Every cooking soup advances one tick; it is ready once the tick reaches the recipe's cook time.
 
+``old_dynamics=True`` is the benchmark's first rules (Carroll et al. 2019), which overcooked-ai keeps behind
+its ``OvercookedGridworld(old_dynamics=True)`` (after 1.1.0) and the MAPPO-lineage Overcooked codebases
+train the classic layouts with: an interact never starts cooking; a pot starts by itself in step 3 once
+it holds 3 ingredients (and cooks its first tick that step), so no soup of fewer ingredients is ever
+cooked. It takes layouts whose orders are all of 3 ingredients (the classic five are).
+
 Actions ``AgentDiscrete(6, 2)``: 0 north, 1 south, 2 east, 3 west, 4 stay, 5 interact (overcooked-ai's
 ``Action.INDEX_TO_ACTION``). Episodes start from the layout's start cells, both cooks facing north, and
 are truncated after ``horizon`` steps (400); there is no terminal state.
@@ -70,6 +76,7 @@ class OvercookedVecEnv(VecEnv):
         reward_shaping: the initial weight of the shaped reward in ``reward`` (0: delivery reward only).
         reward_shaping_horizon: env steps (summed over the batch) over which that weight anneals to 0.
         team_reward: one reward for the team ``[N]`` (the cooks' sum); ``False``: each cook's own ``[N, 2]``.
+        old_dynamics: a pot starts cooking by itself once full, never on an interact (module docstring).
     """
 
     num_agents = 2
@@ -77,7 +84,8 @@ class OvercookedVecEnv(VecEnv):
 
     def __init__(self, num_envs: int, device: str | torch.device = "cpu", seed: int | None = None, *,
                  layout: str | Sequence[str] = "cramped_room", horizon: int = 400, reward_shaping: float = 0.0,
-                 reward_shaping_horizon: float | None = None, team_reward: bool = True) -> None:
+                 reward_shaping_horizon: float | None = None, team_reward: bool = True,
+                 old_dynamics: bool = False) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         if horizon < 1:
@@ -90,6 +98,7 @@ class OvercookedVecEnv(VecEnv):
         self.reward_shaping = float(reward_shaping)
         self.reward_shaping_horizon = reward_shaping_horizon
         self.team_reward = bool(team_reward)
+        self.old_dynamics = bool(old_dynamics)
         self.width, self.height = self.layout.width, self.layout.height
         self.obs_dim = self.width * self.height * N_PLANES
         self.action_spec = AgentDiscrete(N_ACTIONS, self.num_agents)
@@ -97,6 +106,9 @@ class OvercookedVecEnv(VecEnv):
                                  "obs": TensorSpec((self.num_agents, self.obs_dim), torch.float32)}
         self._generator = make_generator(self.device, seed)  # starts are deterministic; kept for the API
         self._build_tables()
+        if self.old_dynamics and bool((self._rec_value > 0).logical_and(self._rec_count != MAX_INGREDIENTS).any()):
+            raise ValueError(f"old_dynamics takes layouts whose orders are all of {MAX_INGREDIENTS} ingredients; "
+                             f"layout {self.layout.name!r} orders others")
         self._alloc_state()
         self._needs_reset = True
 
@@ -253,7 +265,7 @@ class OvercookedVecEnv(VecEnv):
         at = lambda code: act & (ter == code)
         ev = {"drop": at(COUNTER) & ~free & (o == NONE), "pick": at(COUNTER) & free & (o != NONE),
               "onion": at(ONION_DISP) & free, "tomato": at(TOMATO_DISP) & free, "dish": at(DISH_DISP) & free,
-              "start": at(POT) & free & soup_here & idle & (count > 0),
+              "start": at(POT) & free & soup_here & idle & (count > 0) & (not self.old_dynamics),
               "ladle": at(POT) & (h == DISH) & ready,
               "add": at(POT) & ((h == ONION) | (h == TOMATO))
               & ((o == NONE) | (soup_here & idle & (count < MAX_INGREDIENTS))),
@@ -301,9 +313,13 @@ class OvercookedVecEnv(VecEnv):
         self._pos = torch.where(clash.unsqueeze(1), old, new)
 
     def _cook(self) -> None:
-        """Every cooking soup (started, not yet at its cook time) advances one tick."""
+        """Every cooking soup (started, not yet at its cook time) advances one tick; with ``old_dynamics`` a
+        full idle pot starts first."""
         tick = self._tick[:, self._pots]
         rec = self._rec[:, self._pots]
+        if self.old_dynamics:
+            full = (self._obj[:, self._pots] == SOUP) & (tick < 0) & (self._rec_count[rec] == MAX_INGREDIENTS)
+            tick = tick.masked_fill(full, 0)
         cooking = (tick >= 0) & (tick < self._rec_time[rec])
         self._tick[:, self._pots] = tick + cooking
 
