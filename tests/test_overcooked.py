@@ -260,3 +260,16 @@ def test_shaping_anneals_to_zero():
     for _ in range(10):
         env.step(torch.full((4, 2), 4))
     assert env.shaping_weight == 0.0
+
+
+def test_random_play_cooks_only_paid_soups_under_old_dynamics(tmp_path):
+    """overcooked-ai 1.1.0's rules let a random interact start a pot of one or two onions, a soup no order
+    pays for; under ``old_dynamics`` a pot starts only once full, so every soup served is paid
+    (``bench/bench_overcooked_random.py``, whose table this also writes)."""
+    from bench.bench_overcooked_random import main, random_episodes
+
+    new, old = (random_episodes("cramped_room", od, envs=256) for od in (False, True))
+    assert new["soups_served"] > 5 * new["soups_paid"]
+    assert old["soups_served"] == old["soups_paid"] > 0 and old["episodes_with_reward"] > new["episodes_with_reward"]
+    main(["--layouts", "cramped_room", "--envs", "8", "--out", str(tmp_path)])
+    assert "| cramped_room | old_dynamics | 8 |" in (tmp_path / "random_play.md").read_text()
