@@ -91,7 +91,7 @@ def test_parity_old_dynamics(layout):
 @pytest.mark.slow
 @pytest.mark.parametrize("layout", CLASSIC)
 def test_parity_old_dynamics_long(layout):
-    assert run_parity(layout, num_envs=8, steps=625, seed=3, obs_every=31, old_dynamics=True) > 0
+    assert run_parity(layout, num_envs=8, steps=350, seed=3, horizon=300, obs_every=31, old_dynamics=True) > 0
 
 
 def test_old_dynamics_refuses_orders_of_other_sizes():
@@ -111,10 +111,12 @@ def test_parity_every_layout():
 @pytest.mark.slow
 @pytest.mark.parametrize("layout", supported_layouts())
 def test_parity_long(layout):
-    """625 steps in each of 8 envs per layout: 5,000 env steps, every env past the 400-step horizon
-    once, soups served (at least 5 a layout). The env steps all 8 in one call, so 8 envs cost about
-    half what 4 envs for twice the steps do, for as many env steps and the same events."""
-    assert run_parity(layout, num_envs=8, steps=625, seed=3, obs_every=31) > 0
+    """350 steps in each of 8 envs per layout with a 300-step horizon: 2,800 env steps, every env
+    through an episode's end and on into the next, soups served (one in ``long_cook_time``, whose
+    soups cook 100 ticks). The env steps all 8 in one call, so
+    8 envs cost about half what 4 envs for twice the steps do, for as many env steps and the same
+    events; the reference's Python step is the cost (about 1 ms an env step)."""
+    assert run_parity(layout, num_envs=8, steps=350, seed=3, horizon=300, obs_every=31) > 0
 
 
 def test_dish_reward_reads_the_pots_before_either_cook_acts():
