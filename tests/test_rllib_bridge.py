@@ -28,8 +28,13 @@ def test_rllib_ppo_trains_on_a_registered_id(ray_session):
     pytest.importorskip("ray.rllib", reason="RLlib: pip install 'ray[rllib]'")
     from ray.rllib.algorithms.ppo import PPOConfig
 
+    from ray.tune import registry
+
     from rl_system.rllib import register
 
+    # Tune keys its registry by the first Ray job this process joined; an earlier test in the same
+    # pytest worker may have joined another, and the env runner (this job) would not find the ids.
+    registry._global_registry._prefix = None
     assert register() == [*ENV_IDS, *MULTI_AGENT_IDS]
     config = (PPOConfig()
               .environment("rl_system/CartPole-v0", env_config={"seed": 0})
