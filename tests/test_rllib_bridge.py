@@ -27,7 +27,6 @@ def test_every_registered_env_passes_gymnasiums_checker_with_one_flat_observatio
 def test_rllib_ppo_trains_on_a_registered_id(ray_session):
     pytest.importorskip("ray.rllib", reason="RLlib: pip install 'ray[rllib]'")
     from ray.rllib.algorithms.ppo import PPOConfig
-
     from ray.tune import registry
 
     from rl_system.rllib import register
