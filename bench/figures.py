@@ -46,20 +46,27 @@ OVERCOOKED_PAPER = "overcooked/paper"
 """The runs of ``python -m bench.bench_overcooked_train`` (its default ``--out``)."""
 
 
+def _overcooked_series(results: Path, layout: str) -> tuple:
+    """The methods with runs on ``layout``, as curve series."""
+    series = []
+    for label, method, color in (("HMASD", "hmasd", OURS), ("flat MAPPO", "mappo", OTHER)):
+        pattern = f"{OVERCOOKED_PAPER}/{layout}_{method}_s[0-9].json.xz"
+        if any(results.glob(pattern)):
+            series.append(res.Series(label, pattern, color))
+    return tuple(series)
+
+
 def fig_overcooked_paper(results: Path, out: Path) -> list[Path]:
     """One panel per layout with runs: HMASD and flat MAPPO against env steps, and the paper's
     HMASD at 1e7 env steps (Table 4: mean and one std over 5 seeds) as a band."""
     from bench.bench_overcooked_train import LAYOUTS, PAPER
 
-    layouts = [lay for lay in LAYOUTS if list(results.glob(f"{OVERCOOKED_PAPER}/{lay}_*_s[0-9].json.xz"))]
-    if not layouts:
+    panels = {layout: series for layout in LAYOUTS if (series := _overcooked_series(results, layout))}
+    if not panels:
         raise FigureError(f"no runs under {results / OVERCOOKED_PAPER}")
     fig = new_figure(8.0, 3.4)
-    axes = fig.subplots(1, len(layouts), squeeze=False)[0]
-    for ax, layout in zip(axes, layouts):
-        series = tuple(res.Series(label, f"{OVERCOOKED_PAPER}/{layout}_{method}_s[0-9].json.xz", color)
-                       for label, method, color in (("HMASD", "hmasd", OURS), ("flat MAPPO", "mappo", OTHER))
-                       if list(results.glob(f"{OVERCOOKED_PAPER}/{layout}_{method}_s[0-9].json.xz")))
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, (layout, series) in zip(axes, panels.items()):
         res.draw_curves(ax, results, res.Panel(f"Overcooked {layout}, the paper's settings", series,
                                        ylabel="training episode reward (100 episodes)"), legend=False)
         mean, std = PAPER[layout]

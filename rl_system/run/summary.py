@@ -12,14 +12,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, is_dataclass
 from typing import Any
 
-_RATE_PREFIX, _RATE_SUFFIX, _MEAN_SUFFIX = "final_", "_rate", "_mean"
+_FINAL_PREFIX, _RATE_SUFFIX, _MEAN_SUFFIX = "final_", "_rate", "_mean"
 _SPELLED = {"final_rates": _RATE_SUFFIX, "final_means": _MEAN_SUFFIX}
 """The fields written as one ``summary.json`` key per entry, and their keys' suffix."""
 
 
 def rate_key(outcome: str) -> str:
     """The ``summary.json`` key of an episode outcome's final rate: ``success`` -> ``final_success_rate``."""
-    return f"{_RATE_PREFIX}{outcome}{_RATE_SUFFIX}"
+    return f"{_FINAL_PREFIX}{outcome}{_RATE_SUFFIX}"
 
 
 @dataclass
@@ -124,7 +124,7 @@ class RunSummary:
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name in _SPELLED:
-                out.update({f"{_RATE_PREFIX}{k}{_SPELLED[f.name]}": v for k, v in value.items()})
+                out.update({f"{_FINAL_PREFIX}{k}{_SPELLED[f.name]}": v for k, v in value.items()})
             else:
                 out[f.name] = asdict(value) if is_dataclass(value) else value
         return out
@@ -139,6 +139,6 @@ class RunSummary:
             if name in kwargs:
                 kwargs[name] = kind(**kwargs[name])
         for name, suffix in _SPELLED.items():
-            kwargs[name] = {k[len(_RATE_PREFIX):-len(suffix)]: v for k, v in data.items()
-                            if k not in names and k.startswith(_RATE_PREFIX) and k.endswith(suffix)}
+            kwargs[name] = {k[len(_FINAL_PREFIX):-len(suffix)]: v for k, v in data.items()
+                            if k not in names and k.startswith(_FINAL_PREFIX) and k.endswith(suffix)}
         return cls(**kwargs)
