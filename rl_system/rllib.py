@@ -72,8 +72,26 @@ def register() -> list[str]:
     returns the ids."""
     from ray.tune.registry import register_env
 
+    _registry_on_this_job()
     for env_id, name in ENV_IDS.items():
         register_env(env_id, _creator(name))
     for env_id, name in MULTI_AGENT_IDS.items():
         register_env(env_id, _multi_agent_creator(name))
     return [*ENV_IDS, *MULTI_AGENT_IDS]
+
+
+def _registry_on_this_job() -> None:
+    """Key Tune's registry by the Ray job this process is on now.
+
+    Ray 2.60's registry (``ray/tune/registry.py``) keys its entries by the first job id the process
+    saw and keeps it: after ``ray.shutdown()`` and a new ``ray.init()`` in the same process (a
+    notebook, a test session) it would store the ids under the old job, and an EnvRunner (on the
+    new job) would not find them and fall back to ``gymnasium.make`` (``NamespaceNotFound``)."""
+    import ray
+    from ray.tune import registry
+
+    store = getattr(registry, "_global_registry", None)
+    if store is None or not ray.is_initialized() or not getattr(store, "_prefix", None):
+        return  # not connected yet, or no job cached: the registry reads the current job itself
+    if store._prefix != ray.get_runtime_context().get_job_id():
+        store._prefix = None
