@@ -19,7 +19,8 @@ multi-agent runners (one shared policy or one per agent, as ``policy_mapping_fn`
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import gymnasium
 from gymnasium import spaces
