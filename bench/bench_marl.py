@@ -9,7 +9,8 @@ the other on the same machine, each in a subprocess of its own (``--systems``):
   network and discounting with rl_system's own update);
 * ``rl_system_benchmarl_settings``: rl_system with BenchMARL's settings mapped onto it
   (:data:`BENCHMARL_CONFIGS`: its fine-tuned ones on VMAS, its defaults on MPE);
-* ``rl_system_ippo``: the task's config as IPPO (``--set mappo.central_value=per_agent --set mappo.critic=local``);
+* ``rl_system_ippo``: the task's IPPO config (:data:`IPPO_CONFIGS`), else its config as IPPO
+  (``--set mappo.central_value=per_agent --set mappo.critic=local``);
 * ``rl_system_tanh``, ``rl_system_ippo_tanh``: ``rl_system`` and ``rl_system_ippo`` with continuous
   actions squashed into their bounds (``--set mappo.action_dist=tanh_normal``, as BenchMARL's TanhNormal);
 * ``random``: the task's random play (uniform random actions, :data:`EVAL_EPISODES` episodes, no
@@ -84,10 +85,13 @@ EVAL_ENVS = {"simple_spread": 10}
 so 10 envs give the 200 episodes in one round (20 of each env's, in order) instead of 4,800."""
 SYSTEMS = ("benchmarl_mappo", "benchmarl_mappo_our_settings", "rl_system", "rl_system_tanh",
            "rl_system_benchmarl_settings", "rl_system_ippo", "rl_system_ippo_tanh", "random")
+IPPO_CONFIGS = {**CONFIGS, "simple_spread": "launch/configs/mpe_simple_spread_ippo.yaml"}
+"""rl_system's IPPO config of each task: its own where one ships (MPE: a third of MAPPO's learning
+rate), else the MAPPO config with :data:`_IPPO`'s overrides."""
 _IPPO, _TANH = ["mappo.central_value=per_agent", "mappo.critic=local"], ["mappo.action_dist=tanh_normal"]
 OURS = {"rl_system": (CONFIGS, []), "rl_system_tanh": (CONFIGS, _TANH),
         "rl_system_benchmarl_settings": (BENCHMARL_CONFIGS, []),
-        "rl_system_ippo": (CONFIGS, _IPPO), "rl_system_ippo_tanh": (CONFIGS, _IPPO + _TANH)}
+        "rl_system_ippo": (IPPO_CONFIGS, _IPPO), "rl_system_ippo_tanh": (IPPO_CONFIGS, _IPPO + _TANH)}
 """rl_system's systems: the configs (per task) and the overrides on them (IPPO: a critic on each
 agent's own observation; the configs' joint central value needs a central critic; tanh: continuous
 actions squashed into their bounds)."""
@@ -210,7 +214,8 @@ COLUMNS = (f"Returns are the agents' mean episode return: *eval* over {EVAL_EPIS
            "*training* over the last batch's episodes with sampled actions. rl_system: rl_system's config for the task; "
            "rl_system_benchmarl_settings: BenchMARL's settings mapped onto it (fine-tuned on VMAS, defaults on MPE); "
            "benchmarl_mappo_our_settings: BenchMARL with rl_system's config's hyperparameters (no advantage "
-           "normalisation: BenchMARL's MAPPO has none); rl_system_ippo: rl_system's config with "
+           "normalisation: BenchMARL's MAPPO has none); rl_system_ippo: rl_system's IPPO config for the task "
+           "(MPE, from 2026-12-05 23:30 UTC: `mpe_simple_spread_ippo.yaml`, learning rate 1e-4), else its config with "
            "`mappo.critic: local` (and `central_value: per_agent`); *_tanh: `mappo.action_dist: tanh_normal`. Wall s: from the first batch to the end (BenchMARL's includes its evaluations, "
            "in parentheses, which env steps/s leaves out). Process: the whole subprocess, start-up and "
            "shutdown included; cores busy = its process tree's CPU s / its wall s. Load: the 1-minute load average "

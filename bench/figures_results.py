@@ -21,9 +21,9 @@ from bench.harness.plots import (
     FigureError,
     log_axis,
     new_figure,
+    provenance_note,
     save_png,
     seconds_formatter,
-    provenance_note,
     steps_formatter,
 )
 from bench.harness.results import read_json, read_text
@@ -168,9 +168,12 @@ BALANCE = tuple(
         ylabel="training mean return per agent", x=x)
     for x in ("env steps", "wall s"))
 MPE_BUDGET = "mpe_300k"
+MPE_IPPO = "mpe_300k_ippo"  # IPPO on its own config (learning rate 1e-4): seeds 0–2 at 300k frames
 MPE = Panel("MPE simple_spread (3 agents, 25 cycles)", (
     Series("rl_system MAPPO", f"marl/{MPE_BUDGET}/rl_system_simple_spread_s[0-9].json.xz", OURS, "train_curve"),
-    Series("rl_system IPPO", f"marl/{MPE_BUDGET}/rl_system_ippo_simple_spread_s[0-9].json.xz", OTHER, "train_curve"),
+    Series("rl_system IPPO", f"marl/{MPE_IPPO}/rl_system_ippo_simple_spread_s[0-9].json.xz", OTHER, "train_curve"),
+    Series("rl_system IPPO at MAPPO's lr", f"marl/{MPE_BUDGET}/rl_system_ippo_simple_spread_s[0-9].json.xz", THIRD,
+           "train_curve"),
     Series("BenchMARL MAPPO, defaults", f"marl/{MPE_BUDGET}/benchmarl_mappo_simple_spread_s[0-9].json.xz", PEER,
            "train_curve")),
     ylabel="training mean return per agent")
@@ -223,8 +226,8 @@ def fig_marl_mpe(results: Path, out: Path) -> list[Path]:
     _final_evals(ax, results, MPE)
     _random_play(ax, results, f"marl/{MPE_BUDGET}/random_simple_spread_s[0-9].json.xz")
     ax.legend(fontsize=7, loc="lower right", frameon=False)
-    provenance_note(fig, f"bench/results/marl/{MPE_BUDGET}: training mean every 6k frames (240 episodes); "
-                    "x: final deterministic evaluation (200 episodes)")
+    provenance_note(fig, f"bench/results/marl/{MPE_BUDGET}, {MPE_IPPO}: training mean every 6k frames; "
+                    "x: final deterministic evaluation")
     return [save_png(fig, out / "curves_marl_mpe.png")]
 
 

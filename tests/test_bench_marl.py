@@ -135,7 +135,20 @@ def test_our_benchmarl_settings_simple_spread_config_carries_the_same_settings()
     assert m.vf_coef * 0.5 == ALGORITHM["critic_coef"]
     assert m.hidden_sizes == [256, 256] and m.activation == "tanh" and m.share_params and m.critic == "central"
     assert not m.norm_adv and not m.clip_vloss and not m.anneal_lr
-    assert bench_marl.OURS["rl_system_ippo"] == (bench_marl.CONFIGS, ["mappo.central_value=per_agent", "mappo.critic=local"])
+    ippo = ["mappo.central_value=per_agent", "mappo.critic=local"]
+    assert bench_marl.OURS["rl_system_ippo"] == (bench_marl.IPPO_CONFIGS, ippo)
+    assert bench_marl.IPPO_CONFIGS["balance"] == bench_marl.CONFIGS["balance"]  # VMAS: the MAPPO config as IPPO
+
+
+def test_the_mpe_ippo_config_is_the_mappo_one_with_a_local_critic_and_a_third_of_its_lr():
+    mappo = load_config(ROOT / bench_marl.CONFIGS["simple_spread"], ["mappo.central_value=per_agent"])
+    ippo = load_config(ROOT / bench_marl.IPPO_CONFIGS["simple_spread"])
+    assert ippo.mappo.critic == "local" and ippo.mappo.central_value == "per_agent"
+    assert ippo.mappo.lr == pytest.approx(mappo.mappo.lr / 3)
+    same = {"critic", "lr"}
+    assert {k: v for k, v in ippo.mappo.model_dump().items() if k not in same} == \
+        {k: v for k, v in mappo.mappo.model_dump().items() if k not in same}
+    assert ippo.model_dump(exclude={"mappo"}) == mappo.model_dump(exclude={"mappo"})
 
 
 def test_installed_benchmarl_runs_simple_spread_on_mpe2(tmp_path):
@@ -241,13 +254,13 @@ def test_random_actions_stay_in_the_spec():
 TINY = """
 from bench import bench_marl as b
 import yaml
-cfg = yaml.safe_load(open(b.ROOT / b.CONFIGS["simple_spread"]))
+cfg = yaml.safe_load(open(b.ROOT / b.IPPO_CONFIGS["simple_spread"]))
 cfg["workers"].update(num_envs=1, rollout_len=50)
 cfg["mappo"].update(hidden_sizes=[16], num_epochs=1, num_minibatches=1)
 cfg.update(return_window=4)
 cfg["learner"]["torch_threads"] = 1
 open("{cfg}", "w").write(yaml.safe_dump(cfg))
-b.CONFIGS["simple_spread"] = "{cfg}"
+b.IPPO_CONFIGS["simple_spread"] = "{cfg}"
 b.batch_frames = lambda task: 100        # one round of the tiny config
 b.eval_interval = lambda task, frames: frames
 b.EVAL_EPISODES, b.EVAL_ENVS = 8, {{"simple_spread": 2}}
