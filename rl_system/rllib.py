@@ -92,7 +92,8 @@ def _registry_on_this_job() -> None:
     from ray.tune import registry
 
     store = getattr(registry, "_global_registry", None)
-    if store is None or not ray.is_initialized() or not getattr(store, "_prefix", None):
-        return  # not connected yet, or no job cached: the registry reads the current job itself
-    if store._prefix != ray.get_runtime_context().get_job_id():
+    if store is None or not getattr(store, "_prefix", None):
+        return  # no job cached: the registry reads the current one when it stores
+    # Before ray.init() a cached id is a past job's; the ids wait for init and are stored then.
+    if not ray.is_initialized() or store._prefix != ray.get_runtime_context().get_job_id():
         store._prefix = None
