@@ -128,15 +128,12 @@ def _lrs_seen(exp: Path) -> dict[str, list]:
 
 @pytest.mark.slow
 def test_a_pbt_sweep_survives_ctrl_c_resumes_exploits_and_names_its_best_config(tmp_path):
-    # Two members (seed 0 and 1), 4,096 env steps a round, 4 rounds; both wait every 8,000 steps
+    # Two members (seed 0 and 1), 4,096 env steps a round, 6 rounds; both wait every 8,000 steps
     # (--pbt-synch), then the worse goes on from the better one's checkpoint with a perturbed lr.
-    # Ctrl-C comes once both members have reported (and checkpointed) their first round, before
-    # the first perturbation point: far from the budget, so the sweep cannot end by itself while
-    # Tune handles the signal (interrupted after an exploit, it could, on a loaded machine). The
-    # resumed sweep starts a fresh PBT (Tune keeps no scheduler state across a restore), which
-    # exploits at 8,000 (at 16,384 both are done). The perturbation point restarts both members'
-    # actors, the test's main cost.
-    sets = [a for s in [*SMALL, "max_env_steps=16000", "workers.num_envs=256", "checkpoint.every_rounds=1"]
+    # Ctrl-C comes once a member has been exploited, so the exploit is seen whatever the resumed
+    # sweep does (Tune keeps no scheduler state across a restore: it starts a fresh PBT). Each
+    # perturbation point restarts both members' actors, the test's main cost.
+    sets = [a for s in [*SMALL, "max_env_steps=24000", "workers.num_envs=256", "checkpoint.every_rounds=1"]
             for a in ("--set", s)]
     args = [CARTPOLE, *sets, "--search", "seed=grid(0, 1)", "--search", "ppo.lr=loguniform(3e-4, 1e-2)",
             "--num-samples", "1", "--scheduler", "pbt", "--perturbation-steps", "8000", "--pbt-synch",
@@ -145,17 +142,16 @@ def test_a_pbt_sweep_survives_ctrl_c_resumes_exploits_and_names_its_best_config(
     first = _tune(*args, start_new_session=True)
     deadline = time.monotonic() + 240
 
-    def both_reported() -> bool:
-        seen = _lrs_seen(exp)
-        return len(seen) == 2 and all(seen.values())
+    def exploited() -> bool:
+        return any(len({lr for _, lr in rows}) > 1 for rows in _lrs_seen(exp).values())
 
-    while not both_reported() and time.monotonic() < deadline and first.poll() is None:
+    while not exploited() and time.monotonic() < deadline and first.poll() is None:
         time.sleep(0.5)
     assert first.poll() is None, first.communicate()[1][-2000:]
-    assert both_reported(), _lrs_seen(exp)
+    assert exploited(), _lrs_seen(exp)
     os.killpg(first.pid, signal.SIGINT)  # Ctrl-C, as a terminal sends it to the whole group
     out, err = first.communicate(timeout=120)
-    assert first.returncode == 130, (out[-1500:], err[-1500:])
+    assert first.returncode == 130, err[-2000:]
     assert f"continue with rl-system tune --resume {exp}" in err
 
     second = _tune("--resume", str(exp))
@@ -165,10 +161,10 @@ def test_a_pbt_sweep_survives_ctrl_c_resumes_exploits_and_names_its_best_config(
     table = pd.read_parquet(exp / RESULTS_FILE)
     assert len(table) == 2 and set(table["status"]) == {"done"}
     assert {"seed", "ppo.lr", "return", "best_return", "env_steps", "checkpoint"} <= set(table.columns)
-    assert list(table["env_steps"]) == [16384, 16384]  # a clone goes on from the donor's steps to the budget
+    assert list(table["env_steps"]) == [24576, 24576]  # a clone goes on from the donor's steps to the budget
     assert table["return"].is_monotonic_decreasing and math.isfinite(table.iloc[0]["return"])
-    # The resumed sweep's exploit is in the trials' records: a member's lr changed on the way (the
-    # grid's seed is never perturbed, only copied).
+    # The exploit before the Ctrl-C is in the resumed trials' records: a member's lr changed on the
+    # way (the grid's seed is never perturbed, only copied).
     seen = {Path(p).name: _lr_rows(Path(p)) for p in table["path"]}
     assert max(len({lr for _, lr in rows}) for rows in seen.values()) > 1, (seen, out[-3000:])
     # The reports at the perturbation point carried our checkpoints.
@@ -177,7 +173,7 @@ def test_a_pbt_sweep_survives_ctrl_c_resumes_exploits_and_names_its_best_config(
     best = load_config(exp / BEST_FILE)  # a whole config `rl-system train` takes as it is
     top = table.iloc[0]
     assert best.ppo.lr == pytest.approx(top["ppo.lr"]) and best.seed == top["seed"]
-    assert best.max_env_steps == 16000 and best.workers.num_workers == 1  # the sweep's --set kept
+    assert best.max_env_steps == 24000 and best.workers.num_workers == 1  # the sweep's --set kept
 
 
 # -- synchronous PBT: an exploit during a member's pause-save -----------------------------------
