@@ -19,8 +19,6 @@ def test_the_round_is_timed_piece_by_piece_in_process_and_over_ray(ray_session):
         "sampler step (64 envs)", "worker.sample, a new version's weights", "learner.update (decode, update, weights)",
         "  of which the trainer's update", "weights: pickle", "weights: unpickle"]
     assert all(value > 0 for _, value, _ in rows)
-    (_, update_ms, _), (_, trainer_ms, _) = rows[2:4]
-    assert trainer_ms < update_ms * 1.5  # a part of the call (timed apart, so not strictly below)
     assert isinstance(shipped["weights"], PolicyWeights) and isinstance(shipped["metrics"], UpdateResult)
     assert all(isinstance(m, RolloutMeta) for m in shipped["metas"]) and len(shipped["payloads"]) == 2
     assert shipped["payload_bytes"] == [len(p) for p in shipped["payloads"]]
