@@ -95,6 +95,8 @@ FIGURES: dict[str, tuple[Callable[[Path, Path], list[Path]], str, str]] = {
     "marl": (res.fig_marl, f"bench/results/marl/{res.MARL_BUDGET}/", "python -m bench.bench_marl"),
     "marl_balance": (res.fig_marl_balance, f"bench/results/marl/{res.BALANCE_BUDGET}/",
                      "python -m bench.bench_marl --tasks balance --seeds 0 1 2 --frames 600000"),
+    "marl_transport": (res.fig_marl_transport, f"bench/results/marl/{res.TRANSPORT_BUDGET}/",
+                       "python -m bench.bench_marl --tasks transport --seeds 0 1 2 --frames 1920000"),
     "marl_mpe": (res.fig_marl_mpe, f"bench/results/marl/{res.MPE_BUDGET}/, {res.MPE_IPPO}/",
                  "python -m bench.bench_marl --tasks simple_spread"),
     "overcooked_paper": (fig_overcooked_paper, f"bench/results/{OVERCOOKED_PAPER}/",

@@ -156,17 +156,25 @@ MARL = tuple(
                PEER, "train_curve")),
         ylabel="training mean return per agent")
     for task in ("balance", "transport"))
+def _vmas_panels(task: str, budget: str, our_settings: bool) -> tuple[Panel, ...]:
+    """A VMAS task's three-seed comparison (``bench/results/marl/<budget>/``): against env steps
+    and against wall time; ``our_settings``: with BenchMARL run on rl_system's hyperparameters."""
+    def series(x: str) -> tuple[Series, ...]:
+        third = (Series("BenchMARL, rl_system's settings",
+                        f"marl/{budget}/benchmarl_mappo_our_settings_{task}_s[0-9].json.xz", THIRD, "train_curve"),)
+        return (Series("rl_system", f"marl/{budget}/rl_system_{task}_s[0-9].json.xz", OURS, "train_curve"),
+                *(third if our_settings else ()),
+                # last: the README's glance draws the first and the last series of a panel
+                Series("BenchMARL, fine-tuned settings", f"marl/{budget}/benchmarl_mappo_{task}_s[0-9].json.xz",
+                       PEER, "train_curve"))
+    return tuple(Panel(f"VMAS {task}, MAPPO{', against wall time' if x == 'wall s' else ''}", series(x),
+                       ylabel="training mean return per agent", x=x) for x in ("env steps", "wall s"))
+
+
 BALANCE_BUDGET = "balance_600k"
-BALANCE = tuple(
-    Panel(f"VMAS balance, MAPPO{', against wall time' if x == 'wall s' else ''}", (
-        Series("rl_system", f"marl/{BALANCE_BUDGET}/rl_system_balance_s[0-9].json.xz", OURS, "train_curve"),
-        Series("BenchMARL, rl_system's settings",
-               f"marl/{BALANCE_BUDGET}/benchmarl_mappo_our_settings_balance_s[0-9].json.xz", THIRD, "train_curve"),
-        # last: the README's glance draws the first and the last series of a panel
-        Series("BenchMARL, fine-tuned settings", f"marl/{BALANCE_BUDGET}/benchmarl_mappo_balance_s[0-9].json.xz",
-               PEER, "train_curve")),
-        ylabel="training mean return per agent", x=x)
-    for x in ("env steps", "wall s"))
+BALANCE = _vmas_panels("balance", BALANCE_BUDGET, our_settings=True)
+TRANSPORT_BUDGET = "transport_1920k"  # 45 minutes of BenchMARL's MAPPO on one core
+TRANSPORT = _vmas_panels("transport", TRANSPORT_BUDGET, our_settings=False)
 MPE_BUDGET = "mpe_300k"
 MPE_IPPO = "mpe_300k_ippo"  # IPPO on its own config (learning rate 1e-4): seeds 0–2 at 300k frames
 MPE = Panel("MPE simple_spread (3 agents, 25 cycles)", (
@@ -206,17 +214,25 @@ def fig_marl(results: Path, out: Path) -> list[Path]:
     return [save_png(fig, out / "curves_marl.png")]
 
 
-def fig_marl_balance(results: Path, out: Path) -> list[Path]:
+def _fig_marl_vmas(results: Path, out: Path, task: str, budget: str, panels: tuple[Panel, ...]) -> Path:
     fig = new_figure(8.0, 3.4)
-    axes = fig.subplots(1, len(BALANCE))
-    for ax, panel in zip(axes, BALANCE):
+    axes = fig.subplots(1, len(panels))
+    for ax, panel in zip(axes, panels):
         draw_curves(ax, results, panel, legend=False)
-        _random_play(ax, results, f"marl/{BALANCE_BUDGET}/random_balance_s[0-9].json.xz")
-    _final_evals(axes[0], results, BALANCE[0])
+        _random_play(ax, results, f"marl/{budget}/random_{task}_s[0-9].json.xz")
+    _final_evals(axes[0], results, panels[0])
     axes[0].legend(fontsize=6.5, loc="upper left", frameon=False)
-    provenance_note(fig, f"bench/results/marl/{BALANCE_BUDGET}: three seeds, median and range, training mean every "
+    provenance_note(fig, f"bench/results/marl/{budget}: three seeds, median and range, training mean every "
                     "60k frames; x: final deterministic evaluation")
-    return [save_png(fig, out / "curves_marl_balance.png")]
+    return save_png(fig, out / f"curves_marl_{task}.png")
+
+
+def fig_marl_balance(results: Path, out: Path) -> list[Path]:
+    return [_fig_marl_vmas(results, out, "balance", BALANCE_BUDGET, BALANCE)]
+
+
+def fig_marl_transport(results: Path, out: Path) -> list[Path]:
+    return [_fig_marl_vmas(results, out, "transport", TRANSPORT_BUDGET, TRANSPORT)]
 
 
 def fig_marl_mpe(results: Path, out: Path) -> list[Path]:
