@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import ray
 from gymnasium import spaces
 from gymnasium.utils.env_checker import check_env
 
@@ -23,14 +24,26 @@ def test_every_registered_env_passes_gymnasiums_checker_with_one_flat_observatio
     env.close()
 
 
+@ray.remote(num_cpus=0)
+def _registry_seen(env_id: str) -> tuple[bool, str]:
+    """Whether a worker finds ``env_id`` in Tune's registry, and the job it looks under."""
+    from ray.tune.registry import ENV_CREATOR, _global_registry
+    return _global_registry.contains(ENV_CREATOR, env_id), _global_registry.prefix
+
+
 @pytest.mark.slow
 def test_rllib_ppo_trains_on_a_registered_id(ray_session):
     pytest.importorskip("ray.rllib", reason="RLlib: pip install 'ray[rllib]'")
     from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.tune import registry
 
     from rl_system.rllib import register
 
     assert register() == [*ENV_IDS, *MULTI_AGENT_IDS]
+    # A worker of this job finds the id before RLlib's env runners look (a miss here names the
+    # registry's job and this driver's: the env runner's NamespaceNotFound below would not).
+    assert ray.get(_registry_seen.remote("rl_system/CartPole-v0")) == (True, ray.get_runtime_context().get_job_id()), \
+        (registry._global_registry._prefix, ray.get_runtime_context().get_job_id())
     config = (PPOConfig()
               .environment("rl_system/CartPole-v0", env_config={"seed": 0})
               .framework("torch")
@@ -53,20 +66,14 @@ def test_register_reaches_the_workers_of_a_ray_restarted_in_the_same_process(ray
     # Tune's registry keeps the job id of the first Ray job the process joined; after a
     # ray.shutdown() and ray.init() (a notebook, another test in this worker) it still holds the
     # old one, as set here. register() must store the ids where this job's workers look.
-    import ray
     from ray.tune import registry
 
     from rl_system.rllib import register
 
     registry._global_registry._prefix = "0fffffff"  # a job that is gone
     register()
-
-    @ray.remote(num_cpus=0)
-    def found(env_id: str) -> bool:
-        from ray.tune.registry import ENV_CREATOR, _global_registry
-        return _global_registry.contains(ENV_CREATOR, env_id)
-
-    assert ray.get([found.remote(i) for i in [*ENV_IDS, *MULTI_AGENT_IDS]]) == [True] * 4
+    seen = ray.get([_registry_seen.remote(i) for i in [*ENV_IDS, *MULTI_AGENT_IDS]])
+    assert [found for found, _ in seen] == [True] * 4
 
 
 def test_alice_bob_is_an_rllib_multi_agent_env_that_passes_rllibs_checker():
