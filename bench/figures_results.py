@@ -156,6 +156,8 @@ MARL = tuple(
                PEER, "train_curve")),
         ylabel="training mean return per agent")
     for task in ("balance", "transport"))
+
+
 def _vmas_panels(task: str, budget: str, our_settings: bool) -> tuple[Panel, ...]:
     """A VMAS task's three-seed comparison (``bench/results/marl/<budget>/``): against env steps
     and against wall time; ``our_settings``: with BenchMARL run on rl_system's hyperparameters."""
