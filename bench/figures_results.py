@@ -161,15 +161,14 @@ MARL = tuple(
 def _vmas_panels(task: str, budget: str, our_settings: bool) -> tuple[Panel, ...]:
     """A VMAS task's three-seed comparison (``bench/results/marl/<budget>/``): against env steps
     and against wall time; ``our_settings``: with BenchMARL run on rl_system's hyperparameters."""
-    def series(x: str) -> tuple[Series, ...]:
-        third = (Series("BenchMARL, rl_system's settings",
-                        f"marl/{budget}/benchmarl_mappo_our_settings_{task}_s[0-9].json.xz", THIRD, "train_curve"),)
-        return (Series("rl_system", f"marl/{budget}/rl_system_{task}_s[0-9].json.xz", OURS, "train_curve"),
-                *(third if our_settings else ()),
-                # last: the README's glance draws the first and the last series of a panel
-                Series("BenchMARL, fine-tuned settings", f"marl/{budget}/benchmarl_mappo_{task}_s[0-9].json.xz",
-                       PEER, "train_curve"))
-    return tuple(Panel(f"VMAS {task}, MAPPO{', against wall time' if x == 'wall s' else ''}", series(x),
+    third = (Series("BenchMARL, rl_system's settings",
+                    f"marl/{budget}/benchmarl_mappo_our_settings_{task}_s[0-9].json.xz", THIRD, "train_curve"),)
+    series = (Series("rl_system", f"marl/{budget}/rl_system_{task}_s[0-9].json.xz", OURS, "train_curve"),
+              *(third if our_settings else ()),
+              # last: the README's glance draws the first and the last series of a panel
+              Series("BenchMARL, fine-tuned settings", f"marl/{budget}/benchmarl_mappo_{task}_s[0-9].json.xz",
+                     PEER, "train_curve"))
+    return tuple(Panel(f"VMAS {task}, MAPPO{', against wall time' if x == 'wall s' else ''}", series,
                        ylabel="training mean return per agent", x=x) for x in ("env steps", "wall s"))
 
 

@@ -42,8 +42,8 @@ def test_rllib_ppo_trains_on_a_registered_id(ray_session):
     assert register() == [*ENV_IDS, *MULTI_AGENT_IDS]
     # A worker of this job finds the id before RLlib's env runners look (a miss here names the
     # registry's job and this driver's: the env runner's NamespaceNotFound below would not).
-    assert ray.get(_registry_seen.remote("rl_system/CartPole-v0")) == (True, ray.get_runtime_context().get_job_id()), \
-        (registry._global_registry._prefix, ray.get_runtime_context().get_job_id())
+    job = ray.get_runtime_context().get_job_id()
+    assert ray.get(_registry_seen.remote("rl_system/CartPole-v0")) == (True, job), (registry._global_registry._prefix, job)
     config = (PPOConfig()
               .environment("rl_system/CartPole-v0", env_config={"seed": 0})
               .framework("torch")
