@@ -30,6 +30,11 @@ def start_ray() -> None:
 @pytest.fixture
 def ray_session():
     start_ray()
+    from ray.experimental.internal_kv import _internal_kv_initialized
+
+    # A connected driver without its GCS client (``ray.cluster_utils.Cluster.shutdown()`` clears it
+    # while another Ray is up) stores nothing in Ray's internal KV, Tune's registry included.
+    assert _internal_kv_initialized(), "Ray is up but this process lost its GCS client: a Cluster was shut down under it"
     yield
 
 

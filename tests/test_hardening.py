@@ -116,6 +116,12 @@ def two_cpu_head():
         ray.shutdown()  # the shared local session; the `ray_session` fixture restarts it later
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2})
     yield cluster
+    # Cluster.shutdown() clears this process's GCS client (Ray's internal KV) whichever Ray it
+    # serves: the shared session that this module's later tests started would stay connected
+    # without one, and a later module's Tune registry would store nothing (RLlib's env runners then
+    # miss a registered env). So that session goes first; `ray_session` restarts it.
+    if ray.is_initialized():
+        ray.shutdown()
     cluster.shutdown()
 
 
