@@ -61,6 +61,7 @@ def test_our_benchmarl_settings_config_carries_the_same_settings(task):
                                                        ALGORITHM["entropy_coef"])
     assert m.vf_coef * 0.5 == ALGORITHM["critic_coef"]  # ours halves the squared error, BenchMARL's l2 does not
     assert m.hidden_sizes == [256, 256] and m.activation == "tanh" and m.share_params and m.critic == "central"
+    assert m.central_value == "joint"  # one pass per env step, as BenchMARL's centralised shared critic
     assert not m.norm_adv and not m.clip_vloss and not m.anneal_lr
     assert cfg.env.kwargs == {"continuous_actions": True, **TASKS[task]}
     assert cfg.return_window == w.num_workers * w.num_envs  # the round's episodes, as BenchMARL's batch mean
@@ -72,7 +73,7 @@ def test_our_own_vmas_config_changes_only_the_update_and_benchmarl_can_take_it(t
     theirs = load_config(ROOT / bench_marl.BENCHMARL_CONFIGS[task])
     assert ours.env == theirs.env and ours.workers == theirs.workers and ours.return_window == theirs.return_window
     changed = {k for k, v in ours.mappo.model_dump().items() if theirs.mappo.model_dump()[k] != v}
-    assert changed == {"lr", "num_epochs", "num_minibatches", "norm_adv", "central_value"}
+    assert changed == {"lr", "num_epochs", "num_minibatches", "norm_adv"}
     experiment, algorithm = peer.like_config(task, str(ROOT / bench_marl.CONFIGS[task]))
     assert experiment == {"lr": 3e-4, "gamma": 0.9, "clip_grad_val": 5.0, "on_policy_n_minibatch_iters": 5,
                           "on_policy_minibatch_size": 3_750}  # 16 minibatches of the 60,000-frame batch
