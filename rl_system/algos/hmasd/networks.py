@@ -8,7 +8,7 @@
 * :class:`SkillDiscoverer` (low level): shared actor ``pi_l(a_i | o_i, z_i)`` and centralised
   critic ``V_l(s, Z, z_i)``, each MLP -> GRU -> MLP, with an agent-id embedding.
 * :class:`Discriminators`: ``q_D(Z | s)`` and ``q_d(z_i | o_i, Z)``.
-* :class:`ValueNorm`: MAPPO's running mean/std of value targets, as module buffers.
+* :class:`~rl_system.algos.value_norm.ValueNorm`: MAPPO's running mean/std of value targets, as module buffers.
 
 With ``hierarchy: false`` only the discoverer (without skill inputs) and one ValueNorm exist:
 that is flat recurrent MAPPO.
@@ -25,42 +25,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rl_system import collective
 from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.novelty import RandomNetworkDistillation
 from rl_system.algos.precision import Float32Linear
 from rl_system.algos.recurrent import unroll
-
-
-class ValueNorm(nn.Module):
-    """Running mean/variance of value targets with debiasing (MAPPO's ``ValueNorm``). Critics
-    predict normalised values; GAE runs on denormalised ones."""
-
-    def __init__(self, beta: float = 0.99999, epsilon: float = 1e-5):
-        super().__init__()
-        self.beta, self.epsilon = beta, epsilon
-        self.register_buffer("running_mean", torch.zeros((), dtype=torch.float64))
-        self.register_buffer("running_mean_sq", torch.zeros((), dtype=torch.float64))
-        self.register_buffer("debiasing_term", torch.zeros((), dtype=torch.float64))
-
-    def mean_std(self) -> tuple[torch.Tensor, torch.Tensor]:
-        debias = self.debiasing_term.clamp(min=self.epsilon)
-        mean = self.running_mean / debias
-        var = (self.running_mean_sq / debias - mean.square()).clamp(min=1e-2)
-        return mean.float(), var.sqrt().float()
-
-    @torch.no_grad()
-    def update(self, x: torch.Tensor, group: collective.Collective = collective.SOLO) -> None:
-        """Fold a batch of targets in (a learner ``group``'s batches together)."""
-        x = x.detach().double()
-        w = self.beta
-        self.running_mean.mul_(w).add_(group.mean(x) * (1 - w))
-        self.running_mean_sq.mul_(w).add_(group.mean(x.square()) * (1 - w))
-        self.debiasing_term.mul_(w).add_(1 - w)
-
-    def normalize(self, x: torch.Tensor) -> torch.Tensor:
-        mean, std = self.mean_std()
-        return (x - mean) / std
+from rl_system.algos.value_norm import ValueNorm
 
 
 class _Attention(nn.Module):

@@ -59,5 +59,9 @@ class MAPPOConfig(Strict):
     max_grad_norm: float = Field(10.0, gt=0)
     norm_adv: bool = True
     """Normalise advantages over the round's batch (the group's active agent steps)."""
+    value_norm: bool = False
+    """MAPPO's value normalisation (:mod:`rl_system.algos.value_norm`): the critic learns the value
+    targets scaled by their running mean and standard deviation, so its output works at unit scale
+    whatever the scale of the returns (VMAS transport's are ~0.01)."""
     target_kl: float | None = Field(None, gt=0)
     """Stop the epoch loop early when the approximate KL exceeds this."""

@@ -28,6 +28,7 @@ from torch.nn import functional as F
 
 from rl_system.algos.mappo.config import MAPPOConfig
 from rl_system.algos.recurrent import unroll
+from rl_system.algos.value_norm import ValueNorm
 from rl_system.envs.base import (
     ACTION_MASK,
     AGENT_ACTIVE,
@@ -140,6 +141,8 @@ class MultiAgentActorCritic(nn.Module):
         else:
             self.critic = agent_mlp(self.head_in(self.critic_in, cfg), cfg.hidden_sizes, 1, groups, cfg.activation,
                                     1.0)
+        # Buffers: they ship with the weights and the checkpoints. None without value normalisation.
+        self.value_norm = ValueNorm() if cfg.value_norm else None
         if isinstance(action_spec, AgentBox):
             self.log_std = nn.Parameter(torch.full((groups, action_width(action_spec)), cfg.init_log_std))
             scale, shift = squash_bounds(action_spec) if cfg.action_dist == "tanh_normal" else (None, None)

@@ -54,6 +54,10 @@ class OneAgentPolicy(nn.Module):
         self.register_buffer("std", None if head is None else head.std[group].detach().clone())
         self.register_buffer("squash_scale", None if head is None else head.scale)
         self.register_buffer("squash_shift", None if head is None else head.shift)
+        # With value normalisation the critic's output is in normalised units: the graph gives returns.
+        units = None if self.critic is None or network.value_norm is None else network.value_norm.mean_std()
+        self.register_buffer("value_mean", None if units is None else units[0].clone())
+        self.register_buffer("value_std", None if units is None else units[1].clone())
 
     def forward(self, obs: torch.Tensor, *mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """``obs [B, O]`` (then ``action_mask [B, width]``) -> ``(action, logp[, value])``."""
@@ -64,4 +68,7 @@ class OneAgentPolicy(nn.Module):
         action, logp = choose(self.spec, self.actor(x), mask[0].unsqueeze(1) if mask else None, head, True)
         if self.critic is None:
             return action.squeeze(1), logp.squeeze(1)
-        return action.squeeze(1), logp.squeeze(1), self.critic(x).squeeze(-1).squeeze(1)
+        value = self.critic(x).squeeze(-1).squeeze(1)
+        if self.value_std is not None:
+            value = value * self.value_std + self.value_mean
+        return action.squeeze(1), logp.squeeze(1), value

@@ -92,8 +92,22 @@ class MultiAgentSampler:
                 state = state.masked_fill(done.view(-1, 1, 1), 0.0)  # the next episode starts afresh
             obs = step.obs
         self.cols[col.LAST_VALUE].copy_(self._value(obs, state))
+        norm = getattr(policy, "value_norm", None)  # a user's network may have none
+        if norm is not None:
+            self._to_return_units(norm)
         self.obs, self.hidden = obs, state
         return self.cols, self.episodes.completed()
+
+    def _to_return_units(self, norm: torch.nn.Module) -> None:
+        """Values leave the worker in return units, with the ValueNorm statistics of the version
+        that sampled them (a learner whose statistics moved on since, ``max_policy_lag > 0``, must
+        not reinterpret them with its own). Truncation bootstraps exist only where an episode was
+        truncated; elsewhere the column stays 0."""
+        cols = self.cols
+        cols[col.VALUE].copy_(norm.denormalize(cols[col.VALUE]))
+        cols[col.LAST_VALUE].copy_(norm.denormalize(cols[col.LAST_VALUE]))
+        trunc = (cols[col.TRUNCATED] & ~cols[col.TERMINATED]).unsqueeze(-1)
+        cols[col.TRUNC_VALUE].copy_(torch.where(trunc, norm.denormalize(cols[col.TRUNC_VALUE]), 0.0))
 
     def _value(self, obs: dict[str, torch.Tensor], state: torch.Tensor | None) -> torch.Tensor:
         """``[N, n]``: the values of ``obs`` (a recurrent policy's seen with the state that saw the episode)."""

@@ -49,7 +49,8 @@ class MAPPO(Trainer):
     @torch.no_grad()
     def prepare(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Per-agent GAE (an agent's return ends where its own episode or the env's does), advantages
-        normalised over the group's active agent steps, then every column flat ``[T*N, n, ...]``
+        normalised over the group's active agent steps, returns and old values in the critic's units
+        (``value_norm``), then every column flat ``[T*N, n, ...]``
         (recurrent policies: kept ``[T, N, n, ...]``, with ``reset`` and ``init_state``)."""
         cfg = self.cfg
         value = batch[col.VALUE]
@@ -63,6 +64,11 @@ class MAPPO(Trainer):
         if cfg.norm_adv:
             mean, std = self.group.mean_std(adv if active is None else adv[active])
             adv = (adv - mean) / (std + 1e-8)
+        norm = getattr(self.policy, "value_norm", None)
+        if norm is not None:  # the critic learns normalised targets; old values in the same units
+            value = norm.normalize(value)  # the statistics the rollout's version had (at lag 0)
+            norm.update(ret if active is None else ret[active], self.group)
+            ret = norm.normalize(ret)
         data = {k: v for k, v in batch.items() if k.startswith(OBS)}
         data.update({col.ACTION: batch[col.ACTION], col.LOGP: batch[col.LOGP], col.VALUE: value,
                      col.ADVANTAGE: adv, col.RETURN: ret})
