@@ -13,6 +13,7 @@ the other on the same machine, each in a subprocess of its own (``--systems``):
   (``--set mappo.central_value=per_agent --set mappo.critic=local``);
 * ``rl_system_tanh``, ``rl_system_ippo_tanh``: ``rl_system`` and ``rl_system_ippo`` with continuous
   actions squashed into their bounds (``--set mappo.action_dist=tanh_normal``, as BenchMARL's TanhNormal);
+* ``rl_system_value_norm``: ``rl_system`` with MAPPO's value normalisation (``--set mappo.value_norm=true``);
 * ``random``: the task's random play (uniform random actions, :data:`EVAL_EPISODES` episodes, no
   training).
 
@@ -83,18 +84,19 @@ EVAL_ENVS = {"simple_spread": 10}
 """Envs of rl_system's final test where not :data:`EVAL_EPISODES`: the test runs whole rounds
 (``rollout_len`` steps of each env), and simple_spread's 600-step round holds 24 episodes per env,
 so 10 envs give the 200 episodes in one round (20 of each env's, in order) instead of 4,800."""
-SYSTEMS = ("benchmarl_mappo", "benchmarl_mappo_our_settings", "rl_system", "rl_system_tanh",
+SYSTEMS = ("benchmarl_mappo", "benchmarl_mappo_our_settings", "rl_system", "rl_system_tanh", "rl_system_value_norm",
            "rl_system_benchmarl_settings", "rl_system_ippo", "rl_system_ippo_tanh", "random")
 IPPO_CONFIGS = {**CONFIGS, "simple_spread": "launch/configs/mpe_simple_spread_ippo.yaml"}
 """rl_system's IPPO config of each task: its own where one ships (MPE: a third of MAPPO's learning
 rate), else the MAPPO config with :data:`_IPPO`'s overrides."""
 _IPPO, _TANH = ["mappo.central_value=per_agent", "mappo.critic=local"], ["mappo.action_dist=tanh_normal"]
 OURS = {"rl_system": (CONFIGS, []), "rl_system_tanh": (CONFIGS, _TANH),
+        "rl_system_value_norm": (CONFIGS, ["mappo.value_norm=true"]),
         "rl_system_benchmarl_settings": (BENCHMARL_CONFIGS, []),
         "rl_system_ippo": (IPPO_CONFIGS, _IPPO), "rl_system_ippo_tanh": (IPPO_CONFIGS, _IPPO + _TANH)}
 """rl_system's systems: the configs (per task) and the overrides on them (IPPO: a critic on each
 agent's own observation; the configs' joint central value needs a central critic; tanh: continuous
-actions squashed into their bounds)."""
+actions squashed into their bounds; value_norm: MAPPO's value normalisation)."""
 
 
 # -- runs ------------------------------------------------------------------------------------------
@@ -216,7 +218,8 @@ COLUMNS = (f"Returns are the agents' mean episode return: *eval* over {EVAL_EPIS
            "benchmarl_mappo_our_settings: BenchMARL with rl_system's config's hyperparameters (no advantage "
            "normalisation: BenchMARL's MAPPO has none); rl_system_ippo: rl_system's IPPO config for the task "
            "(MPE, from 2026-12-05 23:30 UTC: `mpe_simple_spread_ippo.yaml`, learning rate 1e-4), else its config with "
-           "`mappo.critic: local` (and `central_value: per_agent`); *_tanh: `mappo.action_dist: tanh_normal`. Wall s: from the first batch to the end (BenchMARL's includes its evaluations, "
+           "`mappo.critic: local` (and `central_value: per_agent`); *_tanh: `mappo.action_dist: tanh_normal`; "
+           "rl_system_value_norm: `mappo.value_norm: true`. Wall s: from the first batch to the end (BenchMARL's includes its evaluations, "
            "in parentheses, which env steps/s leaves out). Process: the whole subprocess, start-up and "
            "shutdown included; cores busy = its process tree's CPU s / its wall s. Load: the 1-minute load average "
            "before and after each run (other work shared the machine where it exceeds 2). \\*: the process tree as "

@@ -158,12 +158,14 @@ MARL = tuple(
     for task in ("balance", "transport"))
 
 
-def _vmas_panels(task: str, budget: str, our_settings: bool) -> tuple[Panel, ...]:
-    """A VMAS task's three-seed comparison (``bench/results/marl/<budget>/``): against env steps
-    and against wall time; ``our_settings``: with BenchMARL run on rl_system's hyperparameters."""
+def _vmas_panels(task: str, budget: str, our_settings: bool, value_norm: bool = False) -> tuple[Panel, ...]:
+    """A VMAS task's seeds (``bench/results/marl/<budget>/``) against env steps and wall time, optionally
+    with BenchMARL on rl_system's hyperparameters and rl_system with ``mappo.value_norm``."""
     third = (Series("BenchMARL, rl_system's settings",
                     f"marl/{budget}/benchmarl_mappo_our_settings_{task}_s[0-9].json.xz", THIRD, "train_curve"),)
     series = (Series("rl_system", f"marl/{budget}/rl_system_{task}_s[0-9].json.xz", OURS, "train_curve"),
+              *([Series("rl_system, value_norm", f"marl/{budget}/rl_system_value_norm_{task}_s[0-9].json.xz",
+                        OTHER, "train_curve")] if value_norm else []),
               *(third if our_settings else ()),
               # last: the README's glance draws the first and the last series of a panel
               Series("BenchMARL, fine-tuned settings", f"marl/{budget}/benchmarl_mappo_{task}_s[0-9].json.xz",
@@ -175,7 +177,7 @@ def _vmas_panels(task: str, budget: str, our_settings: bool) -> tuple[Panel, ...
 BALANCE_BUDGET = "balance_600k"
 BALANCE = _vmas_panels("balance", BALANCE_BUDGET, our_settings=True)
 TRANSPORT_BUDGET = "transport_1920k"  # 45 minutes of BenchMARL's MAPPO on one core
-TRANSPORT = _vmas_panels("transport", TRANSPORT_BUDGET, our_settings=False)
+TRANSPORT = _vmas_panels("transport", TRANSPORT_BUDGET, our_settings=False, value_norm=True)
 MPE_BUDGET = "mpe_300k"
 MPE_IPPO = "mpe_300k_ippo"  # IPPO on its own config (learning rate 1e-4): seeds 0–2 at 300k frames
 MPE = Panel("MPE simple_spread (3 agents, 25 cycles)", (

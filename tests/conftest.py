@@ -34,7 +34,7 @@ def ray_session():
 
     # A connected driver without its GCS client (``ray.cluster_utils.Cluster.shutdown()`` clears it
     # while another Ray is up) stores nothing in Ray's internal KV, Tune's registry included.
-    assert _internal_kv_initialized(), "Ray is up but this process lost its GCS client: a Cluster was shut down under it"
+    assert _internal_kv_initialized(), "Ray is up but this process lost its GCS client (a Cluster shut down under it)"
     yield
 
 
