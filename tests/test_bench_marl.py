@@ -73,7 +73,9 @@ def test_our_own_vmas_config_changes_only_the_update_and_benchmarl_can_take_it(t
     theirs = load_config(ROOT / bench_marl.BENCHMARL_CONFIGS[task])
     assert ours.env == theirs.env and ours.workers == theirs.workers and ours.return_window == theirs.return_window
     changed = {k for k, v in ours.mappo.model_dump().items() if theirs.mappo.model_dump()[k] != v}
-    assert changed == {"lr", "num_epochs", "num_minibatches", "norm_adv"}
+    # transport's returns (~0.03) need value normalisation, which BenchMARL's MAPPO has not (like norm_adv)
+    normed = {"value_norm"} if task == "transport" else set()
+    assert changed == {"lr", "num_epochs", "num_minibatches", "norm_adv"} | normed
     experiment, algorithm = peer.like_config(task, str(ROOT / bench_marl.CONFIGS[task]))
     assert experiment == {"lr": 3e-4, "gamma": 0.9, "clip_grad_val": 5.0, "on_policy_n_minibatch_iters": 5,
                           "on_policy_minibatch_size": 3_750}  # 16 minibatches of the 60,000-frame batch
