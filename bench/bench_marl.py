@@ -55,6 +55,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -366,7 +367,10 @@ def train_all(tasks: list[str], seeds: list[int], frames: int, systems: list[str
               command: str, threads: int | None = None) -> list[dict[str, Any]]:
     """Every task, seed and system in turn; each run's row written to ``out`` as it ends."""
     runs, code = [], where_it_ran()  # the code this sitting runs: HEAD now, whatever is committed later
-    with tempfile.TemporaryDirectory(prefix="bench_marl_") as tmp:
+    # Removed only when every run ended: a run whose evaluation fails after an hour of training keeps
+    # its checkpoints and logs (the folder is named on the way out).
+    tmp = tempfile.mkdtemp(prefix="bench_marl_")
+    try:
         for task in tasks:
             for seed in seeds:
                 for system in systems:
@@ -380,6 +384,10 @@ def train_all(tasks: list[str], seeds: list[int], frames: int, systems: list[str
                     row["source"] = str(write_run(run_file(out, row), row))
                     runs.append(row)
                     print(f"  final eval return {row['final_return']:.3f} in {row['train_wall_s']:.0f}s", flush=True)
+    except BaseException:
+        print(f"bench_marl: runs kept in {tmp}", file=sys.stderr, flush=True)
+        raise
+    shutil.rmtree(tmp, ignore_errors=True)
     return runs
 
 
