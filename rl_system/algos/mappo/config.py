@@ -62,6 +62,6 @@ class MAPPOConfig(Strict):
     value_norm: bool = False
     """MAPPO's value normalisation (:mod:`rl_system.algos.value_norm`): the critic learns the value
     targets scaled by their running mean and standard deviation, so its output works at unit scale
-    whatever the scale of the returns (VMAS transport's are ~0.01)."""
+    whatever the scale of the returns (VMAS transport's are ~0.03)."""
     target_kl: float | None = Field(None, gt=0)
     """Stop the epoch loop early when the approximate KL exceeds this."""
