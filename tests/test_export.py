@@ -241,3 +241,28 @@ def test_an_exported_cartpole_policy_scores_475_under_onnxruntime_alone(ray_sess
     assert "imported rl_system: False, torch: False, ray: False" in line, line
     mean = float(re.search(r"return ([\d.]+) ±", line).group(1))
     assert mean >= 475, line
+
+
+def test_with_value_normalisation_both_graphs_give_values_in_return_units(tmp_path):
+    """``mappo.value_norm``: the critic predicts normalised values; the graph of all agents and one
+    agent's graph (a local critic) give them in return units, as the sampler hands them to GAE."""
+    import onnxruntime
+    from policy_checkpoint import REPO
+
+    run = write_policy_checkpoint(tmp_path / "run", str(REPO / "examples/cue_match/config.yaml"),
+                                  [f"env.kwargs={CUE}", "mappo.critic=local", "mappo.value_norm=true"], perturb=0.3)
+    policy = rl_system.load_policy(run, pick="final")
+    obs = _cue_observations(CUE)
+    norm = policy.network.value_norm
+    with torch.no_grad():
+        _, _, raw = policy.network.act(obs, deterministic=True)
+        want = norm.denormalize(raw)
+    assert not torch.allclose(want, raw)  # a fresh normaliser's units (mean 0, std 0.1) differ from the critic's
+    assert main(["export", str(run), "--format", "onnx", "--out", str(tmp_path / "all.onnx")]) == 0
+    session = onnxruntime.InferenceSession(str(tmp_path / "all.onnx"))
+    got = session.run(None, {i.name: obs[i.name].numpy() for i in session.get_inputs()})
+    _check(got[2], want, "value of the graph of all agents")
+    assert main(["export", str(run), "--format", "onnx", "--out", str(tmp_path / "a2.onnx"), "--agent", "2"]) == 0
+    session = onnxruntime.InferenceSession(str(tmp_path / "a2.onnx"))
+    got = session.run(None, {i.name: obs[i.name][:, 2].numpy() for i in session.get_inputs()})
+    _check(got[2], want[:, 2], "agent 2's value")

@@ -5,7 +5,7 @@ large or small the env's returns are; GAE runs on values turned back into return
 
 The statistics are buffers of the policy module: they travel with its weights (each rollout is
 turned into return units with the statistics of the version that sampled it) and with its
-checkpoints."""
+checkpoints; exported graphs give values in return units."""
 
 from __future__ import annotations
 

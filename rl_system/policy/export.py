@@ -38,7 +38,8 @@ class _Deterministic(nn.Module):
         self.network, self.keys = network, keys
 
     def forward(self, *obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        return self.network.act(dict(zip(self.keys, obs)), deterministic=True)
+        action, logp, value = self.network.act(dict(zip(self.keys, obs)), deterministic=True)
+        return action, logp, _return_units(self.network, value)
 
 
 class _RecurrentDeterministic(nn.Module):
@@ -51,7 +52,14 @@ class _RecurrentDeterministic(nn.Module):
 
     def forward(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         *obs, state = inputs
-        return self.network.act(dict(zip(self.keys, obs)), state, deterministic=True)
+        action, logp, value, new_state = self.network.act(dict(zip(self.keys, obs)), state, deterministic=True)
+        return action, logp, _return_units(self.network, value), new_state
+
+
+def _return_units(network: nn.Module, value: torch.Tensor) -> torch.Tensor:
+    """The critic's output in return units: a MAPPO critic with ``value_norm`` predicts normalised ones."""
+    norm = getattr(network, "value_norm", None)
+    return value if norm is None else norm.denormalize(value)
 
 
 def graph_io(policy) -> tuple[list[str], list[str]]:
