@@ -81,10 +81,10 @@ BENCHMARL_CONFIGS = {"balance": "launch/configs/vmas_balance_mappo_benchmarl.yam
 ones; MPE: its defaults, as it publishes no fine-tuned MPE settings)."""
 EVAL_EPISODES = 200
 """BenchMARL's fine-tuned ``evaluation_episodes``; rl_system's final policy is tested on as many."""
-EVAL_ENVS = {"simple_spread": 10}
-"""Envs of rl_system's final test where not :data:`EVAL_EPISODES`: the test runs whole rounds
+EPISODES_PER_ENV = {"simple_spread": 20}
+"""Episodes of each env in rl_system's final test where not one: the test runs whole rounds
 (``rollout_len`` steps of each env), and simple_spread's 600-step round holds 24 episodes per env,
-so 10 envs give the 200 episodes in one round (20 of each env's, in order) instead of 4,800."""
+so 10 envs give 200 episodes in one round (20 of each env's, in order) instead of 4,800."""
 SYSTEMS = ("benchmarl_mappo", "benchmarl_mappo_our_settings", "rl_system", "rl_system_tanh", "rl_system_value_norm",
            "rl_system_benchmarl_settings", "rl_system_ippo", "rl_system_ippo_tanh", "random")
 IPPO_CONFIGS = {**CONFIGS, "simple_spread": "launch/configs/mpe_simple_spread_ippo.yaml"}
@@ -104,22 +104,23 @@ actions squashed into their bounds; value_norm: MAPPO's value normalisation)."""
 
 
 def run_benchmarl(task: str, frames: int, seed: int, work: Path, threads: int | None = None,
-                  like: str | None = None) -> dict[str, Any]:
+                  like: str | None = None, episodes: int = EVAL_EPISODES) -> dict[str, Any]:
     """BenchMARL's MAPPO in a subprocess (:mod:`bench.peers.benchmarl_mappo`), with rl_system config
-    ``like``'s hyperparameters where given."""
+    ``like``'s hyperparameters where given, evaluating ``episodes`` episodes after each batch."""
     name = f"benchmarl{'_like' if like else ''}_{task}_s{seed}"
     out = work / f"{name}.json"
     cmd = [sys.executable, "-m", "bench.peers.benchmarl_mappo", "--task", task, "--frames", str(frames),
-           "--seed", str(seed), "--json", str(out)] + (["--threads", str(threads)] if threads else [])
+           "--seed", str(seed), "--eval-episodes", str(episodes), "--json", str(out)]
+    cmd += ["--threads", str(threads)] if threads else []
     proc = run_child(cmd + (["--like", like] if like else []), work / f"{name}.log")
     return {**json.loads(out.read_text()), **proc}
 
 
 def run_ours(task: str, frames: int, seed: int, work: Path, threads: int | None = None,
-             system: str = "rl_system") -> dict[str, Any]:
+             system: str = "rl_system", episodes: int = EVAL_EPISODES) -> dict[str, Any]:
     """``rl-system train`` of the task's config (with ``system``'s :data:`OURS` overrides) in a
-    subprocess, then a deterministic test of its final checkpoint over :data:`EVAL_EPISODES`
-    episodes (in this process: not part of the run)."""
+    subprocess, then a deterministic test of its final checkpoint over ``episodes`` episodes (in
+    this process: not part of the run)."""
     from rl_system.checkpoint.store import CheckpointStore
     from rl_system.policy.evaluation import evaluate
 
@@ -132,7 +133,7 @@ def run_ours(task: str, frames: int, seed: int, work: Path, threads: int | None 
     row = read_ours(run_dir)
     summary = json.loads((run_dir / "summary.json").read_text())
     state, _, _ = CheckpointStore(str(run_dir / "checkpoints")).load_latest_valid()
-    test = evaluate(state, episodes=EVAL_EPISODES, deterministic=True, num_envs=EVAL_ENVS.get(task, EVAL_EPISODES))
+    test = evaluate(state, episodes=episodes, deterministic=True, num_envs=eval_envs(task, episodes))
     # "curve" stays the training curve (the harness's convention for rl_system rows); no evaluation
     # runs during training, so the final test is the one evaluation point.
     return {**row, "peer": system, "task": task, "config": configs[task], "overrides": overrides,
@@ -141,17 +142,22 @@ def run_ours(task: str, frames: int, seed: int, work: Path, threads: int | None 
             "train_curve": row["curve"], **proc}
 
 
-def run_random(task: str, seed: int) -> dict[str, Any]:
-    """The task's random play (its config's env and kwargs) over :data:`EVAL_EPISODES` episodes, in
-    this process."""
+def eval_envs(task: str, episodes: int) -> int:
+    """Envs of rl_system's final test of ``episodes`` episodes (:data:`EPISODES_PER_ENV`)."""
+    return max(1, math.ceil(episodes / EPISODES_PER_ENV.get(task, 1)))
+
+
+def run_random(task: str, seed: int, episodes: int = EVAL_EPISODES) -> dict[str, Any]:
+    """The task's random play (its config's env and kwargs) over ``episodes`` episodes, in this
+    process."""
     from rl_system.config import load_config
 
     cfg = load_config(ROOT / CONFIGS[task])
     t0 = time.perf_counter()
-    mean, se = random_play(cfg.env.name, dict(cfg.env.kwargs), EVAL_EPISODES, seed=seed)
+    mean, se = random_play(cfg.env.name, dict(cfg.env.kwargs), episodes, seed=seed)
     return {"peer": "random", "task": task, "env": cfg.env.name, "seed": seed, "env_steps": 0,
             "final_return": mean, "final_train_return": None, "train_wall_s": 0.0, "eval_wall_s": 0.0,
-            "test": {"return_mean": mean, "return_se": se, "episodes": EVAL_EPISODES,
+            "test": {"return_mean": mean, "return_se": se, "episodes": episodes,
                      "play_wall_s": time.perf_counter() - t0}, "train_curve": []}
 
 
@@ -321,9 +327,12 @@ def main(argv: list[str] | None = None) -> str:
                     help="torch threads of each system (BenchMARL's process, rl_system's learner); default: their own")
     ap.add_argument("--from-runs", nargs="+", type=Path, default=None, metavar="FILE",
                     help="build the table from the per-run files this suite wrote instead of training")
+    ap.add_argument("--eval-episodes", type=int, default=EVAL_EPISODES,
+                    help="episodes of each final evaluation (BenchMARL: of each of its evaluations)")
+    ap.add_argument("--keep", action="store_true", help="keep the runs' folders (checkpoints, logs); named at the end")
     ap.add_argument("--out", type=Path, default=RESULTS / "marl")
     args = ap.parse_args(argv)
-    bad = budget_error(args.tasks, args.frames)
+    bad = budget_error(args.tasks, args.frames) or (None if args.eval_episodes > 0 else "--eval-episodes must be positive")
     if bad:
         ap.error(bad)
     meta, command = machine(), command_line("python -m bench.bench_marl", argv)
@@ -332,7 +341,8 @@ def main(argv: list[str] | None = None) -> str:
         meta.update(peer_versions(runs))
     else:
         become_subreaper()
-        runs = train_all(args.tasks, args.seeds, args.frames, args.systems, args.out, command, args.threads)
+        runs = train_all(args.tasks, args.seeds, args.frames, args.systems, args.out, command, args.threads,
+                         args.eval_episodes, args.keep)
     meta["load_1m_after"] = load1()
     rows = table_rows(runs)
     trained_by = sittings(runs) if args.from_runs else []
@@ -353,19 +363,22 @@ def budget_error(tasks: list[str], frames: int) -> str | None:
     return None
 
 
-def run_system(system: str, task: str, frames: int, seed: int, work: Path, threads: int | None) -> dict[str, Any]:
+def run_system(system: str, task: str, frames: int, seed: int, work: Path, threads: int | None,
+               episodes: int = EVAL_EPISODES) -> dict[str, Any]:
     if system == "benchmarl_mappo":
-        return run_benchmarl(task, frames, seed, work, threads)
+        return run_benchmarl(task, frames, seed, work, threads, episodes=episodes)
     if system == "benchmarl_mappo_our_settings":
-        return run_benchmarl(task, frames, seed, work, threads, like=CONFIGS[task])
+        return run_benchmarl(task, frames, seed, work, threads, like=CONFIGS[task], episodes=episodes)
     if system == "random":
-        return run_random(task, seed)
-    return run_ours(task, frames, seed, work, threads, system)
+        return run_random(task, seed, episodes)
+    return run_ours(task, frames, seed, work, threads, system, episodes)
 
 
 def train_all(tasks: list[str], seeds: list[int], frames: int, systems: list[str], out: Path,
-              command: str, threads: int | None = None) -> list[dict[str, Any]]:
-    """Every task, seed and system in turn; each run's row written to ``out`` as it ends."""
+              command: str, threads: int | None = None, episodes: int = EVAL_EPISODES,
+              keep: bool = False) -> list[dict[str, Any]]:
+    """Every task, seed and system in turn; each run's row written to ``out`` as it ends. The runs'
+    folders (rl_system's checkpoints and logs) are removed at the end unless ``keep``."""
     runs, code = [], where_it_ran()  # the code this sitting runs: HEAD now, whatever is committed later
     # Removed only when every run ended: a run whose evaluation fails after an hour of training keeps
     # its checkpoints and logs (the folder is named on the way out).
@@ -378,7 +391,7 @@ def train_all(tasks: list[str], seeds: list[int], frames: int, systems: list[str
                     print(f"{task} seed {seed}: {system} ... (load {before})", flush=True)
                     # Each run keeps the command and the load it ran under: a table may join runs of
                     # several sittings (--from-runs).
-                    row = {**run_system(system, task, frames, seed, Path(tmp), threads), "command": command,
+                    row = {**run_system(system, task, frames, seed, Path(tmp), threads, episodes), "command": command,
                            "threads_set": threads, "load_1m_before": before,
                            "load_1m_after": load1(), "date_utc": stamp()["date_utc"], **code}
                     row["source"] = str(write_run(run_file(out, row), row))
@@ -387,7 +400,10 @@ def train_all(tasks: list[str], seeds: list[int], frames: int, systems: list[str
     except BaseException:
         print(f"bench_marl: runs kept in {tmp}", file=sys.stderr, flush=True)
         raise
-    shutil.rmtree(tmp, ignore_errors=True)
+    if keep:
+        print(f"bench_marl: runs kept in {tmp}", flush=True)
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
     return runs
 
 

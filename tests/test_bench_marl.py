@@ -266,8 +266,9 @@ open("{cfg}", "w").write(yaml.safe_dump(cfg))
 b.IPPO_CONFIGS["simple_spread"] = "{cfg}"
 b.batch_frames = lambda task: 100        # one round of the tiny config
 b.eval_interval = lambda task, frames: frames
-b.EVAL_EPISODES, b.EVAL_ENVS = 8, {{"simple_spread": 2}}
-b.main(["--tasks", "simple_spread", "--systems", "rl_system_ippo", "random", "--frames", "200", "--out", "{out}"])
+b.EPISODES_PER_ENV = {{"simple_spread": 4}}
+b.main(["--tasks", "simple_spread", "--systems", "rl_system_ippo", "random", "--frames", "200", "--eval-episodes", "8",
+        "--out", "{out}"])
 """
 
 

@@ -173,18 +173,25 @@ def like_config(task: str, path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     return experiment, algorithm
 
 
-def experiment_config(task: str, frames: int, save_folder: str, like: dict[str, Any] | None = None):
+def experiment_config(task: str, frames: int, save_folder: str, like: dict[str, Any] | None = None,
+                      eval_episodes: int | None = None):
     """BenchMARL's ``ExperimentConfig``: installed defaults, then :func:`experiment_settings` and
-    ``like`` (:func:`like_config`'s experiment part), ``frames`` as the budget and :func:`eval_interval`."""
+    ``like`` (:func:`like_config`'s experiment part), ``frames`` as the budget and :func:`eval_interval`
+    (``eval_episodes`` evaluation episodes where given)."""
     from benchmarl.experiment import ExperimentConfig
 
     cfg = ExperimentConfig.get_from_yaml()
-    for key, value in {**experiment_settings(task), **(like or {})}.items():
+    for key, value in {**experiment_settings(task), **(like or {}), **eval_override(eval_episodes)}.items():
         setattr(cfg, key, value)
     cfg.max_n_frames = frames
     cfg.evaluation_interval = eval_interval(task, frames)
     cfg.save_folder = save_folder
     return cfg
+
+
+def eval_override(eval_episodes: int | None) -> dict[str, Any]:
+    """The experiment setting that replaces the evaluation episodes, where given."""
+    return {} if eval_episodes is None else {"evaluation_episodes": eval_episodes}
 
 
 def benchmarl_task(task: str):
@@ -241,12 +248,30 @@ class Clock:
 
     def on_evaluation_end(self, rollouts) -> None:
         self.evaluated[self.experiment.n_iters_performed] = self._now()
+        self.last_test = episode_returns(rollouts, list(self.experiment.group_map))
 
     def on_setup(self) -> None: ...
     def on_load_state_dict(self, state_dict) -> None: ...
     def on_batch_collected(self, batch) -> None: ...
     def on_train_step(self, batch, group: str) -> None: ...
     def on_state_dict(self, state_dict) -> None: ...
+
+
+def episode_returns(rollouts, groups: list[str]) -> dict[str, float]:
+    """Mean, standard error and count of the evaluation episodes' returns (each summed over its
+    steps, averaged over the agents of a group), from BenchMARL's evaluation rollouts (one episode
+    each, ``[steps]`` with ``("next", group, "reward")`` of shape ``[steps, agents, 1]``); the mean is
+    the figure of BenchMARL's ``eval/reward/episode_reward_mean`` with one group."""
+    import torch
+
+    returns = []
+    for rollout in rollouts:
+        for group in groups:
+            reward = rollout.get(("next", group, "reward"))  # [steps, agents, 1]
+            returns.append(reward.sum(0).mean().item())
+    r = torch.tensor(returns, dtype=torch.float64)
+    se = (r.std() / len(r) ** 0.5).item() if len(r) > 1 else math.nan
+    return {"return_mean": r.mean().item(), "return_se": se, "episodes": len(r)}
 
 
 def read_scalar(folder: Path, name: str) -> dict[int, float]:
@@ -264,7 +289,8 @@ def join_curve(stamps: dict[int, tuple[int, float, float]], values: dict[int, fl
             for i in sorted(stamps) if i in values and math.isfinite(values[i])]
 
 
-def run(task: str, frames: int, seed: int, threads: int | None = None, like: str | None = None) -> dict[str, Any]:
+def run(task: str, frames: int, seed: int, threads: int | None = None, like: str | None = None,
+        eval_episodes: int | None = None) -> dict[str, Any]:
     """Train BenchMARL's MAPPO on ``task`` for ``frames`` frames with ``seed`` on the CPU (with
     rl_system config ``like``'s hyperparameters where given); returns the evaluation and training
     curves (rows ``(frames, wall s, mean episode reward, CPU s)``, clocks from the start of
@@ -286,7 +312,8 @@ def run(task: str, frames: int, seed: int, threads: int | None = None, like: str
         experiment = Experiment(task=benchmarl_task(task),
                                 algorithm_config=algorithm, model_config=MlpConfig.get_from_yaml(),
                                 critic_model_config=MlpConfig.get_from_yaml(), seed=seed,
-                                config=experiment_config(task, frames, tmp, like_exp), callbacks=[clock])
+                                config=experiment_config(task, frames, tmp, like_exp, eval_episodes),
+                                callbacks=[clock])
         build_s = time.perf_counter() - t_build
         clock.start()
         experiment.run()
@@ -301,7 +328,8 @@ def run(task: str, frames: int, seed: int, threads: int | None = None, like: str
             "threads": max(clock.threads, default=None), "final_return": curve[-1][2] if curve else math.nan,
             "final_train_return": train_curve[-1][2] if train_curve else math.nan,
             "reward": "eval/reward/episode_reward_mean", "curve": curve, "train_curve": train_curve,
-            "settings": {"experiment": {**experiment_settings(task), **like_exp,
+            "test": getattr(clock, "last_test", None),
+            "settings": {"experiment": {**experiment_settings(task), **like_exp, **eval_override(eval_episodes),
                                         "evaluation_interval": eval_interval(task, frames)},
                          **settings(task), "algorithm_changed": like_alg, "like": like},
             "versions": versions()}
@@ -322,9 +350,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's, the cores)")
     ap.add_argument("--like", default=None, metavar="CONFIG",
                     help="an rl_system config whose hyperparameters replace BenchMARL's")
+    ap.add_argument("--eval-episodes", type=int, default=None,
+                    help="episodes of each evaluation (default: the settings', 200)")
     ap.add_argument("--json", default=None, help="write the result here")
     args = ap.parse_args(argv)
-    result = run(args.task, args.frames, args.seed, args.threads, args.like)
+    result = run(args.task, args.frames, args.seed, args.threads, args.like, args.eval_episodes)
     print(f"{ENV[args.task]} seed {args.seed}: {result['env_steps']:,} frames in {result['train_wall_s']:.0f}s "
           f"({result['train_cpu_s']:.0f} CPU s, {result['eval_wall_s']:.0f}s evaluating), "
           f"final eval return {result['final_return']:.3f}", flush=True)
