@@ -19,10 +19,11 @@ the other on the same machine, each in a subprocess of its own (``--systems``):
 
 The table gives per task, seed and system:
 
-* the final evaluation return: the agents' mean episode return over 200 episodes with
-  deterministic actions (BenchMARL: its last ``eval/reward/episode_reward_mean``;
-  rl_system: ``rl-system eval --deterministic --episodes 200`` of the final checkpoint; random:
-  its 200 episodes);
+* the final evaluation return: the agents' mean episode return over ``--eval-episodes`` episodes
+  (default 200, BenchMARL's fine-tuned figure) with deterministic actions, and its standard error
+  (BenchMARL: its last ``eval/reward/episode_reward_mean``, every evaluation of the run that many
+  episodes; rl_system: ``rl-system eval --deterministic --episodes N`` of the final checkpoint;
+  random: its N episodes);
 * the final training return: the agents' mean return of the episodes of the last batch, with
   the actions as sampled (BenchMARL: ``collection/agents/reward/episode_reward_mean``; rl_system:
   ``rollout/return_mean`` over the round's 600 episodes), and every other system's wall time to
@@ -117,26 +118,29 @@ def run_benchmarl(task: str, frames: int, seed: int, work: Path, threads: int | 
 
 
 def run_ours(task: str, frames: int, seed: int, work: Path, threads: int | None = None,
-             system: str = "rl_system", episodes: int = EVAL_EPISODES) -> dict[str, Any]:
-    """``rl-system train`` of the task's config (with ``system``'s :data:`OURS` overrides) in a
-    subprocess, then a deterministic test of its final checkpoint over ``episodes`` episodes (in
-    this process: not part of the run)."""
+             system: str = "rl_system", episodes: int = EVAL_EPISODES, sets: tuple[str, ...] = (),
+             label: str | None = None) -> dict[str, Any]:
+    """``rl-system train`` of the task's config (with ``system``'s :data:`OURS` overrides, then
+    ``sets``; the row named ``<system>_<label>`` where labelled) in a subprocess, then a
+    deterministic test of its final checkpoint over ``episodes`` episodes (in this process: not
+    part of the run)."""
     from rl_system.checkpoint.store import CheckpointStore
     from rl_system.policy.evaluation import evaluate
 
-    run_dir = work / f"{system}_{task}_s{seed}"
+    name = f"{system}_{label}" if label else system
+    run_dir = work / f"{name}_{task}_s{seed}"
     configs, extra = OURS[system]
-    overrides = [f"seed={seed}", f"max_env_steps={frames}", *extra]
+    overrides = [f"seed={seed}", f"max_env_steps={frames}", *extra, *sets]
     overrides += [f"learner.torch_threads={threads}"] if threads else []
     cmd = [sys.executable, "-m", "rl_system", "train", configs[task], "--quiet", "--run-dir", str(run_dir)]
-    proc = run_child(cmd + [arg for o in overrides for arg in ("--set", o)], work / f"{system}_{task}_s{seed}.log")
+    proc = run_child(cmd + [arg for o in overrides for arg in ("--set", o)], work / f"{name}_{task}_s{seed}.log")
     row = read_ours(run_dir)
     summary = json.loads((run_dir / "summary.json").read_text())
     state, _, _ = CheckpointStore(str(run_dir / "checkpoints")).load_latest_valid()
     test = evaluate(state, episodes=episodes, deterministic=True, num_envs=eval_envs(task, episodes))
     # "curve" stays the training curve (the harness's convention for rl_system rows); no evaluation
     # runs during training, so the final test is the one evaluation point.
-    return {**row, "peer": system, "task": task, "config": configs[task], "overrides": overrides,
+    return {**row, "peer": name, "task": task, "config": configs[task], "overrides": overrides,
             "train_cpu_s": summary["cpu_s"]["total"], "startup_s": summary.get("startup_s"), "eval_wall_s": 0.0,
             "final_train_return": row["final_return"], "final_return": test["return_mean"], "test": test,
             "train_curve": row["curve"], **proc}
@@ -197,16 +201,36 @@ def tree_cpu(r: dict[str, Any]) -> float:
     return r["process_cpu_s"] + (r["train_cpu_s"] if cpu_missed(r) else 0.0)
 
 
+def final_test(r: dict[str, Any]) -> tuple[int, float | None]:
+    """Episodes and standard error of a run's final evaluation (None where not recorded: BenchMARL's
+    runs before its rollouts were read)."""
+    test = r.get("test") or {}
+    if "episodes" not in test:  # BenchMARL's, stored before its test was
+        return r.get("settings", {}).get("experiment", {}).get("evaluation_episodes", EVAL_EPISODES), None
+    if test.get("return_se") is not None:
+        return test["episodes"], test["return_se"]
+    std = test.get("return_std")
+    return test["episodes"], (std / math.sqrt(test["episodes"]) if std is not None else None)
+
+
+def system_rank(peer: str) -> int:
+    """Where a row's system sorts: its place in :data:`SYSTEMS` (a labelled row,
+    ``<system>_<label>``, right after its system's)."""
+    base = max((s for s in SYSTEMS if peer == s or peer.startswith(s + "_")), key=len)
+    return SYSTEMS.index(base)
+
+
 def table_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per run, ordered by task, seed and system; rl_system's carry the time to BenchMARL's
     final training return of the same task and seed."""
     ref = {(r["env"], r["seed"]): r for r in runs if r["peer"] == "benchmarl_mappo"}
     rows = []
-    for r in sorted(runs, key=lambda r: (r["env"], r["seed"], SYSTEMS.index(r["peer"]))):
+    for r in sorted(runs, key=lambda r: (r["env"], r["seed"], system_rank(r["peer"]), r["peer"])):
         peer = ref.get((r["env"], r["seed"]))
         level = peer["final_train_return"] if peer is not None and r["peer"] not in ("benchmarl_mappo", "random") else None
         rows.append({"env": r["env"], "seed": r["seed"], "system": r["peer"], "env_steps": r["env_steps"],
-                     "final_eval_return": r["final_return"], "final_train_return": r["final_train_return"],
+                     "final_eval_return": r["final_return"], "eval_episodes": final_test(r)[0],
+                     "eval_se": final_test(r)[1], "final_train_return": r["final_train_return"],
                      "train_wall_s": r["train_wall_s"], "eval_wall_s": r.get("eval_wall_s", 0.0),
                      "steps_per_s": learning_rate(r), "level": level,
                      "time_to_level_s": time_to(r.get("train_curve", []), level) if level is not None else None,
@@ -217,8 +241,8 @@ def table_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-COLUMNS = (f"Returns are the agents' mean episode return: *eval* over {EVAL_EPISODES} episodes with deterministic "
-           "actions after the last batch (BenchMARL's `eval/reward/episode_reward_mean`; rl_system's final "
+COLUMNS = ("Returns are the agents' mean episode return: *eval* over the episodes named (± its standard error where "
+           "recorded) with deterministic actions after the last batch (BenchMARL's `eval/reward/episode_reward_mean`; rl_system's final "
            "checkpoint under `rl-system eval --deterministic`; random: uniform random actions, no training), "
            "*training* over the last batch's episodes with sampled actions. rl_system: rl_system's config for the task; "
            "rl_system_benchmarl_settings: BenchMARL's settings mapped onto it (fine-tuned on VMAS, defaults on MPE); "
@@ -234,6 +258,11 @@ COLUMNS = (f"Returns are the agents' mean episode return: *eval* over {EVAL_EPIS
            "reaped out of this process's view), so the figure is the tree as counted + the run's own count "
            "(workers and learner), a lower bound: Ray's raylet and GCS are in neither.")
 """What the table's columns are, below it."""
+
+
+def _eval_cell(r: dict[str, Any]) -> str:
+    se = "" if r.get("eval_se") is None else f" ± {r['eval_se']:.3f}"
+    return f"{num(r['final_eval_return'], 3)}{se} ({num(r.get('eval_episodes'))})"
 
 
 def _wall(r: dict[str, Any]) -> str:
@@ -256,10 +285,10 @@ def _to_level(r: dict[str, Any]) -> str:
 def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], command: str, run_commands: list[str] = ()) -> str:
     """The suite's Markdown: title, machine and command, the table, what the columns are;
     ``run_commands``: the commands that trained the runs, where the table was built from their files."""
-    header = ["task", "seed", "system", "env steps", "final eval return", "final training return", "wall s",
+    header = ["task", "seed", "system", "env steps", "final eval return (episodes)", "final training return", "wall s",
               "env steps/s with learning", "time to BenchMARL's final training return", "process wall s",
               "process CPU s", "cores busy", "load before → after"]
-    body = [[r["env"], r["seed"], r["system"], steps(r["env_steps"]), num(r["final_eval_return"], 3),
+    body = [[r["env"], r["seed"], r["system"], steps(r["env_steps"]), _eval_cell(r),
              num(r["final_train_return"], 3), _wall(r), num(r["steps_per_s"]), _to_level(r), num(r["process_wall_s"]),
              _cpu_cell(r), ("≥ " if r["cpu_missed"] else "") + num(r["cores_busy"], 2),
              " → ".join(num(x, 1) for x in r["load"])]
@@ -329,10 +358,15 @@ def main(argv: list[str] | None = None) -> str:
                     help="build the table from the per-run files this suite wrote instead of training")
     ap.add_argument("--eval-episodes", type=int, default=EVAL_EPISODES,
                     help="episodes of each final evaluation (BenchMARL: of each of its evaluations)")
+    ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                    help="an override on every rl_system system's config (with --label)")
+    ap.add_argument("--label", default=None, help="rl_system's rows named <system>_<label> (with --set)")
     ap.add_argument("--keep", action="store_true", help="keep the runs' folders (checkpoints, logs); named at the end")
     ap.add_argument("--out", type=Path, default=RESULTS / "marl")
     args = ap.parse_args(argv)
     bad = budget_error(args.tasks, args.frames) or (None if args.eval_episodes > 0 else "--eval-episodes must be positive")
+    if bool(args.sets) != bool(args.label):
+        bad = bad or "--set and --label go together (a row with other settings needs a name of its own)"
     if bad:
         ap.error(bad)
     meta, command = machine(), command_line("python -m bench.bench_marl", argv)
@@ -342,7 +376,7 @@ def main(argv: list[str] | None = None) -> str:
     else:
         become_subreaper()
         runs = train_all(args.tasks, args.seeds, args.frames, args.systems, args.out, command, args.threads,
-                         args.eval_episodes, args.keep)
+                         args.eval_episodes, args.keep, tuple(args.sets), args.label)
     meta["load_1m_after"] = load1()
     rows = table_rows(runs)
     trained_by = sittings(runs) if args.from_runs else []
@@ -364,19 +398,19 @@ def budget_error(tasks: list[str], frames: int) -> str | None:
 
 
 def run_system(system: str, task: str, frames: int, seed: int, work: Path, threads: int | None,
-               episodes: int = EVAL_EPISODES) -> dict[str, Any]:
+               episodes: int = EVAL_EPISODES, sets: tuple[str, ...] = (), label: str | None = None) -> dict[str, Any]:
     if system == "benchmarl_mappo":
         return run_benchmarl(task, frames, seed, work, threads, episodes=episodes)
     if system == "benchmarl_mappo_our_settings":
         return run_benchmarl(task, frames, seed, work, threads, like=CONFIGS[task], episodes=episodes)
     if system == "random":
         return run_random(task, seed, episodes)
-    return run_ours(task, frames, seed, work, threads, system, episodes)
+    return run_ours(task, frames, seed, work, threads, system, episodes, sets, label)
 
 
 def train_all(tasks: list[str], seeds: list[int], frames: int, systems: list[str], out: Path,
               command: str, threads: int | None = None, episodes: int = EVAL_EPISODES,
-              keep: bool = False) -> list[dict[str, Any]]:
+              keep: bool = False, sets: tuple[str, ...] = (), label: str | None = None) -> list[dict[str, Any]]:
     """Every task, seed and system in turn; each run's row written to ``out`` as it ends. The runs'
     folders (rl_system's checkpoints and logs) are removed at the end unless ``keep``."""
     runs, code = [], where_it_ran()  # the code this sitting runs: HEAD now, whatever is committed later
@@ -391,7 +425,8 @@ def train_all(tasks: list[str], seeds: list[int], frames: int, systems: list[str
                     print(f"{task} seed {seed}: {system} ... (load {before})", flush=True)
                     # Each run keeps the command and the load it ran under: a table may join runs of
                     # several sittings (--from-runs).
-                    row = {**run_system(system, task, frames, seed, Path(tmp), threads, episodes), "command": command,
+                    row = {**run_system(system, task, frames, seed, Path(tmp), threads, episodes, sets, label),
+                           "command": command,
                            "threads_set": threads, "load_1m_before": before,
                            "load_1m_after": load1(), "date_utc": stamp()["date_utc"], **code}
                     row["source"] = str(write_run(run_file(out, row), row))

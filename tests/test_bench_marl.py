@@ -189,7 +189,8 @@ def _runs() -> list[dict]:
           "train_curve": [(60_000, 300.0, 2.0), (120_000, 600.0, 8.0)]}
     ours = {"peer": "rl_system", "env": "vmas:balance", "seed": 0, "env_steps": 120_000, "final_return": 20.0,
             "final_train_return": 15.0, "train_wall_s": 400.0, "eval_wall_s": 0.0, "process_wall_s": 440.0,
-            "process_cpu_s": 800.0, "train_curve": [(60_000, 200.0, 5.0), (120_000, 400.0, 15.0)]}
+            "process_cpu_s": 800.0, "train_curve": [(60_000, 200.0, 5.0), (120_000, 400.0, 15.0)],
+            "test": {"episodes": 2000, "return_mean": 20.0, "return_std": 0.2}}
     return [ours, bm]
 
 
@@ -208,12 +209,29 @@ def test_markdown_formats_a_result():
     assert "`python -m bench.bench_marl --frames 120000` on Some CPU (2 cores)" in text
     assert "BenchMARL 1.5.2" in text
     lines = [line for line in text.splitlines() if line.startswith("| vmas:balance")]
-    assert lines[0].startswith("| vmas:balance | 0 | benchmarl_mappo | 120k | 12.500 | 8.000 | 600 (60 eval) | 222 | "
+    assert lines[0].startswith("| vmas:balance | 0 | benchmarl_mappo | 120k | 12.500 (200) | 8.000 | 600 (60 eval) | 222 | "
                                "– |")
     assert lines[0].endswith("| 610 | 1,200 | 1.97 | 3.5 → 4.3 |")
-    assert lines[1].startswith("| vmas:balance | 0 | rl_system | 120k | 20.000 | 15.000 | 400 | 300 | "
+    assert lines[1].startswith("| vmas:balance | 0 | rl_system | 120k | 20.000 ± 0.004 (2,000) | 15.000 | 400 | 300 | "
                                "400 s (to 8.000) |")
     assert lines[1].endswith("| 440 | 800 | 1.82 | – → – |")
+
+
+def test_a_labelled_row_sorts_after_its_system_and_the_evaluation_keeps_its_episodes():
+    ours, bm = _runs()
+    labelled = {**ours, "peer": "rl_system_value_norm_passes10", "test": {"episodes": 200, "return_se": 0.01}}
+    random = {**ours, "peer": "random", "test": {"episodes": 200, "return_se": 0.002}}
+    rows = bench_marl.table_rows([random, labelled, ours, bm])
+    assert [r["system"] for r in rows] == ["benchmarl_mappo", "rl_system", "rl_system_value_norm_passes10", "random"]
+    assert (rows[0]["eval_episodes"], rows[0]["eval_se"]) == (200, None)  # stored before its test was
+    assert (rows[2]["eval_episodes"], rows[2]["eval_se"]) == (200, 0.01)
+    assert rows[1]["eval_se"] == pytest.approx(0.2 / 2000 ** 0.5)
+
+
+def test_overrides_need_a_label(capsys):
+    with pytest.raises(SystemExit) as e:
+        bench_marl.main(["--tasks", "transport", "--frames", "60000", "--set", "mappo.num_epochs=10"])
+    assert e.value.code == 2 and "--set and --label go together" in capsys.readouterr().err
 
 
 def test_a_tree_counted_short_of_the_runs_own_cpu_is_flagged():
