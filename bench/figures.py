@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from bench import figures_marl as marl
 from bench import figures_results as res
 from bench.harness.plots import OTHER, OURS, OUT, PEER, FigureError, compact_file, new_figure, provenance_note, save_png
 from bench.harness.stamp import RESULTS
@@ -92,12 +93,12 @@ FIGURES: dict[str, tuple[Callable[[Path, Path], list[Path]], str, str]] = {
     "minatar": (res.fig_minatar, "bench/results/minatar/ (the shipped config's runs in 2026-12-02_bf16/)",
                 "python -m bench.bench_minatar"),
     "memory": (res.fig_memory, "bench/results/memory/", "python -m bench.bench_memory"),
-    "marl": (res.fig_marl, f"bench/results/marl/{res.MARL_BUDGET}/", "python -m bench.bench_marl"),
-    "marl_balance": (res.fig_marl_balance, f"bench/results/marl/{res.BALANCE_BUDGET}/",
+    "marl": (marl.fig_marl, f"bench/results/marl/{marl.MARL_BUDGET}/", "python -m bench.bench_marl"),
+    "marl_balance": (marl.fig_marl_balance, f"bench/results/marl/{marl.BALANCE_BUDGET}/",
                      "python -m bench.bench_marl --tasks balance --seeds 0 1 2 --frames 600000"),
-    "marl_transport": (res.fig_marl_transport, f"bench/results/marl/{res.TRANSPORT_BUDGET}/",
+    "marl_transport": (marl.fig_marl_transport, f"bench/results/marl/{marl.TRANSPORT_BUDGET}/",
                        "python -m bench.bench_marl --tasks transport --seeds 0 1 2 --frames 1920000"),
-    "marl_mpe": (res.fig_marl_mpe, f"bench/results/marl/{res.MPE_BUDGET}/, {res.MPE_IPPO}/",
+    "marl_mpe": (marl.fig_marl_mpe, f"bench/results/marl/{marl.MPE_BUDGET}/, {marl.MPE_IPPO}/",
                  "python -m bench.bench_marl --tasks simple_spread"),
     "overcooked_paper": (fig_overcooked_paper, f"bench/results/{OVERCOOKED_PAPER}/",
                          "python -m bench.bench_overcooked_train"),

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from bench import bench_marl
+from bench import bench_marl, marl_table
 from bench.peers import benchmarl_mappo as peer
 from rl_system.config import load_config
 
@@ -195,7 +195,7 @@ def _runs() -> list[dict]:
 
 
 def test_table_rows_time_ours_to_benchmarls_final_training_return():
-    bm, ours = bench_marl.table_rows(_runs())
+    bm, ours = marl_table.table_rows(_runs())
     assert bm["system"] == "benchmarl_mappo" and bm["level"] is None
     assert bm["steps_per_s"] == pytest.approx(120_000 / 540)  # its evaluation left out
     assert ours["level"] == 8.0 and ours["time_to_level_s"] == 400.0 and ours["cores_busy"] == pytest.approx(800 / 440)
@@ -205,7 +205,7 @@ def test_markdown_formats_a_result():
     meta = {"date_utc": "2026-12-04 01:00 UTC", "commit": "abc1234", "cpu": "Some CPU", "lscpu_model": "Some CPU",
             "cores": 2, "python": "3.11.7", "torch": "2.13.0+cpu", "ray": "2.60.0", "gymnasium": "1.2.2",
             "benchmarl": "1.5.2", "torchrl": "0.11.1", "vmas": "1.5.2", "load_1m_before": 0.5, "load_1m_after": 2.1}
-    text = bench_marl.markdown(meta, bench_marl.table_rows(_runs()), "python -m bench.bench_marl --frames 120000")
+    text = marl_table.markdown(meta, marl_table.table_rows(_runs()), "python -m bench.bench_marl --frames 120000")
     assert "`python -m bench.bench_marl --frames 120000` on Some CPU (2 cores)" in text
     assert "BenchMARL 1.5.2" in text
     lines = [line for line in text.splitlines() if line.startswith("| vmas:balance")]
@@ -221,7 +221,7 @@ def test_a_labelled_row_sorts_after_its_system_and_the_evaluation_keeps_its_epis
     ours, bm = _runs()
     labelled = {**ours, "peer": "rl_system_value_norm_passes10", "test": {"episodes": 200, "return_se": 0.01}}
     random = {**ours, "peer": "random", "test": {"episodes": 200, "return_se": 0.002}}
-    rows = bench_marl.table_rows([random, labelled, ours, bm])
+    rows = marl_table.table_rows([random, labelled, ours, bm])
     assert [r["system"] for r in rows] == ["benchmarl_mappo", "rl_system", "rl_system_value_norm_passes10", "random"]
     assert (rows[0]["eval_episodes"], rows[0]["eval_se"]) == (200, None)  # stored before its test was
     assert (rows[2]["eval_episodes"], rows[2]["eval_se"]) == (200, 0.01)
@@ -237,9 +237,9 @@ def test_overrides_need_a_label(capsys):
 def test_a_tree_counted_short_of_the_runs_own_cpu_is_flagged():
     ours, bm = _runs()
     ours.update(train_cpu_s=320.0, process_cpu_s=14.0)
-    row = bench_marl.table_rows([bm, ours])[1]
-    assert row["cpu_missed"] and not bench_marl.table_rows([bm])[0]["cpu_missed"]
-    assert bench_marl._cpu_cell(row) == "≥ 334* (14 + 320)"
+    row = marl_table.table_rows([bm, ours])[1]
+    assert row["cpu_missed"] and not marl_table.table_rows([bm])[0]["cpu_missed"]
+    assert marl_table._cpu_cell(row) == "≥ 334* (14 + 320)"
     assert row["cores_busy"] == pytest.approx(334 / 440)
 
 
@@ -314,5 +314,5 @@ def test_the_mpe_path_trains_ippo_and_plays_random_at_a_tiny_budget(tmp_path):
 def test_a_table_from_stored_runs_names_the_benchmarl_that_trained_them():
     runs = [{"peer": "random"}, {"peer": "benchmarl_mappo", "versions": {"benchmarl": "1.5.2", "torchrl": "0.11.1",
                                                                          "tensordict": None, "vmas": "1.5.2"}}]
-    assert bench_marl.peer_versions(runs) == {"benchmarl": "1.5.2", "torchrl": "0.11.1"}
-    assert bench_marl.peer_versions(runs[:1]) == {}
+    assert marl_table.peer_versions(runs) == {"benchmarl": "1.5.2", "torchrl": "0.11.1"}
+    assert marl_table.peer_versions(runs[:1]) == {}
