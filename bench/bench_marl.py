@@ -136,7 +136,7 @@ def run_ours(task: str, frames: int, seed: int, work: Path, threads: int | None 
     test = evaluate(state, episodes=episodes, deterministic=True, num_envs=eval_envs(task, episodes))
     # "curve" stays the training curve (the harness's convention for rl_system rows); no evaluation
     # runs during training, so the final test is the one evaluation point.
-    return {**row, "peer": name, "task": task, "config": configs[task], "overrides": overrides,
+    return {**row, "peer": name, "task": task, "config": configs[task], "overrides": overrides, "sets": list(sets),
             "train_cpu_s": summary["cpu_s"]["total"], "startup_s": summary.get("startup_s"), "eval_wall_s": 0.0,
             "final_train_return": row["final_return"], "final_return": test["return_mean"], "test": test,
             "train_curve": row["curve"], **proc}

@@ -96,7 +96,7 @@ FIGURES: dict[str, tuple[Callable[[Path, Path], list[Path]], str, str]] = {
     "marl": (marl.fig_marl, f"bench/results/marl/{marl.MARL_BUDGET}/", "python -m bench.bench_marl"),
     "marl_balance": (marl.fig_marl_balance, f"bench/results/marl/{marl.BALANCE_BUDGET}/",
                      "python -m bench.bench_marl --tasks balance --seeds 0 1 2 --frames 600000"),
-    "marl_transport": (marl.fig_marl_transport, f"bench/results/marl/{marl.TRANSPORT_BUDGET}/",
+    "marl_transport": (marl.fig_marl_transport, f"bench/results/marl/{marl.TRANSPORT_BUDGET}/, {marl.TRANSPORT_EVAL}/",
                        "python -m bench.bench_marl --tasks transport --seeds 0 1 2 --frames 1920000"),
     "marl_mpe": (marl.fig_marl_mpe, f"bench/results/marl/{marl.MPE_BUDGET}/, {marl.MPE_IPPO}/",
                  "python -m bench.bench_marl --tasks simple_spread"),

@@ -62,6 +62,14 @@ def system_rank(peer: str) -> int:
     return SYSTEMS.index(base)
 
 
+def run_sets(r: dict[str, Any]) -> list[str]:
+    """The overrides a run took beyond its system's: ``sets`` where recorded, else its overrides
+    less the seed, the budget and the threads, which every run of the suite sets."""
+    if r.get("sets") is not None:
+        return r["sets"]
+    return [o for o in r.get("overrides") or [] if o.split("=")[0] not in ("seed", "max_env_steps", "learner.torch_threads")]
+
+
 def table_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per run, ordered by task, seed and system; rl_system's carry the time to BenchMARL's
     final training return of the same task and seed."""
@@ -71,7 +79,7 @@ def table_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         peer = ref.get((r["env"], r["seed"]))
         level = peer["final_train_return"] if peer is not None and r["peer"] not in ("benchmarl_mappo", "random") else None
         rows.append({"env": r["env"], "seed": r["seed"], "system": r["peer"], "env_steps": r["env_steps"],
-                     "final_eval_return": r["final_return"], "eval_episodes": final_test(r)[0],
+                     "final_eval_return": r["final_return"], "eval_episodes": final_test(r)[0], "sets": run_sets(r),
                      "eval_se": final_test(r)[1], "final_train_return": r["final_train_return"],
                      "train_wall_s": r["train_wall_s"], "eval_wall_s": r.get("eval_wall_s", 0.0),
                      "steps_per_s": learning_rate(r), "level": level,
@@ -148,7 +156,9 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], command: str, run
                   f"{meta['ray']}) by " + "; ".join(run_commands) + ".", ""]
     else:
         lines += [stamp_line(meta), ""]
-    lines += [*md_table(header, body), "", COLUMNS, ""]
+    labelled = {r["system"]: r["sets"] for r in rows if r["system"] not in SYSTEMS and r.get("sets")}
+    also = "".join(f" {name}: its system with `{' '.join('--set ' + x for x in sets)}`." for name, sets in labelled.items())
+    lines += [*md_table(header, body), "", COLUMNS + also, ""]
     return "\n".join(lines)
 
 

@@ -219,13 +219,21 @@ def test_markdown_formats_a_result():
 
 def test_a_labelled_row_sorts_after_its_system_and_the_evaluation_keeps_its_episodes():
     ours, bm = _runs()
-    labelled = {**ours, "peer": "rl_system_value_norm_passes10", "test": {"episodes": 200, "return_se": 0.01}}
+    labelled = {**ours, "peer": "rl_system_value_norm_passes10", "test": {"episodes": 200, "return_se": 0.01},
+                "overrides": ["seed=0", "max_env_steps=120000", "mappo.value_norm=true", "mappo.num_epochs=10",
+                              "learner.torch_threads=1"]}
     random = {**ours, "peer": "random", "test": {"episodes": 200, "return_se": 0.002}}
     rows = marl_table.table_rows([random, labelled, ours, bm])
     assert [r["system"] for r in rows] == ["benchmarl_mappo", "rl_system", "rl_system_value_norm_passes10", "random"]
     assert (rows[0]["eval_episodes"], rows[0]["eval_se"]) == (200, None)  # stored before its test was
     assert (rows[2]["eval_episodes"], rows[2]["eval_se"]) == (200, 0.01)
     assert rows[1]["eval_se"] == pytest.approx(0.2 / 2000 ** 0.5)
+    # a row stored before its sets were: its overrides less what every run sets
+    assert rows[2]["sets"] == ["mappo.value_norm=true", "mappo.num_epochs=10"]
+    meta = {"date_utc": "2026-12-06 09:00 UTC", "commit": "abc1234", "cpu": "Some CPU", "cores": 2, "python": "3.11.7",
+            "torch": "2.13.0+cpu", "ray": "2.60.0", "gymnasium": "1.2.2"}
+    text = marl_table.markdown(meta, rows, "python -m bench.bench_marl")
+    assert "rl_system_value_norm_passes10: its system with `--set mappo.value_norm=true --set mappo.num_epochs=10`." in text
 
 
 def test_overrides_need_a_label(capsys):

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "docs" / "img"
 WIDTH_PX = 800
 MAX_BYTES = 120_000  # what the tests hold each picture to
-OURS, PEER, OTHER, THIRD = "tab:blue", "tab:orange", "tab:green", "tab:gray"
+OURS, PEER, OTHER, THIRD, FOURTH = "tab:blue", "tab:orange", "tab:green", "tab:gray", "tab:purple"
 
 
 class FigureError(RuntimeError):
