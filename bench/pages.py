@@ -30,6 +30,7 @@ REPORT_JSON = RESULTS / "report" / "report.json"
 MUJOCO_JSON = RESULTS / "mujoco" / "mujoco.json"
 MEMORY_JSON = RESULTS / "memory" / "memory.json"
 MARL_JSON = RESULTS / "marl" / "balance_600k" / "marl.json"
+TRANSPORT_JSON = RESULTS / "marl" / "transport_1920k_eval2000" / "marl.json"
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,24 @@ def _multi_agent_rows() -> list[list[str]]:
              "[HMASD](docs/hmasd.md)"],
             [task, f"{median(ours, lambda r: r['final_eval_return']):.1f} in {_seconds(ours_s)}",
              f"BenchMARL (fine-tuned) {median(peer, lambda r: r['final_eval_return']):.1f} in {_seconds(peer_s)}",
-             "[multi-agent](docs/multi_agent.md#vmas-beside-benchmarl)"]]
+             "[multi-agent](docs/multi_agent.md#vmas-beside-benchmarl)"], _transport_row()]
+
+
+def _transport_row() -> list[str]:
+    """Every seed's figure: at these returns one seed's evaluation differs from the next by more
+    than the systems do, so a median alone would rank them by chance."""
+    table = [r for r in _load(TRANSPORT_JSON)["table"] if r["env"] == "vmas:transport"]
+
+    def cell(system: str) -> str:
+        rows = sorted((r for r in table if r["system"] == system), key=lambda r: r["seed"])
+        walls = [r["train_wall_s"] - r["eval_wall_s"] for r in rows]
+        returns = " / ".join(f"{r['final_eval_return']:.3f}" for r in rows)
+        return f"{returns} in {min(walls):,.0f}–{max(walls):,.0f} s"
+
+    frames = table[0]["env_steps"] // 1000
+    return [f"VMAS transport, MAPPO: eval return (2,000 episodes) and training time at {frames:,}k frames, seeds 0 / 1 / 2",
+            cell("rl_system"), f"BenchMARL (fine-tuned) {cell('benchmarl_mappo')}",
+            "[multi-agent](docs/multi_agent.md#transport-three-seeds-in-benchmarls-45-minutes)"]
 
 
 def render_glance() -> str:
@@ -170,7 +188,7 @@ def _marker(name: str) -> tuple[str, str]:
 
 
 GLANCE = Block("glance", ROOT / "README.md", *_marker("glance"), render_glance,
-               (REPORT_JSON, MUJOCO_JSON, RESULTS / "minatar", MEMORY_JSON, MARL_JSON))
+               (REPORT_JSON, MUJOCO_JSON, RESULTS / "minatar", MEMORY_JSON, MARL_JSON, TRANSPORT_JSON))
 REPORT = Block("report", ROOT / "docs" / "results.md", START_MARKER, END_MARKER, render_report, (REPORT_JSON,))
 BLOCKS = (GLANCE, REPORT)
 
