@@ -41,6 +41,12 @@ The table gives per task, seed and system:
         --systems benchmarl_mappo benchmarl_mappo_our_settings rl_system random
     python -m bench.bench_marl --tasks simple_spread --seeds 0 1 2 --frames 60000 --threads 1
     python -m bench.bench_marl --from-runs bench/results/marl/mpe_60k/*.json.xz --out bench/results/marl/mpe_60k
+    python -m bench.bench_marl --tasks transport --seeds 0 1 2 --frames 1920000 --systems rl_system \
+        --eval-episodes 2000 --set mappo.lr=0.001 --label lr1e-3 --keep
+
+``--eval-episodes N``: every final evaluation (and each of BenchMARL's) over N episodes instead of
+200. ``--set KEY=VALUE --label NAME``: rl_system's systems with an override, as rows
+``<system>_<NAME>``. ``--keep``: the runs' folders (rl_system's checkpoints and logs) stay.
 
 ``--frames``: a multiple of BenchMARL's evaluation interval (60,000 frames: one VMAS batch, ten MPE
 batches), or on MPE a multiple of one batch (6,000) below it. ``--threads N`` gives each system N
