@@ -209,9 +209,7 @@ def main(argv: list[str] | None = None) -> str:
     ap.add_argument("--keep", action="store_true", help="keep the runs' folders (checkpoints, logs); named at the end")
     ap.add_argument("--out", type=Path, default=RESULTS / "marl")
     args = ap.parse_args(argv)
-    bad = budget_error(args.tasks, args.frames) or (None if args.eval_episodes > 0 else "--eval-episodes must be positive")
-    if bool(args.sets) != bool(args.label):
-        bad = bad or "--set and --label go together (a row with other settings needs a name of its own)"
+    bad = usage_error(args)
     if bad:
         ap.error(bad)
     meta, command = machine(), command_line("python -m bench.bench_marl", argv)
@@ -229,6 +227,19 @@ def main(argv: list[str] | None = None) -> str:
     write_suite(args.out, "marl", {"meta": meta, "runs": run_index(runs, args.out), "table": rows}, text)
     print(text)
     return text
+
+
+def usage_error(args: argparse.Namespace) -> str | None:
+    """What makes the command line unusable (:func:`budget_error`, the evaluation's episodes, a
+    ``--set`` without its ``--label``), or None."""
+    bad = budget_error(args.tasks, args.frames)
+    if bad:
+        return bad
+    if args.eval_episodes <= 0:
+        return "--eval-episodes must be positive"
+    if bool(args.sets) != bool(args.label):
+        return "--set and --label go together (a row with other settings needs a name of its own)"
+    return None
 
 
 def budget_error(tasks: list[str], frames: int) -> str | None:

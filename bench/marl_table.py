@@ -77,10 +77,11 @@ def table_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for r in sorted(runs, key=lambda r: (r["env"], r["seed"], system_rank(r["peer"]), r["peer"])):
         peer = ref.get((r["env"], r["seed"]))
+        episodes, se = final_test(r)
         level = peer["final_train_return"] if peer is not None and r["peer"] not in ("benchmarl_mappo", "random") else None
         rows.append({"env": r["env"], "seed": r["seed"], "system": r["peer"], "env_steps": r["env_steps"],
-                     "final_eval_return": r["final_return"], "eval_episodes": final_test(r)[0], "sets": run_sets(r),
-                     "eval_se": final_test(r)[1], "final_train_return": r["final_train_return"],
+                     "final_eval_return": r["final_return"], "eval_episodes": episodes, "eval_se": se,
+                     "sets": run_sets(r), "final_train_return": r["final_train_return"],
                      "train_wall_s": r["train_wall_s"], "eval_wall_s": r.get("eval_wall_s", 0.0),
                      "steps_per_s": learning_rate(r), "level": level,
                      "time_to_level_s": time_to(r.get("train_curve", []), level) if level is not None else None,
