@@ -1,19 +1,25 @@
-"""The learner's torch threads on a machine another process shares: one config's update timed with
-1 and 2 threads and, for 2, OpenMP's default wait policy and a passive one (``OMP_WAIT_POLICY``),
-first with the machine to itself and then with each of ``--hogs`` other processes spinning on one
-core (a Python busy loop: what another job, a test run or a browser tab does to a laptop's cores).
+"""The learner's torch threads and OpenMP's wait policy, on an idle machine and on a shared one:
+each config's update timed with 1 and 2 threads under each wait policy, first with the machine to
+itself and then with each of ``--hogs`` other processes spinning on one core (a Python busy loop:
+what another job, a test run or a browser tab does to a laptop's cores).
 
-    python -m bench.bench_threads [--config vmas_balance_mappo] [--hogs 0 1] [--repeats 3]
-                                  [--set KEY=VALUE ...] [--out DIR]
+    python -m bench.bench_threads [--configs NAME ...] [--variants NAME ...] [--hogs 0 1]
+                                  [--repeats 3] [--set KEY=VALUE ...] [--runs] [--out DIR]
 
 Every cell is ``python -m bench.bench_update --configs CONFIG --threads T --repeats R`` in a fresh
 process (OpenMP reads its wait policy once, at start-up) with the variant's environment; the cell
-is that run's median update. Torch's CPU wheels run their intra-op parallelism on GNU OpenMP:
-with the default policy a thread that reaches a barrier first spins for a while before it sleeps,
-so on a core another process holds it burns the time slice its partner needs.
+is that run's median update. The update is the config's own (its ``learner.gradients``), not
+bench_update's autograd default. ``--runs`` makes each cell whole ``rl-system train`` runs instead
+(``--repeats`` of them, the variants in turn), on the performance gate's budget for the config
+(:data:`bench.perf_gate.CASES`): env steps/s and the update's seconds per round, as a user gets
+them, with the run's other processes (workers, checkpointer, Ray's daemons) beside the learner. Torch's CPU wheels run their intra-op parallelism on GNU OpenMP:
+a thread that reaches a barrier first spins ``GOMP_SPINCOUNT`` times before it sleeps (300,000
+by default, none under ``OMP_WAIT_POLICY=PASSIVE``, without end under ``ACTIVE``). Spinning wakes
+a partner at once, so small parallel regions stay cheap; on a core another process holds it burns
+the time slice its partner needs.
 
-Prints a table and writes ``threads.json`` / ``threads.md`` to ``--out`` (default
-``bench/results/threads/``).
+Prints a table per config and writes ``threads.json`` / ``threads.md`` (``threads_runs`` with
+``--runs``) to ``--out`` (default ``bench/results/threads/``).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,13 +39,28 @@ from bench.harness.markdown import md_table, num
 from bench.harness.results import RESULTS, command_line, write_suite
 from bench.harness.stamp import ROOT, load1, stamp, stamp_line
 
-#: each variant: its torch threads and the environment it adds
 VARIANTS: dict[str, tuple[int, dict[str, str]]] = {
-    "1 thread": (1, {}),
-    "2 threads": (2, {}),
-    "2 threads, OMP_WAIT_POLICY=PASSIVE": (2, {"OMP_WAIT_POLICY": "PASSIVE"}),
+    "1 thread": (1, {"OMP_WAIT_POLICY": "PASSIVE"}),
+    "2 threads, passive": (2, {"OMP_WAIT_POLICY": "PASSIVE"}),
+    "2 threads, spin 10k": (2, {"GOMP_SPINCOUNT": "10000"}),
+    "2 threads, spin 300k (libgomp's default)": (2, {"GOMP_SPINCOUNT": "300000"}),
+    "2 threads, active": (2, {"OMP_WAIT_POLICY": "ACTIVE"}),
+    "2 threads, rl_system's choice": (2, {}),
 }
+"""Each variant: its torch threads and OpenMP's environment (the variables not named are unset).
+rl_system's choice (:mod:`rl_system.openmp`) is made by the command line, so only whole runs
+(``--runs``) have it."""
+CHOSEN = "2 threads, rl_system's choice"
+OPENMP_VARS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+DEFAULT_CONFIGS = ["cartpole_ppo_throughput", "minatar_breakout_ppo", "vmas_balance_mappo", "alice_bob_hmasd"]
 HOG = "while True: pass"
+
+
+def shipped_gradients(config: str) -> str:
+    """The ``learner.gradients`` that ``config`` ships (bench_update times autograd unless told)."""
+    from rl_system.config import load_config
+
+    return load_config(str(ROOT / "launch" / "configs" / f"{config}.yaml")).learner.gradients
 
 
 def update_cell(config: str, threads: int, env: dict[str, str], repeats: int, sets: list[str]) -> dict[str, Any]:
@@ -46,9 +68,8 @@ def update_cell(config: str, threads: int, env: dict[str, str], repeats: int, se
     with tempfile.TemporaryDirectory(prefix="bench_threads_") as tmp:
         cmd = [sys.executable, "-m", "bench.bench_update", "--configs", config, "--threads", str(threads),
                "--repeats", str(repeats), "--out", tmp, *(a for kv in sets for a in ("--set", kv))]
-        base = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
         t0 = time.perf_counter()
-        subprocess.run(cmd, cwd=ROOT, env={**base, **env}, check=True, capture_output=True, text=True)
+        subprocess.run(cmd, cwd=ROOT, env=variant_env(env), check=True, capture_output=True, text=True)
         wall = time.perf_counter() - t0
         result = json.loads(next(Path(tmp).glob("update_*.json")).read_text())
     row = result["rows"][0]
@@ -57,18 +78,49 @@ def update_cell(config: str, threads: int, env: dict[str, str], repeats: int, se
     return {"update_s": row["update_s"], "times": row["times"], "samples": row["samples"], "process_wall_s": wall}
 
 
-def measure(config: str, hogs: list[int], repeats: int, sets: list[str]) -> list[dict[str, Any]]:
-    """A row per (hogs, variant), the variants in turn under each number of hogs."""
+def variant_env(env: dict[str, str]) -> dict[str, str]:
+    """This process's environment with OpenMP's variables as the variant sets them, and no others."""
+    return {**{k: v for k, v in os.environ.items() if k not in OPENMP_VARS}, **env}
+
+
+def run_cell(config: str, threads: int, env: dict[str, str], sets: list[str]) -> dict[str, Any]:
+    """One whole ``rl-system train`` of ``config`` on the gate's budget: env steps/s, update s per round."""
+    from bench.perf_gate import CASES
+
+    budget = next((list(c.sets) for c in CASES if c.config == f"{config}.yaml"), [])
+    with tempfile.TemporaryDirectory(prefix="bench_threads_") as tmp:
+        cmd = [sys.executable, "-m", "rl_system", "train", str(ROOT / "launch" / "configs" / f"{config}.yaml"),
+               "--run-dir", f"{tmp}/run", "--quiet",
+               *(a for kv in [*budget, f"learner.torch_threads={threads}", *sets] for a in ("--set", kv))]
+        subprocess.run(cmd, cwd=tmp, env=variant_env(env), check=True, capture_output=True, text=True)
+        s = json.loads(Path(tmp, "run", "summary.json").read_text())
+    update = s["time_breakdown_s"]["update"] / s["rounds"]
+    return {"update_s": update, "steps_per_s": s["steps_per_s"], "learner_cpu_s": s["cpu_s"]["learner"],
+            "rounds": s["rounds"], "samples": s["env_steps"] // s["rounds"]}
+
+
+def measure(configs: list[str], variants: list[str], hogs: list[int], repeats: int, sets: list[str],
+            runs: bool = False) -> list[dict[str, Any]]:
+    """A row per (config, hogs, variant); under each number of hogs, every config's variants in turn
+    (with ``runs``, ``repeats`` whole runs of each, the variants alternating)."""
     rows = []
+    grads = {c: shipped_gradients(c) for c in configs}
     for n in hogs:
         spinners = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(n)]
         try:
-            for name, (threads, env) in VARIANTS.items():
-                before = load1()
-                cell = update_cell(config, threads, env, repeats, sets)
-                rows.append({"hogs": n, "variant": name, "threads": threads, "env": env, **cell,
-                             "load_1m_before": before, "load_1m_after": load1()})
-                print(f"hogs {n} | {name}: {cell['update_s']:.2f} s", flush=True)
+            for config in configs:
+                mine = {name: {"config": config, "hogs": n, "variant": name, "threads": VARIANTS[name][0],
+                               "env": VARIANTS[name][1], "cells": [], "load_1m_before": load1()} for name in variants}
+                for i in range(repeats if runs else 1):
+                    for name in (variants if i % 2 == 0 else variants[::-1]):
+                        threads, env = VARIANTS[name]
+                        cell = (run_cell(config, threads, env, sets) if runs else
+                                update_cell(config, threads, env, repeats, [f"learner.gradients={grads[config]}", *sets]))
+                        mine[name]["cells"].append(cell)
+                        print(f"{config} | hogs {n} | {name}: update {cell['update_s']:.3f} s"
+                              + (f", {cell['steps_per_s']:,.0f} env steps/s" if runs else ""), flush=True)
+                for row in mine.values():
+                    rows.append(summarise(row, runs))
         finally:
             for p in spinners:
                 p.kill()
@@ -76,32 +128,62 @@ def measure(config: str, hogs: list[int], repeats: int, sets: list[str]) -> list
     return rows
 
 
-def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], config: str, command: str) -> str:
-    base = {r["hogs"]: r["update_s"] for r in rows if r["variant"] == "1 thread"}
-    body = [[r["hogs"], r["variant"], num(r["update_s"], 3), " · ".join(num(t, 3) for t in r["times"]),
-             f"{r['update_s'] / base[r['hogs']]:.2f}×" if r["hogs"] in base else "–",
-             f"{num(r['load_1m_before'], 1)} → {num(r['load_1m_after'], 1)}"] for r in rows]
-    header = ["other processes spinning", "learner threads", "update (median)", "each", "against 1 thread",
-              "load before → after"]
-    title = f"# The learner's threads on a shared machine: `{config}` ({meta['date_utc']}, commit {meta['commit']})"
-    footer = (f"One update of the config's batch ({rows[0]['samples']:,} samples), `bench.bench_update` in a "
-              "fresh process per cell; each other process is a Python busy loop on one core.")
-    return "\n".join([title, "", f"`{command}`", "", stamp_line(meta), "", *md_table(header, body), "", footer]) + "\n"
+def summarise(row: dict[str, Any], runs: bool) -> dict[str, Any]:
+    """A row's figures: bench_update's own cell, or the median of its runs (and each run's)."""
+    cells = row.pop("cells")
+    row["load_1m_after"] = load1()
+    if not runs:
+        return {**row, **cells[0]}
+    return {**row, "samples": cells[0]["samples"], "times": [c["update_s"] for c in cells],
+            "update_s": statistics.median(c["update_s"] for c in cells),
+            "steps_per_s": statistics.median(c["steps_per_s"] for c in cells),
+            "each_steps_per_s": [c["steps_per_s"] for c in cells]}
+
+
+def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], command: str, runs: bool = False) -> str:
+    out = [f"# The learner's threads and OpenMP's wait policy ({meta['date_utc']}, commit {meta['commit']})", "",
+           f"`{command}`", "", stamp_line(meta), ""]
+    header = ["other processes spinning", "variant", "update (median)", "each", "against 1 thread",
+              *(["env steps/s (median)", "each"] if runs else []), "load before → after"]
+    for config in dict.fromkeys(r["config"] for r in rows):
+        mine = [r for r in rows if r["config"] == config]
+        base = {r["hogs"]: r["update_s"] for r in mine if r["threads"] == 1}
+        body = [[r["hogs"], r["variant"], f"{num(r['update_s'] * 1e3, 1)} ms",
+                 " · ".join(num(t * 1e3, 1) for t in r["times"]),
+                 f"{r['update_s'] / base[r['hogs']]:.2f}×" if r["hogs"] in base else "–",
+                 *([num(r["steps_per_s"]), " · ".join(num(x) for x in r["each_steps_per_s"])] if runs else []),
+                 f"{num(r['load_1m_before'], 1)} → {num(r['load_1m_after'], 1)}"] for r in mine]
+        what = "env steps a round" if runs else "samples an update"
+        out += [f"## `{config}` ({mine[0]['samples']:,} {what})", "", *md_table(header, body), ""]
+    out.append(("Whole `rl-system train` runs on the performance gate's budget (`bench.perf_gate`), the variants "
+                "alternating; the update is the run's seconds per round." if runs else
+                "One update of each config's batch with its own gradients, `bench.bench_update` in a fresh process "
+                "per cell.") + " Each other process is a Python busy loop on one core. Spin counts are "
+               "`GOMP_SPINCOUNT` with `OMP_WAIT_POLICY` unset; passive and active are `OMP_WAIT_POLICY`.")
+    return "\n".join(out) + "\n"
 
 
 def main(argv: list[str] | None = None) -> str:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--config", default="vmas_balance_mappo")
+    ap.add_argument("--configs", nargs="+", default=DEFAULT_CONFIGS)
+    ap.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS), metavar="NAME",
+                    help=f"of: {', '.join(repr(v) for v in VARIANTS)} (default: all)")
     ap.add_argument("--hogs", nargs="+", type=int, default=[0, 1])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--runs", action="store_true", help="whole rl-system train runs instead of bench_update's updates")
     ap.add_argument("--out", type=Path, default=RESULTS / "threads")
     args = ap.parse_args(argv)
+    if CHOSEN in args.variants and not args.runs:
+        if args.variants != list(VARIANTS):
+            ap.error(f"{CHOSEN!r} is made by the command line: only --runs has it")
+        args.variants = [v for v in args.variants if v != CHOSEN]
     meta, command = stamp(), command_line("python -m bench.bench_threads", argv)
-    rows = measure(args.config, args.hogs, args.repeats, args.set)
+    rows = measure(args.configs, args.variants, args.hogs, args.repeats, args.set, args.runs)
     meta["load_1m_after"] = load1()
-    text = markdown(meta, rows, args.config, command)
-    write_suite(args.out, "threads", {"meta": meta, "config": args.config, "set": args.set, "rows": rows}, text)
+    text = markdown(meta, rows, command, args.runs)
+    write_suite(args.out, "threads_runs" if args.runs else "threads",
+                {"meta": meta, "configs": args.configs, "set": args.set, "runs": args.runs, "rows": rows}, text)
     print(text)
     return text
 

@@ -117,7 +117,7 @@ LEARNERS = [("cartpole_ppo", ["learner.gradients=autograd"]), ("alice_bob_hmasd"
 START_UPDATE_SNAPSHOT = """
 import sys
 from rl_system import openmp
-openmp.set_default()  # before torch loads, as in a run's processes: HMASD's two threads wait passively
+openmp.set_default()  # before torch loads, as in a run's processes
 from rl_system.actors.learner import Learner
 from rl_system.actors.worker import RolloutWorker
 from rl_system.config import load_config

@@ -24,6 +24,7 @@ def three_nodes():
     # The nodes start from this environment: without the wait policy in it, as a cluster started
     # elsewhere, so that only the job can hand it to the actors.
     os.environ.pop("OMP_WAIT_POLICY", None)
+    os.environ.pop("GOMP_SPINCOUNT", None)
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"learner_node": 1}})
     # Each rollout node could host both workers, so a lost node's worker has somewhere to go.
     nodes = [cluster.add_node(num_cpus=1, resources={"rollout_node": 2}) for _ in range(2)]

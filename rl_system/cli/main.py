@@ -13,6 +13,9 @@ import os
 import sys
 
 from rl_system import __version__, openmp
+
+openmp.begin_sample()  # the machine's load over this module's imports picks OpenMP's wait policy (run())
+
 from rl_system.cli import air_combat, check_env, evaluate, export, monitor, rollouts, train, tune
 from rl_system.cli.common import fail
 from rl_system.config import ConfigError
@@ -60,7 +63,7 @@ def run() -> None:
     what is left is the interpreter tearing down torch, Ray and their threads, most of a second
     that nobody waits for on purpose. The streams are flushed and the process ends with the code.
     (:func:`main` itself returns normally, for callers in the same process.)"""
-    openmp.set_default()  # before any command imports torch
+    openmp.set_default()  # before any command imports torch; from the load sampled since the imports began
     code = main()
     try:
         sys.stdout.flush()

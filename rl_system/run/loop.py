@@ -18,6 +18,7 @@ import ray
 import yaml
 from ray.exceptions import RayActorError, RayTaskError
 
+from rl_system import openmp
 from rl_system.actors.learner import UpdateResult
 from rl_system.actors.learner_group import LearnerGroup, merged_metrics
 from rl_system.actors.placement import ActorScope, StartupError, check_placement, wait_for_actors
@@ -84,6 +85,7 @@ class RunLoop:
         self._says_phases = clock.say is None  # then each phase is a debug line of this run's log
         if self._says_phases:
             clock.say = lambda text: log.line(text, "debug")
+        log.line(openmp.describe(), "debug")
 
     # -- actors ------------------------------------------------------------------------------
     def _start_actors(self) -> None:
