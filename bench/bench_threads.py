@@ -83,10 +83,15 @@ def variant_env(env: dict[str, str]) -> dict[str, str]:
     return {**{k: v for k, v in os.environ.items() if k not in OPENMP_VARS}, **env}
 
 
-def run_cell(config: str, threads: int, env: dict[str, str], sets: list[str]) -> dict[str, Any]:
-    """One whole ``rl-system train`` of ``config`` on the gate's budget: env steps/s, update s per round."""
+def run_cell(config: str, threads: int, env: dict[str, str], sets: list[str], present: set[int]) -> dict[str, Any]:
+    """One whole ``rl-system train`` of ``config`` on the gate's budget: env steps/s, update s per round.
+    It starts once the Ray processes of the run before it are gone (``present``: those that were
+    there before the bench), as a user's run would: their teardown is load that the run's choice
+    of wait policy would see."""
+    from bench.bench_startup import wait_for_quiet
     from bench.perf_gate import CASES
 
+    wait_for_quiet(present)
     budget = next((list(c.sets) for c in CASES if c.config == f"{config}.yaml"), [])
     with tempfile.TemporaryDirectory(prefix="bench_threads_") as tmp:
         cmd = [sys.executable, "-m", "rl_system", "train", str(ROOT / "launch" / "configs" / f"{config}.yaml"),
@@ -103,7 +108,9 @@ def measure(configs: list[str], variants: list[str], hogs: list[int], repeats: i
             runs: bool = False) -> list[dict[str, Any]]:
     """A row per (config, hogs, variant); under each number of hogs, every config's variants in turn
     (with ``runs``, ``repeats`` whole runs of each, the variants alternating)."""
-    rows = []
+    from bench.bench_startup import ray_pids
+
+    rows, present = [], ray_pids()
     grads = {c: shipped_gradients(c) for c in configs}
     for n in hogs:
         spinners = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(n)]
@@ -114,7 +121,7 @@ def measure(configs: list[str], variants: list[str], hogs: list[int], repeats: i
                 for i in range(repeats if runs else 1):
                     for name in (variants if i % 2 == 0 else variants[::-1]):
                         threads, env = VARIANTS[name]
-                        cell = (run_cell(config, threads, env, sets) if runs else
+                        cell = (run_cell(config, threads, env, sets, present) if runs else
                                 update_cell(config, threads, env, repeats, [f"learner.gradients={grads[config]}", *sets]))
                         mine[name]["cells"].append(cell)
                         print(f"{config} | hogs {n} | {name}: update {cell['update_s']:.3f} s"
