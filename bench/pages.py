@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +32,10 @@ MUJOCO_JSON = RESULTS / "mujoco" / "mujoco.json"
 MEMORY_JSON = RESULTS / "memory" / "memory.json"
 MARL_JSON = RESULTS / "marl" / "balance_600k" / "marl.json"
 TRANSPORT_JSON = RESULTS / "marl" / "transport_1920k_eval2000" / "marl.json"
+SPEED_JSON = RESULTS / "speed" / "speed.json"
+PRODUCT = ("rl_system", "envs", "launch/configs")
+"""The paths whose code a figure measures: a figure from a commit where they differ from the speed
+sitting's is marked as measured on older code."""
 
 
 @dataclass(frozen=True)
@@ -75,33 +80,80 @@ def _median(values: list[float]) -> float:
 
 # -- results at a glance (README) -----------------------------------------------------------
 
-def _cartpole_rows() -> list[list[str]]:
-    sec = _load(REPORT_JSON)["sections"]
-    ttt = sec["ttt"]
+def stamp_of(data: dict) -> dict:
+    """A suite's stamp, wherever it keeps it (``stamp``, ``meta`` or ``meta.stamp``)."""
+    meta = data.get("meta") or {}
+    for st in (data.get("stamp"), meta.get("stamp"), meta):
+        if isinstance(st, dict) and st.get("commit"):
+            return st
+    return {}
+
+
+def same_code(commit: str, reference: str) -> bool:
+    """Whether ``commit`` (a stamp's, ``+dirty`` for uncommitted changes) measured the product code
+    of ``reference``: both clean and the product paths equal between them."""
+    if commit.endswith("+dirty") or reference.endswith("+dirty"):
+        return False
+    if commit == reference:
+        return True
+    out = subprocess.run(["git", "diff", "--quiet", commit, reference, "--", *PRODUCT], cwd=ROOT,
+                         capture_output=True, check=False)
+    return out.returncode == 0
+
+
+def measured(commits: list[str | None]) -> str:
+    """The glance's *measured at* cell: the commit(s), and ``older code`` where the product code
+    differs from the speed sitting's (``speed.json``), the newest figures on the page."""
+    known = sorted({c for c in commits if c})
+    if not known:
+        raise ReportError("a figure of the glance names no commit (its suite's stamp lacks one)")
+    reference = stamp_of(_load(SPEED_JSON))["commit"]
+    older = not all(same_code(c, reference) for c in known)
+    shown = ", ".join(f"`{c}`" for c in known[:2]) + (f" and {len(known) - 2} more" if len(known) > 2 else "")
+    return shown + (", older code" if older else "")
+
+
+def _ttt_row() -> list[str]:
+    report = _load(REPORT_JSON)
+    ttt = report["sections"]["ttt"]
     ours = _median([r["train_wall_s"] for r in ttt["rows"] if r["reached"]])
     by_peer: dict[str, list[float]] = {}
     for r in ttt.get("peer_rows", []):
         if r["reached"]:
             by_peer.setdefault(r["peer"].split("[")[0], []).append(r["train_wall_s"])
     peers = ", ".join(f"{p} {_seconds(_median(v))}" for p, v in by_peer.items())
-    thr = sec["throughput"]
-    ours_rate = thr["rows"][0]["steps_per_s"]
-    rllib = next(r for r in thr["peer_rows"] if r["peer"] == "rllib-ppo[throughput]")
-    return [["CartPole: train time to return 475 (median of seeds)", _seconds(ours), peers,
-             "[throughput](docs/results.md#throughput)"],
-            ["CartPole: env steps/s with learning on", _k(ours_rate), f"rllib-ppo {_k(rllib['steps_per_s'])}",
-             "[throughput](docs/results.md#throughput)"]]
+    return ["CartPole: train time to return 475 (median of seeds)", _seconds(ours), peers,
+            measured([stamp_of(report).get("commit")]), "[throughput](docs/results.md#throughput)"]
+
+
+SPEED_ROWS = {"throughput": ("CartPole: env steps/s with learning on", "RLlib PPO"),
+              "minatar": ("MinAtar Breakout: env steps/s with learning on", "SB3 PPO, same CNN"),
+              "process": ("CartPole: the whole process, start to 475 to exit", "RLlib PPO (tuned)")}
+
+
+def _speed_rows() -> list[list[str]]:
+    """The headline speed figures, from one sitting beside their peers (``bench.bench_speed``)."""
+    speed = _load(SPEED_JSON)
+    cell = measured([stamp_of(speed)["commit"]])
+    rows = []
+    for r in speed["rows"]:
+        task, peer = SPEED_ROWS[r["figure"]]
+        show = _seconds if r["unit"] == "s" else _k
+        rows.append([task, show(r["ours"]), f"{peer} {show(r['peer'])} (rl_system {r['ratio']:.2f}×)", cell,
+                     "[speed](docs/results.md#speed-beside-peers)"])
+    return rows
 
 
 def _mujoco_rows() -> list[list[str]]:
-    summary = _load(MUJOCO_JSON)["summary"]
+    data = _load(MUJOCO_JSON)
+    summary, cell = data["summary"], measured([stamp_of(data).get("commit")])
     rows = []
     for env in ("HalfCheetah-v5", "Hopper-v5"):
         ours = next(s for s in summary if s["env"] == env and s["peer"] == "rl_system")
         sb3 = next(s for s in summary if s["env"] == env and s["peer"] == "sb3_zoo")
         rows.append([f"{env}: time to SB3's final return ({ours['common_return']:.0f})",
                      _seconds(ours["time_to_common_s"]), f"SB3 (RL Zoo) {_seconds(sb3['cpu_to_common_s'])} of CPU time",
-                     "[MuJoCo](docs/results.md#gymnasium-mujoco-beside-stable-baselines3)"])
+                     cell, "[MuJoCo](docs/results.md#gymnasium-mujoco-beside-stable-baselines3)"])
     return rows
 
 
@@ -115,27 +167,31 @@ def _minatar_rows() -> list[list[str]]:
     for panel in MINATAR:
         ours, peer = panel.series[0], next(s for s in panel.series if s.color == PEER)
         try:
-            finals = [[read_json(p)["final_return"] for p in find_runs(RESULTS, s.pattern)] for s in (ours, peer)]
+            runs = [[read_json(p) for p in find_runs(RESULTS, s.pattern)] for s in (ours, peer)]
         except FigureError as err:
             raise ReportError(str(err)) from None
+        finals = [[r["final_return"] for r in side] for side in runs]
         rows.append([f"{panel.title}: return at 5M env steps (median of {_seeds(len(finals[0]))})",
                      f"{_median(finals[0]):.1f}", f"SB3 PPO {_median(finals[1]):.1f} ({_seeds(len(finals[1]))})",
+                     measured([r.get("commit") for r in runs[0]]),
                      "[MinAtar](docs/results.md#minatar-ppo-with-the-small-cnn-beside-stable-baselines3)"])
     return rows
 
 
 def _memory_rows() -> list[list[str]]:
-    rows = _load(MEMORY_JSON)["rows"]
+    data = _load(MEMORY_JSON)
+    rows = data["rows"]
     ours = next(r for r in rows if r["peer"] == "rl_system_gru" and r["env"] == "CartPole-positions")
     peer = next(r for r in rows if r["peer"] == "sb3_contrib_recurrent_ppo")
     return [["CartPole, velocities hidden (GRU): time to 475", _seconds(ours["time_to_target_s"]),
-             f"sb3-contrib RecurrentPPO {_seconds(peer['time_to_target_s'])}",
+             f"sb3-contrib RecurrentPPO {_seconds(peer['time_to_target_s'])}", measured([stamp_of(data).get("commit")]),
              "[memory](docs/results.md#memory-recurrent-ppo-beside-sb3-contrib)"]]
 
 
 def _multi_agent_rows() -> list[list[str]]:
     hmasd = _load(REPORT_JSON)["sections"]["hmasd"]["rows"][0]
-    table = [r for r in _load(MARL_JSON)["table"] if r["env"] == "vmas:balance"]
+    balance = _load(MARL_JSON)
+    table = [r for r in balance["table"] if r["env"] == "vmas:balance"]
     ours = [r for r in table if r["system"] == "rl_system"]
     peer = [r for r in table if r["system"] == "benchmarl_mappo"]
 
@@ -148,16 +204,17 @@ def _multi_agent_rows() -> list[list[str]]:
     task = (f"VMAS balance, MAPPO: eval return and training time at {peer[0]['env_steps'] // 1000}k frames "
             f"(median of {_seeds(len(ours))})")
     return [["AliceBob, HMASD: seeds with test success ≥ 0.8", f"{hmasd['passed']} of {hmasd['seeds']}", "–",
-             "[HMASD](docs/hmasd.md)"],
+             "cited from its page", "[HMASD](docs/hmasd.md)"],
             [task, f"{median(ours, lambda r: r['final_eval_return']):.1f} in {_seconds(ours_s)}",
              f"BenchMARL (fine-tuned) {median(peer, lambda r: r['final_eval_return']):.1f} in {_seconds(peer_s)}",
-             "[multi-agent](docs/multi_agent.md#vmas-beside-benchmarl)"], _transport_row()]
+             measured([stamp_of(balance).get("commit")]), "[multi-agent](docs/multi_agent.md#vmas-beside-benchmarl)"], _transport_row()]
 
 
 def _transport_row() -> list[str]:
     """Every seed's figure: at these returns one seed's evaluation differs from the next by more
     than the systems do, so a median alone would rank them by chance."""
-    table = [r for r in _load(TRANSPORT_JSON)["table"] if r["env"] == "vmas:transport"]
+    data = _load(TRANSPORT_JSON)
+    table = [r for r in data["table"] if r["env"] == "vmas:transport"]
 
     def cell(system: str) -> str:
         rows = sorted((r for r in table if r["system"] == system), key=lambda r: r["seed"])
@@ -167,15 +224,24 @@ def _transport_row() -> list[str]:
 
     frames = table[0]["env_steps"] // 1000
     return [f"VMAS transport, MAPPO: eval return (2,000 episodes) and training time at {frames:,}k frames, seeds 0 / 1 / 2",
-            cell("rl_system"), f"BenchMARL (fine-tuned) {cell('benchmarl_mappo')}",
+            cell("rl_system"), f"BenchMARL (fine-tuned) {cell('benchmarl_mappo')}", measured([stamp_of(data).get("commit")]),
             "[multi-agent](docs/multi_agent.md#transport-three-seeds-in-benchmarls-45-minutes)"]
 
 
 def render_glance() -> str:
     """README's *results at a glance*: one row per headline figure, each linking to its details."""
-    rows = _cartpole_rows() + _mujoco_rows() + _minatar_rows() + _memory_rows() + _multi_agent_rows()
-    table = md_table(["task", "rl_system", "peer, same task", "details"], rows)
+    rows = [_ttt_row(), *_speed_rows(), *_mujoco_rows(), *_minatar_rows(), *_memory_rows(), *_multi_agent_rows()]
+    table = md_table(["task", "rl_system", "peer, same task", "measured at", "details"], rows)
     return "\n".join(table) + "\n"
+
+
+def render_speed() -> str:
+    """docs/results.md's speed table: the latest ``python -m bench.bench_speed``, as it wrote it."""
+    from bench.bench_speed import markdown
+
+    speed = _load(SPEED_JSON)
+    body = markdown(speed["meta"], speed["rows"], speed["command"])
+    return body.split("\n", 2)[2]  # without its own heading: the page has one
 
 
 def render_report() -> str:
@@ -188,9 +254,10 @@ def _marker(name: str) -> tuple[str, str]:
 
 
 GLANCE = Block("glance", ROOT / "README.md", *_marker("glance"), render_glance,
-               (REPORT_JSON, MUJOCO_JSON, RESULTS / "minatar", MEMORY_JSON, MARL_JSON, TRANSPORT_JSON))
+               (REPORT_JSON, SPEED_JSON, MUJOCO_JSON, RESULTS / "minatar", MEMORY_JSON, MARL_JSON, TRANSPORT_JSON))
+SPEED = Block("speed", ROOT / "docs" / "results.md", *_marker("speed"), render_speed, (SPEED_JSON,))
 REPORT = Block("report", ROOT / "docs" / "results.md", START_MARKER, END_MARKER, render_report, (REPORT_JSON,))
-BLOCKS = (GLANCE, REPORT)
+BLOCKS = (GLANCE, SPEED, REPORT)
 
 
 # -- the pages ------------------------------------------------------------------------------

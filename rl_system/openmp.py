@@ -6,10 +6,10 @@ before it sleeps. On a machine to itself that is what a learner on two threads w
 is woken at once, and an update of many small steps stays cheap. Where another process holds a
 core, the spinning thread burns the time slice its partner needs, and keeps the scheduler from
 moving the partner to the core it spins on: ``OMP_WAIT_POLICY=PASSIVE`` (sleep at once) is then
-the fast policy. Measured on a 2-core VM, whole runs (``python -m bench.bench_threads --runs``,
+the fast policy. Measured on a 2-core VM in whole runs (``python -m bench.bench_threads --runs``,
 docs/lab/results.md, 2026-12-07): idle, passive waits cost the two-thread throughput CartPole a
-third of its speed and MinAtar 5%; beside one busy process, spinning cost MinAtar 2.6× and the
-update of the throughput CartPole 6.8×.
+third of its speed and MinAtar 13-15%; beside one busy process, spinning cost every config 2-3x.
+No spin count wins both.
 
 So :func:`set_default` looks before torch loads: where the other processes on the machine keep
 less than :data:`BUSY_CORES` busy, libgomp's own spin (``GOMP_SPINCOUNT=300000``, what torch
