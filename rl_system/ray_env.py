@@ -34,16 +34,23 @@ def set_embedded_defaults() -> None:
 
 
 @contextlib.contextmanager
-def agent_port_from_os() -> Iterator[None]:
-    """Within it, a Ray that ``ray.init`` starts has its dashboard agent listen on a port the OS
-    picks, not on Ray's fixed 52365 (``ray.init`` has no argument for it; ``ray start`` has
-    ``--dashboard-agent-listen-port``).
+def embedded_ray_params(dashboard: bool) -> Iterator[None]:
+    """Within it, a Ray that ``ray.init`` starts gets what ``ray.init`` has no argument for
+    (``ray start`` has flags for each):
 
-    With a second Ray on the machine (two runs side by side, a run beside ``rl-system tune``, test
-    processes) the fixed port is taken: the new agent retries the bind for 3.3 s while the raylet
-    waits for it, then serves no HTTP at all (Ray Jobs cannot reach that node). A start took 8.8 s
-    beside another Ray and 4.8 s with this (docs/lab/results.md, 2026-12-05). Where Ray's
-    internals differ from what this expects it changes nothing.
+    * its dashboard agent listens on a port the OS picks, not on Ray's fixed 52365. With a second
+      Ray on the machine (two runs side by side, a run beside ``rl-system tune``, test processes)
+      the fixed port is taken: the new agent retries the bind for 3.3 s while the raylet waits for
+      it, then serves no HTTP at all (Ray Jobs cannot reach that node). A start took 8.8 s beside
+      another Ray and 4.8 s with this (docs/lab/results.md, 2026-12-05);
+    * no log monitor: it streams the workers' output to a driver that asked for it, and a run asks
+      for none (``log_to_driver=False``; every actor's output stays in Ray's session logs);
+    * no autoscaler monitor unless the dashboard is wanted (its cluster page shows what the monitor
+      reports): one machine of fixed size has nothing to scale.
+
+    Each is a Python process that imports Ray while the run starts; on 2 cores the two monitors
+    cost about 0.9 CPU-s of it (docs/lab/results.md, 2026-12-07). Where Ray's internals differ from
+    what this expects it changes nothing.
     """
     try:
         from ray._private import parameter
@@ -51,16 +58,20 @@ def agent_port_from_os() -> Iterator[None]:
         yield
         return
     base = getattr(parameter, "RayParams", None)
-    if base is None or "dashboard_agent_listen_port" not in inspect.signature(base.__init__).parameters:
+    wanted = {"dashboard_agent_listen_port": 0,  # 0: the agent binds what the OS gives
+              "include_log_monitor": False, "no_monitor": not dashboard}
+    known = set(inspect.signature(base.__init__).parameters) if base is not None else set()
+    if not wanted.keys() <= known:
         yield
         return
 
-    class _AnyAgentPort(base):
+    class _Embedded(base):
         def __init__(self, *args, **kwargs):
-            kwargs.setdefault("dashboard_agent_listen_port", 0)  # 0: the agent binds what the OS gives
+            for key, value in wanted.items():
+                kwargs.setdefault(key, value)
             super().__init__(*args, **kwargs)
 
-    parameter.RayParams = _AnyAgentPort
+    parameter.RayParams = _Embedded
     try:
         yield
     finally:

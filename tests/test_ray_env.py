@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 import ray
 
 from rl_system import openmp, ray_env
@@ -30,15 +31,19 @@ def test_the_shared_rays_workers_run_at_the_drivers_priority(ray_session):
     assert ray.get(nice.remote()) == os.nice(0)
 
 
-def test_within_agent_port_from_os_a_ray_params_agent_port_is_the_oss_choice():
+@pytest.mark.parametrize("dashboard", [False, True])
+def test_within_embedded_ray_params_the_agent_port_is_the_oss_choice_and_no_idle_monitor_starts(dashboard):
     from ray._private import parameter
 
     base = parameter.RayParams
-    with ray_env.agent_port_from_os():
-        assert parameter.RayParams().dashboard_agent_listen_port == 0  # 0: bind what the OS gives
+    with ray_env.embedded_ray_params(dashboard):
+        params = parameter.RayParams()
+        assert params.dashboard_agent_listen_port == 0  # 0: bind what the OS gives
+        assert params.include_log_monitor is False and params.no_monitor is (not dashboard)
         assert parameter.RayParams(dashboard_agent_listen_port=7).dashboard_agent_listen_port == 7
     assert parameter.RayParams is base
     assert base().dashboard_agent_listen_port == ray._private.ray_constants.DEFAULT_DASHBOARD_AGENT_LISTEN_PORT
+    assert base().no_monitor is False
 
 
 def test_the_shared_rays_agent_serves_on_a_port_of_its_own(ray_session):

@@ -78,7 +78,7 @@ def start_embedded_ray(num_cpus: int, dashboard: bool, num_gpus: int | None = No
     ray_env.set_embedded_defaults()
     # address="local": always a new embedded Ray, never an attempt to join a cluster that another
     # process on this machine happens to run.
-    with ray_env.agent_port_from_os():
+    with ray_env.embedded_ray_params(dashboard):
         ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=dashboard,
                  log_to_driver=False, configure_logging=False)
 
