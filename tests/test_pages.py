@@ -44,6 +44,31 @@ def test_check_names_the_stale_block_and_a_missing_source_is_one_line(tmp_path, 
     assert len(err.splitlines()) == 1 and "absent.json" in err and "Traceback" not in err
 
 
+def glance_rows() -> list[list[str]]:
+    block = pages.current(pages.GLANCE).splitlines()
+    return [[c.strip() for c in line.strip("|").split("|")] for line in block[2:] if line.startswith("|")]
+
+
+def test_every_speed_figure_in_the_readme_names_its_commit():
+    header = [c.strip() for c in pages.current(pages.GLANCE).splitlines()[0].strip("|").split("|")]
+    at = header.index("measured at")
+    rows = glance_rows()
+    speed = [r for r in rows if re.search(r"steps/s|time|process", r[0])]
+    assert len(speed) >= 5, rows  # throughput, MinAtar, the whole process, the times to a return
+    for row in speed:
+        assert re.search(r"`[0-9a-f]{7}(\+dirty)?`", row[at]), f"no commit for {row[0]!r}: {row[at]!r}"
+    for row in rows:  # the rest name theirs or say where they are cited from
+        assert re.search(r"`[0-9a-f]{7}", row[at]) or row[at].startswith("cited from"), row
+
+
+def test_a_figure_is_older_code_where_the_product_differs_from_the_speed_sitting():
+    # 353e22e changed bench/ only over 1c08c32; 2e341ac is a day of rl_system/ changes before them
+    assert pages.same_code("1c08c32", "353e22e")
+    assert not pages.same_code("2e341ac", "353e22e")
+    assert not pages.same_code("353e22e+dirty", "353e22e")  # uncommitted changes: unknown code
+    assert not pages.same_code("0000000", "353e22e")  # a commit this clone does not have
+
+
 def test_the_readme_is_a_front_door():
     """At most 120 lines and 60 numeric figures outside code (tables included)."""
     stats = page_stats((ROOT / "README.md").read_text())
