@@ -91,6 +91,7 @@ def test_a_base_checkout_with_uncommitted_changes_is_refused(tmp_path):
     assert one_line(out.stderr).startswith(f"perf_gate: the base checkout {repo} has uncommitted changes")
 
 
+@pytest.mark.slow  # pip builds in an isolated environment: seconds
 def test_a_base_that_does_not_install_is_one_line_and_leaves_no_worktree(tmp_path):
     repo = _repo(tmp_path / "broken", {"pyproject.toml": "[project]\nname = \n", **CONFIGS})
     out = gate("--base", str(repo), "--quick", "--pairs", "1")
@@ -100,6 +101,7 @@ def test_a_base_that_does_not_install_is_one_line_and_leaves_no_worktree(tmp_pat
     assert worktrees(repo) == []
 
 
+@pytest.mark.slow  # an install and a run's start
 def test_a_base_that_cannot_run_is_one_line_and_leaves_no_worktree(tmp_path):
     # It installs (a package named rl_system) but has no command line: `python -m rl_system` fails.
     repo = _repo(tmp_path / "norun", {
