@@ -7,6 +7,8 @@
     python -m bench.report --update-results    # ... and put the tables between docs/results.md's markers
     python -m bench.report --from-json bench/results/report/report.json --update-results
                                                # the pages from the latest run, without rerunning
+    python -m bench.report --refresh           # the speed figures beside their peers, re-measured at
+                                               # this tree (bench.bench_speed), and the pages that show them
 
 Sections (``--only``):
 
@@ -141,6 +143,19 @@ def _parse_only(value: str | None) -> list[str]:
     return names
 
 
+def refresh() -> int:
+    """``--refresh``: :mod:`bench.bench_speed` at this tree, then README's glance and the results
+    page's speed table from what it wrote."""
+    from bench import bench_speed
+
+    if bench_speed.main([]) != 0:
+        return 1
+    for block in (pages.GLANCE, pages.SPEED):
+        pages.write(block)
+    log("updated README.md's results at a glance and docs/results.md's speed table")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.report", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -159,7 +174,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="the page --update-results edits (default docs/results.md)")
     ap.add_argument("--from-json", type=Path, default=None, metavar="REPORT.json",
                     help="render a saved report.json instead of running anything")
+    ap.add_argument("--refresh", action="store_true",
+                    help="re-measure README's and the results page's speed figures beside their peers at this tree "
+                         "(python -m bench.bench_speed, ~10 minutes on 2 cores) and regenerate those pages")
     args = ap.parse_args(argv)
+    if args.refresh:
+        return refresh()
     try:
         only = _parse_only(args.only)
         if args.update_results:
