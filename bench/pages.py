@@ -1,5 +1,6 @@
 """The generated blocks of README.md and the docs: each block is a pure function of files under
-``bench/results/``, so a figure has one source and a hand-edited figure is caught.
+``bench/results/`` or of the algorithm registry (:mod:`bench.capability_tables`), so a figure or a
+capability has one source and a hand edit is caught.
 
     python -m bench.pages            # rewrite every block from the results
     python -m bench.pages --check    # exit 1 and name each block that differs from its results
@@ -22,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import capability_tables
 from bench.harness.markdown import md_table
 from bench.harness.results import RESULTS, read_json
 from bench.harness.stamp import ROOT
@@ -262,7 +264,11 @@ GLANCE = Block("glance", ROOT / "README.md", *_marker("glance"), render_glance,
                (REPORT_JSON, SPEED_JSON, MUJOCO_JSON, RESULTS / "minatar", MEMORY_JSON, MARL_JSON, TRANSPORT_JSON))
 SPEED = Block("speed", ROOT / "docs" / "results.md", *_marker("speed"), render_speed, (SPEED_JSON,))
 REPORT = Block("report", ROOT / "docs" / "results.md", START_MARKER, END_MARKER, render_report, (REPORT_JSON,))
-BLOCKS = (GLANCE, SPEED, REPORT)
+_REGISTRY = (ROOT / "rl_system" / "algos" / "registry.py",)
+SUPPORTS = Block("supports", ROOT / "README.md", *_marker("supports"), capability_tables.render_supports, _REGISTRY)
+ALGORITHMS = Block("algorithms", ROOT / "docs" / "reference.md", *_marker("algorithms"),
+                   capability_tables.render_algorithms, _REGISTRY)
+BLOCKS = (GLANCE, SPEED, REPORT, SUPPORTS, ALGORITHMS)
 
 
 # -- the pages ------------------------------------------------------------------------------

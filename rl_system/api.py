@@ -260,6 +260,8 @@ def load_policy(run_or_checkpoint: str | Path, pick: str = DEFAULT_PICK, device:
     multi-agent PPO policies (a multi-agent policy acts for all agents at once: ``[B, n, ...]``);
     :class:`ValueError` (one line) for a file that is not a checkpoint of one."""
     from rl_system.algos import load_policy as _load_network
+    from rl_system.algos.registry import get_spec, having
+    from rl_system.algos.spec import ACTING_POLICY
     from rl_system.checkpoint import keys
 
     found = _find_checkpoint(run_or_checkpoint, pick, "load a policy from")
@@ -267,9 +269,9 @@ def load_policy(run_or_checkpoint: str | Path, pick: str = DEFAULT_PICK, device:
     if keys.CONFIG not in state or keys.LEARNER not in state:
         raise ValueError(f"{found.path} is not a policy checkpoint (no config or learner state)")
     cfg = RunConfig.model_validate(state[keys.CONFIG])
-    if cfg.algo not in ("ppo", "mappo"):
-        raise ValueError(f"{found.path}: load_policy acts with PPO and MAPPO policies; this one is {cfg.algo!r} "
-                         f"(use rl_system.evaluate for it)")
+    if not get_spec(cfg.algo).has(ACTING_POLICY):
+        raise ValueError(f"{found.path}: load_policy acts with {', '.join(having(ACTING_POLICY))} policies; this one is "
+                         f"{cfg.algo!r} (use rl_system.evaluate for it)")
     env = make_env(cfg.env.name, 1, "cpu", seed=0, **cfg.env.test_kwargs())
     try:
         network = _load_network(state, env, device)

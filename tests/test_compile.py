@@ -70,5 +70,5 @@ def test_a_compile_that_fails_runs_eager_with_one_warning(monkeypatch):
 
 
 def test_compile_is_ppos_and_hmasd_refuses_it_in_one_line():
-    with pytest.raises(ConfigError, match="^learner.compile: compiles PPO's loss; algo 'hmasd'"):
+    with pytest.raises(ConfigError, match="^learner.compile: needs a compiled loss, which algo 'hmasd' lacks; algo ppo has it$"):
         load_config("launch/configs/alice_bob_hmasd.yaml", ["learner.compile=true"])

@@ -102,7 +102,7 @@ def test_on_a_stale_batch_the_gradient_is_the_on_policy_one_times_the_weight(shi
 
 @pytest.mark.parametrize("overrides,needle", [
     (["ppo.ratio_anchor=proximal"], "ppo.ratio_anchor: proximal corrects for policy lag, and max_policy_lag is 0"),
-    (["ppo.ratio_anchor=proximal", "max_policy_lag=1", "algo=hmasd"], "ppo.ratio_anchor: proximal is PPO's"),
+    (["ppo.ratio_anchor=proximal", "max_policy_lag=1", "algo=hmasd"], "^ppo.ratio_anchor: proximal: needs the decoupled objective for lagged rollouts, which algo 'hmasd' lacks; algo ppo has it$"),
     (["ppo.ratio_anchor=current", "max_policy_lag=1"], "ppo.ratio_anchor"),
     (["ppo.ratio_anchor=proximal", "max_policy_lag=1", "ppo.proximal_rho_bar=0"], "ppo.proximal_rho_bar"),
 ])

@@ -201,7 +201,8 @@ def test_a_joint_critics_values_come_out_of_the_graph_of_all_agents(tmp_path):
 @pytest.mark.parametrize("run_config,agent,says", [
     ("cue", "3", "agent 3 is out of range: 'examples.cue_match.env:CueMatch' has agents 0 to 2"),
     ("cue", "-1", "agent -1 is out of range"),
-    ("cartpole_ppo.yaml", "0", "an agent's policy alone is exported from a multi-agent (mappo) run; this one is 'ppo'"),
+    ("cartpole_ppo.yaml", "0", "--agent on a ppo run of 'CartPole': needs one agent's policy exported alone, which algo "
+                               "'ppo' lacks; algo mappo has it"),
     ("cue_memory", "0", "a recurrent MAPPO policy exports as one graph for all its agents"),
 ], ids=["past_the_last", "negative", "single_agent", "recurrent"])
 def test_an_agent_that_is_not_there_is_one_line_exit_2_and_nothing_written(tmp_path, capsys, run_config, agent, says):
@@ -215,7 +216,7 @@ def test_an_agent_that_is_not_there_is_one_line_exit_2_and_nothing_written(tmp_p
     err = capsys.readouterr().err.strip()
     assert err.splitlines() == [err] and err.startswith("rl-system: cannot export: ") and says in err, err
     assert not list(tmp_path.glob("*.onnx")) and not list(tmp_path.glob(".a.onnx*"))
-    with pytest.raises(ValueError, match="out of range|multi-agent|recurrent"):
+    with pytest.raises(ValueError, match="out of range|--agent on a|recurrent"):
         rl_system.export(run, "onnx", out, agent=int(agent))
 
 

@@ -634,11 +634,13 @@ def test_greedy_level_takes_the_argmax_at_one_level_only():
 def test_greedy_level_is_refused_without_a_hierarchy(algo):
     from rl_system.policy.evaluation import evaluate
 
-    if algo == "ppo":
-        cfg = RunConfig.model_validate({"algo": "ppo", "env": {"name": "CartPole"}})
-    else:
-        cfg = run_config(hierarchy=False)
-    with pytest.raises(ValueError, match="needs an HMASD policy"):
+    if algo == "ppo":  # an algorithm without levels
+        cfg, says = (RunConfig.model_validate({"algo": "ppo", "env": {"name": "CartPole"}}),
+                     r"^a greedy level \('high'\): needs greedy evaluation at one level of the hierarchy, which algo "
+                     r"'ppo' lacks; algo hmasd has it$")
+    else:  # HMASD trained flat
+        cfg, says = run_config(hierarchy=False), r"^a greedy level \('high'\) needs a policy with levels; this hmasd policy is flat$"
+    with pytest.raises(ValueError, match=says):
         evaluate({"config": cfg.model_dump()}, deterministic="high")
 
 

@@ -188,8 +188,8 @@ def test_a_gru_learns_the_cue_shown_once_which_feedforward_mappo_cannot():
 
 BAD = [("mappo.recurrent=rnn", r"mappo\.recurrent: Input should be 'none', 'gru' or 'lstm' \(got 'rnn'\)"),
        ("mappo.recurrent_size=0", r"mappo\.recurrent_size: Input should be greater than 0"),
-       ("model.recurrent=gru", r"model\.recurrent is PPO's recurrent core; algo 'mappo' has its own "
-                               r"\(mappo\.recurrent\)")]
+       ("model.recurrent=gru", r"model\.recurrent: needs a network from the model: section, which algo 'mappo' lacks; "
+                               r"algo ppo has it \(its own: mappo\.recurrent\)")]
 
 
 @pytest.mark.parametrize("override,expected", BAD, ids=["kind", "size", "ppo_key"])

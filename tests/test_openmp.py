@@ -71,18 +71,18 @@ def test_a_process_spinning_beside_this_one_counts_as_busy():
 
 
 def test_this_processs_own_work_is_not_counted():
-    # Over the same window: the machine's busy cores, this process's share, and what openmp says of
-    # the others; whatever else the machine runs, the others are the difference.
-    ticks0, own0, t0 = openmp._busy_ticks(), os.times(), time.monotonic()
+    # Over one window: the machine's busy cores, this process's share, and what openmp says of the
+    # others; whatever else the machine runs (a second test process), the others are the difference.
     openmp.begin_sample()
-    while time.monotonic() - t0 < 0.5:  # this process keeps a core busy
+    ticks0, own0, t0 = openmp._busy_ticks(), os.times(), time.monotonic()
+    while time.monotonic() - t0 < 1.0:  # this process keeps a core busy, as far as it gets one
         pass
+    ticks1, own1, t1 = openmp._busy_ticks(), os.times(), time.monotonic()
     others = openmp.other_busy_cores()
-    elapsed = time.monotonic() - t0
-    total = (openmp._busy_ticks() - ticks0) / os.sysconf("SC_CLK_TCK") / elapsed
-    own = (os.times().user + os.times().system - own0.user - own0.system) / elapsed
-    assert own >= 0.7, own
-    assert others == pytest.approx(max(0.0, total - own), abs=0.2), (others, total, own)
+    total = (ticks1 - ticks0) / os.sysconf("SC_CLK_TCK") / (t1 - t0)
+    own = (own1.user + own1.system - own0.user - own0.system) / (t1 - t0)
+    assert own >= 0.3, own  # it ran
+    assert others == pytest.approx(max(0.0, total - own), abs=0.25), (others, total, own)
 
 
 def test_the_users_value_is_kept(monkeypatch):

@@ -26,7 +26,10 @@ def test_a_hand_edited_figure_is_caught(tmp_path, block):
     assert pages.stale((moved,)) == []
     inside = pages.current(moved)
     digit = re.search(r"\d", inside)
-    edited = inside[:digit.start()] + str((int(digit.group()) + 1) % 10) + inside[digit.end():]
+    if digit:  # a figure changed by hand
+        edited = inside[:digit.start()] + str((int(digit.group()) + 1) % 10) + inside[digit.end():]
+    else:  # a capability claimed by hand
+        edited = inside.replace("–", "✓", 1)
     page.write_text(text.replace(inside, edited, 1))
     assert pages.stale((moved,)) == [block.name]
     assert pages.write(moved) and pages.stale((moved,)) == []  # and the tool puts it back

@@ -171,7 +171,7 @@ def test_recurrent_resume_matches_the_uninterrupted_run(ray_session, tmp_path):
 BAD = [
     (["env.name=AliceBob", "env.kwargs={}", "model.recurrent=gru"], r"algo ppo trains single-agent envs; this env has AgentDiscrete"),
     (["ppo.burn_in=32"], r"ppo\.burn_in \(32\) must be below workers\.rollout_len \(32\)"),
-    (["algo=hmasd", "env.name=AliceBob", "env.kwargs={}"], r"model\.recurrent is PPO's recurrent core; algo 'hmasd' has its own"),
+    (["algo=hmasd", "env.name=AliceBob", "env.kwargs={}"], r"model\.recurrent: needs a network from the model: section, which algo 'hmasd' lacks; algo ppo has it \(its own: hmasd\.hidden\)"),
     (["env.name=CartPole", "model.encoders={obs: nature}"], r"model\.encoders\.obs: a 'nature' encoder needs an image"),
 ]
 

@@ -83,7 +83,7 @@ def test_the_learner_weighs_a_batch_its_own_policy_sampled_with_one(overrides):
 
 @pytest.mark.parametrize("overrides,needle", [
     (["ppo.value_target=vtrace"], "ppo.value_target: vtrace corrects for policy lag, and max_policy_lag is 0"),
-    (["ppo.value_target=vtrace", "max_policy_lag=1", "algo=hmasd"], "ppo.value_target: vtrace is PPO's"),
+    (["ppo.value_target=vtrace", "max_policy_lag=1", "algo=hmasd"], "^ppo.value_target: vtrace: needs V-trace value targets, which algo 'hmasd' lacks; algo ppo has it$"),
     (["ppo.value_target=retrace"], "ppo.value_target"),
 ])
 def test_a_value_target_the_run_cannot_honour_is_one_config_error(overrides, needle):

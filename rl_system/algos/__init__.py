@@ -1,9 +1,10 @@
 """Learning algorithms, selected by ``algo:`` in the run config.
 
-Each algorithm is a package (:mod:`.ppo`, :mod:`.hmasd`, :mod:`.mappo`) that fulfils the contracts in
+Each algorithm is a package (:mod:`.ppo`, :mod:`.mappo`, :mod:`.hmasd`) that fulfils the contracts in
 :mod:`.protocols`: a policy module (the weights shipped per version), a worker-side
 :class:`~.protocols.Sampler` and a learner-side :class:`~.protocols.Trainer`. The columns they
-exchange are declared in :mod:`rl_system.rollout.contract`.
+exchange are declared in :mod:`rl_system.rollout.contract`. Each declares itself in its ``spec``
+module, and :mod:`.registry` lists them: their names, sections and capabilities come from there.
 """
 
 from __future__ import annotations
@@ -21,14 +22,6 @@ the minibatch steps taken, and those dropped as not finite (the run loop's guard
 
 __all__ = ["LR", "MINIBATCH_STEPS", "SKIPPED_MINIBATCHES", "Algorithm", "AlgorithmModule", "Sampler",
            "Trainer", "get_algorithm", "load_policy"]
-
-# algo name -> module providing make_policy / make_sampler / make_trainer (imported lazily).
-_ALGORITHMS = {
-    "ppo": "rl_system.algos.ppo",
-    "hmasd": "rl_system.algos.hmasd",
-    "mappo": "rl_system.algos.mappo",
-}
-
 
 @dataclass(frozen=True)
 class Algorithm:
@@ -69,9 +62,10 @@ def __getattr__(name: str) -> Any:
 
 
 def get_algorithm(name: str) -> Algorithm:
-    if name not in _ALGORITHMS:
-        raise KeyError(f"unknown algo {name!r}; known: {', '.join(sorted(_ALGORITHMS))}")
-    return Algorithm(name, importlib.import_module(_ALGORITHMS[name]))
+    """The registered algorithm ``name`` (:mod:`.registry`), its factories imported."""
+    from rl_system.algos.registry import get_spec
+
+    return Algorithm(name, importlib.import_module(get_spec(name).module))
 
 
 def load_policy(state: dict[str, Any], env: Any, device: str = "cpu") -> Any:

@@ -1,14 +1,20 @@
-"""The whole run config, :class:`RunConfig`: every section, and the checks that span sections."""
+"""The whole run config, :class:`RunConfig`: every section, and the checks that span sections.
+
+The algorithms' sections come from the registry (:mod:`rl_system.algos.registry`): each registered
+algorithm's settings under its name (``ppo:``, ``mappo:``, ``hmasd:``, ...), so an algorithm
+joins the config by its registry line. What a run asks of its algorithm (closed-form gradients,
+V-trace, a learner group, ...) is checked against the algorithm's capabilities, never its name.
+"""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, create_model, model_validator
 
-from rl_system.algos.hmasd.config import HMASDConfig
-from rl_system.algos.mappo.config import MAPPOConfig
-from rl_system.algos.ppo.config import ModelConfig, PPOConfig
+from rl_system.algos import registry
+from rl_system.algos import spec as cap
+from rl_system.algos.ppo.config import ModelConfig
 from rl_system.config.base import Strict
 from rl_system.config.sections import (
     CheckpointConfig,
@@ -22,20 +28,18 @@ from rl_system.config.sections import (
 )
 
 
-class RunConfig(Strict):
-    """Top-level config of a training run."""
+class RunConfigBase(Strict):
+    """The run config's sections that belong to no one algorithm, and the checks across sections;
+    :data:`RunConfig` adds each registered algorithm's section."""
 
-    algo: Literal["ppo", "hmasd", "mappo"] = "ppo"
+    algo: str = "ppo"
+    """A registered algorithm (:mod:`rl_system.algos.registry`): ``ppo``, ``mappo``, ``hmasd``, ..."""
     seed: int = 0
     env: EnvConfig = Field(default_factory=EnvConfig)
     workers: WorkersConfig = Field(default_factory=WorkersConfig)
     learner: LearnerConfig = Field(default_factory=LearnerConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
-    ppo: PPOConfig = Field(default_factory=PPOConfig)
-    hmasd: HMASDConfig = Field(default_factory=HMASDConfig)
-    """HMASD hyperparameters (``algo: hmasd``); see :mod:`rl_system.algos.hmasd`."""
-    mappo: MAPPOConfig = Field(default_factory=MAPPOConfig)
-    """Multi-agent PPO (``algo: mappo``: MAPPO or IPPO); see :mod:`rl_system.algos.mappo`."""
+    """The network of the algorithms that build theirs from it (PPO's actor-critic, or ``model.network``)."""
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     selfplay: SelfPlayConfig = Field(default_factory=SelfPlayConfig)
     reseed: ReseedConfig = Field(default_factory=ReseedConfig)
@@ -82,28 +86,47 @@ class RunConfig(Strict):
     """How long the run waits for its actors to be placed and started (e.g. while an autoscaling
     cluster adds nodes) before it gives up with one line."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _registered(cls, data: Any) -> Any:
+        """An ``algo`` the registry does not know: one line naming the registered algorithms (before
+        its section, which only a registered algorithm has, is called an unknown key)."""
+        if isinstance(data, dict) and "algo" in data:
+            try:
+                registry.get_spec(data["algo"])
+            except (registry.UnknownAlgorithm, TypeError):
+                raise ValueError(f"algo: unknown algorithm {data['algo']!r}; registered: "
+                                 f"{', '.join(registry.names())}") from None
+        return data
+
     @model_validator(mode="after")
-    def _network_for_ppo(self) -> "RunConfig":
-        if self.model.network is not None and self.algo != "ppo":
-            raise ValueError(f"model.network is a PPO actor-critic; algo {self.algo!r} builds its own networks")
-        if self.model.recurrent != "none" and self.algo != "ppo":
-            own = "mappo.recurrent" if self.algo == "mappo" else "hmasd.hidden"
-            raise ValueError(f"model.recurrent is PPO's recurrent core; algo {self.algo!r} has its own ({own})")
+    def _capabilities(self) -> "RunConfigBase":
+        """What the run asks of its algorithm, each against the algorithm's capabilities."""
+        spec = registry.get_spec(self.algo)
+        asked = ((self.model.network is not None, cap.MODEL_SECTION, "model.network"),
+                 (self.model.recurrent != "none", cap.MODEL_SECTION, "model.recurrent"),
+                 (self.ppo.value_target == "vtrace", cap.VTRACE, "ppo.value_target: vtrace"),
+                 (self.ppo.ratio_anchor == "proximal", cap.PROXIMAL, "ppo.ratio_anchor: proximal"),
+                 (self.learner.compile, cap.COMPILE, "learner.compile"),
+                 (self.learner.gradients == "closed_form", cap.CLOSED_FORM, "learner.gradients: closed_form"),
+                 (self.learner.num_learners > 1, cap.LEARNER_GROUP, "learner.num_learners"),
+                 (self.selfplay.enabled, cap.SELFPLAY, "selfplay.enabled"))
+        for wanted, capability, key in asked:
+            if wanted and not spec.has(capability):
+                own = f" (its own: {spec.recurrent_key})" if key == "model.recurrent" and spec.recurrent_key else ""
+                try:
+                    registry.require(self.algo, capability, key)
+                except registry.MissingCapability as err:
+                    raise ValueError(f"{err}{own}") from None
+        return self
+
+    @model_validator(mode="after")
+    def _across_sections(self) -> "RunConfigBase":
         if self.ppo.burn_in >= self.workers.rollout_len:
             raise ValueError(f"ppo.burn_in ({self.ppo.burn_in}) must be below workers.rollout_len "
                              f"({self.workers.rollout_len}): burn-in steps carry no loss")
         if self.model.recurrent != "none" and self.selfplay.enabled:
             raise ValueError("model.recurrent with selfplay: a recurrent opponent snapshot is not supported")
-        if self.algo == "mappo" and self.mappo.recurrent != "none" and self.selfplay.enabled:
-            raise ValueError("mappo.recurrent with selfplay: a recurrent opponent snapshot is not supported")
-        if self.algo == "mappo" and self.mappo.central_value == "joint" and self.mappo.critic == "local":
-            raise ValueError("mappo.central_value: joint runs a central critic once per env step on the state; "
-                             "mappo.critic is local (each agent's value from its own observation): set critic: "
-                             "central or central_value: per_agent")
-        if self.ppo.value_target == "vtrace" and self.algo != "ppo":
-            raise ValueError(f"ppo.value_target: vtrace is PPO's value target; algo {self.algo!r} has its own")
-        if self.learner.compile and self.algo != "ppo":
-            raise ValueError(f"learner.compile: compiles PPO's loss; algo {self.algo!r} updates eagerly")
         if self.workers.wait_for == "any" and self.max_policy_lag == 0:
             raise ValueError("workers.wait_for: any takes rollouts as they arrive, some from a policy version "
                              "behind, and max_policy_lag is 0 (the gate would drop them); set max_policy_lag >= 1 "
@@ -111,22 +134,18 @@ class RunConfig(Strict):
         if self.ppo.value_target == "vtrace" and self.max_policy_lag == 0:
             raise ValueError("ppo.value_target: vtrace corrects for policy lag, and max_policy_lag is 0 (every "
                              "rollout is on-policy: its targets are gae's); set max_policy_lag >= 1 or use gae")
-        if self.ppo.ratio_anchor == "proximal" and self.algo != "ppo":
-            raise ValueError(f"ppo.ratio_anchor: proximal is PPO's objective; algo {self.algo!r} has its own")
         if self.ppo.ratio_anchor == "proximal" and self.max_policy_lag == 0:
             raise ValueError("ppo.ratio_anchor: proximal corrects for policy lag, and max_policy_lag is 0 (every "
                              "rollout is on-policy: the proximal policy is the behaviour one); set max_policy_lag "
                              ">= 1 or use behaviour")
-        if self.learner.gradients == "closed_form" and self.algo != "ppo":
-            raise ValueError(f"learner.gradients: closed_form writes out PPO's gradients; algo {self.algo!r} "
-                             f"uses autograd")
         if self.learner.gradients == "closed_form" and self.learner.compile:
             raise ValueError("learner.gradients: closed_form replaces the autograd loss that learner.compile "
                              "compiles; set one of them")
+        registry.get_spec(self.algo).checks(self)  # the algorithm's own, across its section and the others
         return self
 
     @model_validator(mode="after")
-    def _learner_group(self) -> "RunConfig":
+    def _learner_group(self) -> "RunConfigBase":
         lc = self.learner
         if lc.num_learners > self.workers.num_workers:
             raise ValueError(f"learner.num_learners ({lc.num_learners}) exceeds workers.num_workers "
@@ -144,3 +163,16 @@ class RunConfig(Strict):
         if isinstance(data, dict) and "restart" in data and "reseed" not in data:
             data = {("reseed" if k == "restart" else k): v for k, v in data.items()}
         return data
+
+
+def _with_algorithm_sections() -> type[RunConfigBase]:
+    """:class:`RunConfigBase` with a section per registered algorithm, named like it."""
+    sections: dict[str, Any] = {
+        name: (spec.config, Field(default_factory=spec.config, description=f"{spec.title} (algo: {name}): {spec.summary}"))
+        for name, spec in registry.specs().items()}
+    return create_model("RunConfig", __base__=RunConfigBase, __module__=__name__,
+                        __doc__="Top-level config of a training run.", **sections)
+
+
+RunConfig = _with_algorithm_sections()
+"""Top-level config of a training run: :class:`RunConfigBase` and each registered algorithm's section."""

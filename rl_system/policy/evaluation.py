@@ -20,6 +20,8 @@ from typing import Any, Callable
 import torch
 
 from rl_system.algos import get_algorithm, load_policy
+from rl_system.algos.registry import get_spec, require
+from rl_system.algos.spec import GREEDY_LEVELS
 from rl_system.checkpoint import keys
 from rl_system.config import RunConfig
 from rl_system.envs import make_env
@@ -36,9 +38,11 @@ def evaluate(state: dict[str, Any], episodes: int = 100, deterministic: bool | s
     instead of the env's scripted opponent. ``instrument(env)`` is called once the env is built
     and reset, before the first step (e.g. to attach an AirCombat launch log)."""
     cfg = RunConfig.model_validate(state[keys.CONFIG])
-    if isinstance(deterministic, str) and not (cfg.algo == "hmasd" and cfg.hmasd.hierarchy):
-        raise ValueError(f"a greedy level ({deterministic!r}) needs an HMASD policy with hmasd.hierarchy: true, "
-                         f"not {cfg.algo}{'' if cfg.algo != 'hmasd' else ' (flat)'}")
+    if isinstance(deterministic, str):
+        require(cfg.algo, GREEDY_LEVELS, f"a greedy level ({deterministic!r})")
+        if not get_spec(cfg.algo).greedy_levels(cfg):
+            raise ValueError(f"a greedy level ({deterministic!r}) needs a policy with levels; this {cfg.algo} policy "
+                             f"is flat")
     n = num_envs or min(episodes, 64)
     per_env = math.ceil(episodes / n)
     env, sampler = policy_sampler(state, n, seed, device, opponent)

@@ -20,6 +20,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from rl_system.algos.registry import MissingCapability, require
+from rl_system.algos.spec import AGENT_EXPORT
 from rl_system.envs.base import STATE
 from rl_system.filesystems import atomic_path
 
@@ -86,9 +88,10 @@ def check_format(fmt: str) -> None:
 
 def check_agent(policy, agent: int) -> None:
     """:class:`ExportError` (one line) where ``policy`` has no agent ``agent`` to export alone."""
-    if policy.cfg.algo != "mappo":
-        raise ExportError(f"an agent's policy alone is exported from a multi-agent (mappo) run; this one is "
-                          f"{policy.cfg.algo!r} on {policy.cfg.env.name!r}")
+    try:
+        require(policy.cfg.algo, AGENT_EXPORT, f"--agent on a {policy.cfg.algo} run of {policy.cfg.env.name!r}")
+    except MissingCapability as err:
+        raise ExportError(str(err)) from None
     if policy.recurrent:
         raise ExportError("a recurrent MAPPO policy exports as one graph for all its agents (their states travel "
                           "together); --agent takes a feedforward one (mappo.recurrent: none)")
