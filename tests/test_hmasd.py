@@ -15,6 +15,7 @@ from torch import nn
 from rl_system.actors.learner import Learner, StaleRolloutError
 from rl_system.actors.worker import RolloutWorker
 from rl_system.algos import get_algorithm
+from rl_system.algos.hmasd import columns as hcol
 from rl_system.algos.hmasd.networks import HMASDPolicy, SkillCoordinator
 from rl_system.algos.hmasd.returns import low_level_reward, window_gae
 from rl_system.algos.hmasd.trust import TrustRegion
@@ -481,14 +482,14 @@ def test_low_and_high_level_gae_on_a_sampled_batch():
                 rt = r[t, e, i] + (h.gamma * tv[t, e, i] if trunc[t, e] and not term[t, e] else 0.0)
                 nd = 0.0 if done[t, e] else 1.0
                 a = rt + h.gamma * nv * nd - v[t, e, i] + h.gamma * h.gae_lambda * nd * a
-                assert torch.allclose(prep.low["adv"][t, e, i], torch.as_tensor(a), atol=1e-5)
-                assert torch.allclose(prep.low["target"][t, e, i], a + v[t, e, i], atol=1e-5)
+                assert torch.allclose(prep.low[hcol.ADVANTAGE][t, e, i], torch.as_tensor(a), atol=1e-5)
+                assert torch.allclose(prep.low[hcol.RETURN][t, e, i], a + v[t, e, i], atol=1e-5)
     start = batch["h_start"]
     ref_adv, ref_ret = reference_window_gae(batch["reward"], batch["h_value"], start, term, trunc,
                                             batch["h_trunc_value"], batch["last_h_value"],
                                             h.high_gamma, h.high_gae_lambda)
-    torch.testing.assert_close(prep.high["adv"], ref_adv[start])
-    torch.testing.assert_close(prep.high["target"], ref_ret[start])
+    torch.testing.assert_close(prep.high[hcol.ADVANTAGE], ref_adv[start])
+    torch.testing.assert_close(prep.high[hcol.RETURN], ref_ret[start])
     assert prep.high["Z"].shape[0] == int(start.sum())
 
 

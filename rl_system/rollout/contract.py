@@ -96,6 +96,12 @@ LAST_VALUE = LAST + VALUE
 INIT_STATE = INIT + "state"
 """``[N, S]``: a recurrent policy's state before the rollout's first step."""
 
+# What an algorithm's preparation adds for its epochs (its ``prepare``), named once for all of them.
+# The rollout's own LOGP and VALUE are the old log-probabilities and values a clipped loss compares with.
+ADVANTAGE, RETURN, OLD_VALUE = "advantage", "ret", "old_value"
+"""Prepared columns: the advantages, the value targets, and old values in the critic's (normalised)
+units where they differ from the rollout's ``value``."""
+
 
 def concat(rollouts: list[Columns]) -> Columns:
     """Join rollouts along the env axis: step columns ``[T, N_i, ...]`` -> ``[T, sum N_i, ...]``,

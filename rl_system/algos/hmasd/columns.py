@@ -25,18 +25,21 @@ With the hierarchy or the novelty bonus (the observation after each step, for th
 """
 
 from rl_system.rollout.contract import (
-                                        ACTION,
-                                        LAST_VALUE,
-                                        LOGP,
-                                        REWARD,
-                                        TERMINATED,
-                                        TRUNC_VALUE,
-                                        TRUNCATED,
-                                        VALUE,
-                                        final_column,
-                                        init_column,
-                                        last_column,
-                                        obs_column,
+    ACTION,
+    ADVANTAGE,
+    LAST_VALUE,
+    LOGP,
+    OLD_VALUE,
+    RETURN,
+    REWARD,
+    TERMINATED,
+    TRUNC_VALUE,
+    TRUNCATED,
+    VALUE,
+    final_column,
+    init_column,
+    last_column,
+    obs_column,
 )
 
 STATE, AGENT_OBS = obs_column("state"), obs_column("obs")
@@ -49,7 +52,7 @@ LAST_HIGH_VALUE = last_column(HIGH_VALUE)
 LAST_STATE, LAST_AGENT_OBS = last_column(STATE), last_column(AGENT_OBS)
 FINAL_STATE, FINAL_AGENT_OBS = final_column(STATE), final_column(AGENT_OBS)
 
-__all__ = ["ACTION", "AGENT_OBS", "FINAL_AGENT_OBS", "FINAL_STATE", "HIGH_LOGP", "HIGH_TRUNC_VALUE", "HIGH_VALUE",
+__all__ = ["ACTION", "ADVANTAGE", "AGENT_OBS", "FINAL_AGENT_OBS", "FINAL_STATE", "HIGH_LOGP", "HIGH_TRUNC_VALUE", "HIGH_VALUE",
            "INIT_H_ACTOR", "INIT_H_CRITIC", "LAST_AGENT_OBS", "LAST_HIGH_VALUE", "LAST_STATE", "LAST_VALUE", "LOGP",
-           "REWARD", "SKILL_AGENT", "SKILL_TEAM", "STATE", "TERMINATED", "TRUNCATED", "TRUNC_VALUE", "VALUE",
+           "OLD_VALUE", "RETURN", "REWARD", "SKILL_AGENT", "SKILL_TEAM", "STATE", "TERMINATED", "TRUNCATED", "TRUNC_VALUE", "VALUE",
            "WINDOW_START"]

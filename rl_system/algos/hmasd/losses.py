@@ -51,7 +51,8 @@ def minibatch_losses(policy: HMASDPolicy, cfg: HMASDConfig, bonuses: tuple[float
         logp, ent, value = policy.low.evaluate(mb[col.STATE], mb[col.AGENT_OBS], Z, z, mb[col.ACTION],
                                                mb["hid_actor"], mb["hid_critic"], mb["reset"])
         count = L * rows[0] * logp.shape[2]  # [L, chunks, agents] over the global minibatch
-        pg_l, v_l, kl_l, cf_l = _ppo_terms(logp, mb[col.LOGP], mb["adv"], value, mb["old_v"], mb["target"], cfg, count)
+        pg_l, v_l, kl_l, cf_l = _ppo_terms(logp, mb[col.LOGP], mb[col.ADVANTAGE], value, mb[col.OLD_VALUE],
+                                           mb[col.RETURN], cfg, count)
         ent_l = ent.sum() / count
         loss = loss + pg_l - lambda_l * ent_l + cfg.vf_coef * v_l
         out.update(low_pg_loss=pg_l, low_v_loss=v_l, low_entropy=ent_l, low_approx_kl=kl_l, low_clip_frac=cf_l)
@@ -71,7 +72,8 @@ def minibatch_losses(policy: HMASDPolicy, cfg: HMASDConfig, bonuses: tuple[float
         hlogp, hent, hval = policy.coordinator.evaluate(hb["state"], hb["obs"], hb["Z"], hb["z"])
         width = hlogp.shape[1]  # [windows, team + agents]
         count = rows[1] * width
-        pg_h, v_h, kl_h, cf_h = _ppo_terms(hlogp, hb["logp"], hb["adv"], hval, hb["old_v"], hb["target"], cfg, count)
+        pg_h, v_h, kl_h, cf_h = _ppo_terms(hlogp, hb["logp"], hb[col.ADVANTAGE], hval, hb[col.OLD_VALUE],
+                                           hb[col.RETURN], cfg, count)
         ent_h = hent.sum() / count
         loss = loss + pg_h - lambda_h * ent_h + cfg.vf_coef * v_h
         out.update(high_pg_loss=pg_h, high_v_loss=v_h, high_entropy=ent_h,

@@ -190,7 +190,7 @@ class HMASDTrainer(Trainer):
         if norm_adv and sum(group.all_gather_ints(adv.numel())) > 1:
             mean, std = group.mean_std(adv)
             adv = (adv - mean) / (std + 1e-8)
-        return {"adv": adv, "target": target, "old_v": old_v}
+        return {col.ADVANTAGE: adv, col.RETURN: target, col.OLD_VALUE: old_v}
 
     # -- update --------------------------------------------------------------------------------
     def update(self, batch: dict[str, torch.Tensor], progress: float) -> dict[str, float]:

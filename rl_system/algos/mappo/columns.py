@@ -14,9 +14,11 @@ began before this step; recurrent only, ``[T, N]``).
 
 from rl_system.rollout.contract import (
     ACTION,
+    ADVANTAGE,
     INIT_STATE,
     LAST_VALUE,
     LOGP,
+    RETURN,
     REWARD,
     TERMINATED,
     TRUNC_VALUE,
@@ -25,7 +27,7 @@ from rl_system.rollout.contract import (
 )
 
 AGENT_DONE = "agent_done"
-ADVANTAGE, RETURN, ACTIVE, RESET = "advantage", "ret", "active", "reset"
+ACTIVE, RESET = "active", "reset"
 
 __all__ = ["ACTION", "ACTIVE", "ADVANTAGE", "AGENT_DONE", "INIT_STATE", "LAST_VALUE", "LOGP", "RESET", "RETURN",
            "REWARD", "TERMINATED", "TRUNCATED", "TRUNC_VALUE", "VALUE"]

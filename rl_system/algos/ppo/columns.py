@@ -12,19 +12,21 @@ episode began before this step; recurrent only).
 """
 
 from rl_system.rollout.contract import (
-                                        ACTION,
-                                        DISC_RETURN,
-                                        INIT_STATE,
-                                        LAST_VALUE,
-                                        LOGP,
-                                        REWARD,
-                                        TERMINATED,
-                                        TRUNC_VALUE,
-                                        TRUNCATED,
-                                        VALUE,
+    ACTION,
+    ADVANTAGE,
+    DISC_RETURN,
+    INIT_STATE,
+    LAST_VALUE,
+    LOGP,
+    RETURN,
+    REWARD,
+    TERMINATED,
+    TRUNC_VALUE,
+    TRUNCATED,
+    VALUE,
 )
 
-ADVANTAGE, RETURN, IS_WEIGHT, RESET = "advantage", "ret", "is_weight", "reset"
+IS_WEIGHT, RESET = "is_weight", "reset"
 
 __all__ = ["ACTION", "ADVANTAGE", "DISC_RETURN", "INIT_STATE", "IS_WEIGHT", "LAST_VALUE", "LOGP", "RESET", "RETURN",
            "REWARD", "TERMINATED", "TRUNCATED", "TRUNC_VALUE", "VALUE"]
