@@ -35,6 +35,7 @@ MEMORY_JSON = RESULTS / "memory" / "memory.json"
 MARL_JSON = RESULTS / "marl" / "balance_600k" / "marl.json"
 TRANSPORT_JSON = RESULTS / "marl" / "transport_1920k_eval2000" / "marl.json"
 SPEED_JSON = RESULTS / "speed" / "speed.json"
+A2C_MD = RESULTS / "a2c" / "a2c.md"
 PRODUCT = ("rl_system", "envs", "launch/configs")
 """The paths whose code a figure measures: a figure from a commit where they differ from the speed
 sitting's is marked as measured on older code."""
@@ -251,6 +252,13 @@ def render_speed() -> str:
     return body.split("\n", 2)[2]  # without its own heading: the page has one
 
 
+def render_a2c() -> str:
+    """docs/results.md's A2C table: the latest ``python -m bench.bench_a2c``, as it wrote it."""
+    if not A2C_MD.is_file():
+        raise ReportError(f"{_shown(A2C_MD)}: no such results file (python -m bench.bench_a2c writes it)")
+    return A2C_MD.read_text().split("\n", 2)[2]  # without its own heading: the page has one
+
+
 def render_report() -> str:
     """docs/results.md's benchmark-report tables, from the latest full ``python -m bench.report``."""
     return render_markdown(_load(REPORT_JSON))
@@ -268,7 +276,8 @@ _REGISTRY = (ROOT / "rl_system" / "algos" / "registry.py",)
 SUPPORTS = Block("supports", ROOT / "README.md", *_marker("supports"), capability_tables.render_supports, _REGISTRY)
 ALGORITHMS = Block("algorithms", ROOT / "docs" / "reference.md", *_marker("algorithms"),
                    capability_tables.render_algorithms, _REGISTRY)
-BLOCKS = (GLANCE, SPEED, REPORT, SUPPORTS, ALGORITHMS)
+A2C = Block("a2c", ROOT / "docs" / "results.md", *_marker("a2c"), render_a2c, (A2C_MD,))
+BLOCKS = (GLANCE, SPEED, REPORT, SUPPORTS, ALGORITHMS, A2C)
 
 
 # -- the pages ------------------------------------------------------------------------------

@@ -48,6 +48,9 @@ VARIANTS = {
     "mappo_joint": ("examples/cue_match/config_memory.yaml", COMMON + [
         "workers.num_envs=8", "mappo.num_minibatches=3", "mappo.num_epochs=2", "mappo.recurrent_size=16",
         "mappo.central_value=joint", "env.kwargs={num_agents: 3, k: 4, horizon: 8, memory: true, early: true}"]),
+    # A2C: one step on the whole round, its sums over the group's rows, normalised advantages over the group.
+    "a2c": ("launch/configs/cartpole_a2c.yaml", COMMON + ["workers.num_envs=8", "a2c.normalize_advantage=true",
+                                                         "a2c.ent_coef=0.01"]),
 }
 
 

@@ -16,6 +16,7 @@ PACKAGES = (
     "rl_system.algos.ppo",
     "rl_system.algos.mappo",
     "rl_system.algos.hmasd",
+    "rl_system.algos.a2c",
 )
 """One line per algorithm: the package whose ``spec`` module declares ``SPEC``."""
 

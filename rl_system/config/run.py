@@ -105,6 +105,7 @@ class RunConfigBase(Strict):
         spec = registry.get_spec(self.algo)
         asked = ((self.model.network is not None, cap.MODEL_SECTION, "model.network"),
                  (self.model.recurrent != "none", cap.MODEL_SECTION, "model.recurrent"),
+                 (self.model.recurrent != "none", cap.RECURRENT, "model.recurrent"),
                  (self.ppo.value_target == "vtrace", cap.VTRACE, "ppo.value_target: vtrace"),
                  (self.ppo.ratio_anchor == "proximal", cap.PROXIMAL, "ppo.ratio_anchor: proximal"),
                  (self.learner.compile, cap.COMPILE, "learner.compile"),

@@ -15,9 +15,11 @@ import ray
 
 from rl_system import openmp, ray_env
 from rl_system.actors.placement import check_placement
-from rl_system.algos import get_algorithm
+from rl_system.algos import get_algorithm, registry
+from rl_system.algos import spec as cap
 from rl_system.config import ConfigError, RunConfig
 from rl_system.envs import EntryPointError, make_env
+from rl_system.envs.base import is_multi_agent
 from rl_system.errors import one_line
 from rl_system.run.address import check_reachable  # noqa: F401 - re-exported for the CLIs
 
@@ -120,6 +122,11 @@ def probe_specs(cfg: RunConfig) -> tuple[Any, Any]:
     probe.close()
     if cfg.selfplay.enabled and not callable(getattr(probe, "set_opponent", None)):
         raise ConfigError(f"selfplay.enabled: env {cfg.env.name!r} has no pluggable opponent (set_opponent)")
+    kind = cap.MULTI_AGENT if is_multi_agent(action_spec) else cap.SINGLE_AGENT
+    try:
+        registry.require(cfg.algo, kind, f"env {name!r}")
+    except registry.MissingCapability as err:
+        raise ConfigError(str(err)) from None
     try:
         get_algorithm(cfg.algo).make_policy(obs_spec, action_spec, cfg)
     except ConfigError:

@@ -1,0 +1,106 @@
+"""A2C beside Stable-Baselines3's A2C with the RL Zoo's settings: the same return at equal env steps,
+and the wall time to the peer's final return.
+
+    python -m bench.bench_a2c [--seeds 0 1 2] [--steps 500000] [--systems rl_system sb3_a2c] [--out DIR]
+    python -m bench.bench_a2c --from-runs bench/results/a2c/CartPole_*_s[0-9].json.xz    # the table again
+
+rl_system trains ``launch/configs/cartpole_a2c.yaml`` (the Zoo's CartPole-v1 geometry: 8 envs x
+5 steps an update) on its torch CartPole, whose dynamics are Gymnasium's CartPole-v1 bit for bit;
+the peer is :mod:`bench.peers.sb3_a2c` on Gymnasium's env. Both run the whole budget (no stop at
+475) and keep a curve of the 100-episode mean training return. The table gives, per seed, that
+return at a quarter, half and all of the budget, the env steps to 475, and each system's wall time
+to the peer's final return on that seed. Writes one ``.json.xz`` per run and ``a2c.{json,md}`` to ``--out``
+(default ``bench/results/a2c``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from pathlib import Path
+from typing import Any
+
+from bench.harness.learning import first_at, read_run, train_row
+from bench.harness.markdown import md_table
+from bench.harness.results import RESULTS, write_run, write_tables
+from bench.harness.stamp import where_it_ran
+
+CONFIG = "launch/configs/cartpole_a2c.yaml"
+SYSTEMS = ("rl_system", "sb3_a2c")
+
+
+def at(curve: list, steps: int) -> float | None:
+    """The curve's return at the first row at or past ``steps`` env steps."""
+    return next((row[2] for row in curve if row[0] >= steps), None)
+
+
+STORED_POINTS = 250
+"""A run's curve is kept at about this many points (a round of 40 env steps is a point: 12,500 of them)."""
+
+
+def thinned(curve: list) -> list:
+    """About :data:`STORED_POINTS` rows of ``curve``, its last row kept."""
+    step = max(1, len(curve) // STORED_POINTS)
+    return curve[::step] + ([curve[-1]] if (len(curve) - 1) % step else [])
+
+
+def run(system: str, seed: int, steps: int, out: Path) -> dict[str, Any]:
+    if system == "sb3_a2c":
+        from bench.peers.sb3_a2c import run as sb3
+
+        return {**sb3("CartPole-v1", steps, seed), **where_it_ran()}
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="bench_a2c_"))
+    try:
+        row = train_row(CONFIG, [f"max_env_steps={steps}", "stop_at_target=false", "checkpoint.every_rounds=0"], seed,
+                        folder / f"a2c-s{seed}")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return {**row, "peer": "rl_system", "env": "CartPole", "run_dir": None}
+
+
+def markdown(st: dict[str, Any], runs: list[dict[str, Any]], command: str) -> str:
+    steps = max(r["env_steps"] for r in runs)
+    marks = (steps // 4, steps // 2, steps)
+    peer_final = {r["seed"]: r["final_return"] for r in runs if r["peer"] == "sb3_a2c"}
+    header = ["system", "seed", *(f"return at {m // 1000}k" for m in marks), "env steps to 475", "wall s",
+              "env steps/s", "wall s to the peer's final return"]
+    body = []
+    for r in sorted(runs, key=lambda r: (r["peer"] != "rl_system", r["seed"])):
+        hit = first_at(r["curve"], 475.0)
+        reach = first_at(r["curve"], peer_final[r["seed"]]) if r["seed"] in peer_final else None
+        body.append([r["peer"], r["seed"], *(f"{v:.1f}" if (v := at(r["curve"], m)) is not None else "–" for m in marks),
+                     f"{hit[0]:,}" if hit else "not reached", f"{r['train_wall_s']:.0f}",
+                     f"{r['env_steps'] / r['train_wall_s']:,.0f}", f"{reach[1]:.0f}" if reach else "–"])
+    finals = {p: [r["final_return"] for r in runs if r["peer"] == p] for p in SYSTEMS}
+    means = "; ".join(f"{p} {statistics.mean(v):.1f}" for p, v in finals.items() if v)
+    return "\n".join([f"# A2C beside Stable-Baselines3 on CartPole ({st['date_utc']}, commit {st['commit']})", "",
+                      f"`{command}` on {st['cpu']} ({st['cores']} cores), torch {st['torch']}, Ray {st['ray']}.", "",
+                      *md_table(header, body), "", f"Mean final return over the seeds: {means}."]) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m bench.bench_a2c", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    ap.add_argument("--steps", type=int, default=500_000)
+    ap.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS))
+    ap.add_argument("--from-runs", nargs="+", type=Path, default=None, metavar="JSON",
+                    help="the table again from stored runs (CartPole_<system>_s<seed>.json.xz)")
+    ap.add_argument("--out", type=Path, default=RESULTS / "a2c")
+    args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    runs = [read_run(p) for p in args.from_runs or ()]
+    for seed in [] if args.from_runs else args.seeds:
+        for system in args.systems:
+            print(f"seed {seed}: {system} ...", flush=True)
+            r = run(system, seed, args.steps, args.out)
+            r["curve"] = thinned(r["curve"])  # the table reads what is stored
+            r["source"] = str(write_run(args.out / f"CartPole_{system}_s{seed}", r))
+            runs.append(r)
+    print(write_tables(args.out, "a2c", runs, markdown, "python -m bench.bench_a2c", argv))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""The A2C trainer (learner side): one gradient step per round on the whole batch, as
+Stable-Baselines3's ``A2C.train``:
+
+    loss = -mean(advantage * log pi(a|s)) - ent_coef * mean(entropy) + vf_coef * mean((return - V(s))^2)
+
+with the advantages and returns of GAE (``gae_lambda`` 1: n-step returns bootstrapped from the
+value after the rollout and, on time-limit truncations, from ``V(final_obs)``), the gradients
+clipped to ``max_grad_norm`` and RMSprop (``alpha`` 0.99, ``eps`` 1e-5). The value loss is the
+mean squared error, not half of it (SB3's ``F.mse_loss``).
+
+The batch is ``[T, N]`` columns joined along the env axis (:func:`rl_system.rollout.contract.concat`).
+In a learner group each learner sums its rows' terms and divides by the whole round's rows; the
+update core all-reduces the gradients, so every learner takes the one-learner step.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from rl_system import collective
+from rl_system.algos.a2c.config import A2CConfig
+from rl_system.algos.adam import make_adam
+from rl_system.algos.advantages import compute_gae
+from rl_system.algos.update import Trainer, UpdateCore
+from rl_system.rollout import contract as col
+from rl_system.rollout.contract import OBS, observations
+
+A2C_STATS = ("policy_loss", "value_loss", "entropy")
+"""The statistics of a step, minibatch means (``train/``)."""
+
+
+class A2C(Trainer):
+    """A :class:`~rl_system.algos.protocols.Trainer` on the shared update core."""
+
+    def __init__(self, policy: nn.Module, cfg: A2CConfig, group: collective.Collective = collective.SOLO):
+        self.policy, self.cfg = policy, cfg
+        params = list(policy.parameters())
+        if cfg.optimizer == "rmsprop":
+            self.optimizer = torch.optim.RMSprop(params, lr=cfg.lr, alpha=cfg.rms_prop_alpha, eps=cfg.eps)
+        else:
+            self.optimizer = make_adam(params, lr=cfg.lr, eps=cfg.eps)
+        self.core = UpdateCore(self.optimizer, params, lr=cfg.lr, anneal_lr=cfg.anneal_lr,
+                               max_grad_norm=cfg.max_grad_norm, group=group)
+
+    def state_dict(self) -> dict:
+        return {"optimizer": self.optimizer.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+
+    def prepare(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Advantages and returns of the round, every column flattened to ``[T*N, ...]``."""
+        cfg = self.cfg
+        done = batch[col.TERMINATED] | batch[col.TRUNCATED]
+        reward = batch[col.REWARD] + cfg.gamma * batch[col.TRUNC_VALUE]
+        adv, ret = compute_gae(reward, batch[col.VALUE], done, batch[col.LAST_VALUE], cfg.gamma, cfg.gae_lambda)
+        data = {k: v for k, v in batch.items() if k.startswith(OBS)}
+        data.update({col.ACTION: batch[col.ACTION], col.VALUE: batch[col.VALUE], col.ADVANTAGE: adv, col.RETURN: ret})
+        return {k: v.flatten(0, 1) for k, v in data.items()}
+
+    def _loss(self, data: dict[str, torch.Tensor], rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(loss, sums)``: this learner's share of the round's loss (its rows' terms over the
+        group's ``rows``) and the sums of :data:`A2C_STATS` (no grad)."""
+        cfg = self.cfg
+        logp, entropy, value = self.policy.evaluate(observations(data), data[col.ACTION])
+        adv = data[col.ADVANTAGE]
+        if cfg.normalize_advantage and rows > 1:
+            mean, std = self.group.mean_std(adv)
+            adv = (adv - mean) / (std + 1e-8)
+        pg = -(adv * logp).sum()
+        v = (data[col.RETURN] - value).square().sum()
+        ent = entropy.sum()
+        loss = (pg - cfg.ent_coef * ent + cfg.vf_coef * v) / rows
+        return loss, torch.stack([pg, v, ent]).detach()
+
+    def update(self, batch: dict[str, torch.Tensor], progress: float) -> dict[str, float]:
+        """One step on the round's batch; ``progress`` in [0, 1] drives the learning rate's annealing."""
+        core = self.core
+        lr = core.set_lr(progress)
+        data = self.prepare(batch)
+        shard = collective.Shard.of(batch[col.REWARD].shape, self.group)
+        rows = shard.global_envs * shard.T
+        done = core.run_epochs(1, lambda: [data],
+                               lambda d: core.step(lambda: core.backward(lambda: self._loss(d, rows)), A2C_STATS, rows))
+        metrics = done.means(A2C_STATS)
+        metrics.update(done.report(lr))
+        metrics["explained_variance"] = self.group.explained_variance(data[col.VALUE], data[col.RETURN])
+        return metrics
