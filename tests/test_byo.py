@@ -54,7 +54,7 @@ BAD_INPUT = [
     (["env.name=byo_fixtures:WideMask"],
      r"'action_mask' must be bool of shape \(6,\) \(sum\(nvec\) = 6 flags for MultiDiscrete\(\(3, 3\)\)\), got .*\(9,\)"),
     (["env.kwargs={}", "env.name=gym:byo_fixtures:ByoMaskCollision-v0"], r"Dict observation key 'action_mask' collides"),
-    (["algo=hmasd", "model.network=byo_fixtures:NoEvaluate"], r"model\.network: needs a network from the model: section, which algo 'hmasd' lacks; algo ppo has it"),
+    (["algo=hmasd", "model.network=byo_fixtures:NoEvaluate"], r"model\.network: needs a network from the model: section, which algo 'hmasd' lacks; algo ppo, a2c have it"),
 ]
 
 

@@ -65,7 +65,7 @@ def test_require_names_the_capability_and_every_algorithm_with_it():
     with pytest.raises(registry.MissingCapability) as err:
         registry.require("hmasd", cap.EXPORT, "rl-system export")
     assert str(err.value) == ("rl-system export: needs ONNX and TorchScript export, which algo 'hmasd' lacks; "
-                              "algo ppo, mappo have it")
+                              "algo ppo, mappo, a2c have it")
     registry.require("mappo", cap.EXPORT, "rl-system export")  # had: nothing raised
 
 
