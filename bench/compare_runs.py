@@ -44,6 +44,12 @@ def max_abs_diff(a: dict, b: dict) -> float:
     return 0.0 if a == b else float("inf")
 
 
+def trainer_state(state: dict) -> dict:
+    """A checkpoint's trainer state in today's layout: ``{"optimizer": ..., ...}`` (HMASD's
+    checkpoints before the update core owned the optimiser held its bare state)."""
+    return state if "optimizer" in state else {"optimizer": state}
+
+
 def compare(run_a: Path, run_b: Path) -> list[tuple[int, int, float, float]]:
     """``(version, env steps, weights' max |diff|, optimiser's max |diff|)`` at every version both
     runs kept, in order."""
@@ -55,7 +61,7 @@ def compare(run_a: Path, run_b: Path) -> list[tuple[int, int, float, float]]:
         la, lb = sa[keys.LEARNER], sb[keys.LEARNER]
         steps = la[keys.ENV_STEPS] if la[keys.ENV_STEPS] == lb[keys.ENV_STEPS] else -1
         rows.append((version, steps, max_abs_diff(la[keys.MODEL], lb[keys.MODEL]),
-                     max_abs_diff(la[keys.OPTIMIZER], lb[keys.OPTIMIZER])))
+                     max_abs_diff(trainer_state(la[keys.OPTIMIZER]), trainer_state(lb[keys.OPTIMIZER]))))
     return rows
 
 

@@ -11,6 +11,7 @@ import torch
 from examples.cue_match.env import CueMatch
 from rl_system.algos import get_algorithm
 from rl_system.algos.mappo import columns as col
+from rl_system.algos.update import Minibatch
 from rl_system.config import ConfigError, load_config
 from rl_system.envs.base import AgentBox, AgentDiscrete, AgentMultiDiscrete, TensorSpec
 
@@ -183,18 +184,18 @@ def test_agents_that_leave_early_carry_no_loss_after_they_left():
     scrambled = dict(data, **{col.ACTION: torch.where(inactive, 1 - data[col.ACTION].clamp(max=1),
                                                       data[col.ACTION])})
     rows = int(data[col.ACTIVE].sum())
-    assert torch.equal(trainer._loss(data, rows)[0], trainer._loss(scrambled, rows)[0])
+    assert torch.equal(trainer.loss(Minibatch(data, rows))[0], trainer.loss(Minibatch(scrambled, rows))[0])
 
 
 def test_ppo_and_hmasd_refuse_what_they_cannot_train_in_one_line(tmp_path):
     from rl_system.run.startup import probe_specs
 
-    with pytest.raises(ConfigError, match=r"algo ppo trains single-agent envs.*use algo: mappo"):
+    with pytest.raises(ConfigError, match=r"needs multi-agent envs, which algo 'ppo' lacks; algo mappo, hmasd have it"):
         probe_specs(load_config(None, ["env.name=examples.cue_match.env:CueMatch"]))
     with pytest.raises(ConfigError, match=r"hmasd on env .*needs a multi-agent env.*AgentBox"):
         probe_specs(load_config(None, ["algo=hmasd", "env.name=examples.cue_match.env:CueMatch",
                                        "env.kwargs={continuous: true}"]))
-    with pytest.raises(ConfigError, match=r"mappo on env 'CartPole': algo mappo needs a multi-agent env"):
+    with pytest.raises(ConfigError, match=r"^env 'CartPole': needs single-agent envs, which algo 'mappo' lacks; algo ppo, a2c have it$"):
         probe_specs(load_config(None, ["algo=mappo", "env.name=CartPole"]))
 
 

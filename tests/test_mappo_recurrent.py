@@ -153,7 +153,8 @@ def test_sequence_minibatches_keep_every_agent_of_an_env_sequence_together():
     data["env"] = torch.arange(N).view(1, N, 1).expand(T, N, n)
     data[col.INIT_STATE] = torch.arange(N, dtype=torch.float32).view(N, 1, 1).expand_as(data[col.INIT_STATE])
     seen = []
-    for mb, rows in trainer._minibatches(trainer.minibatches(data, batch)):
+    for minibatch in trainer.epochs(data, batch)():
+        mb, rows = minibatch.data, minibatch.rows
         envs = mb["env"][0, :, 0]
         assert mb[col.LOGP].shape == (T, len(envs), n)
         assert torch.equal(mb["env"], envs.view(1, -1, 1).expand(T, -1, n))  # whole sequences, all agents
@@ -189,7 +190,7 @@ def test_a_gru_learns_the_cue_shown_once_which_feedforward_mappo_cannot():
 BAD = [("mappo.recurrent=rnn", r"mappo\.recurrent: Input should be 'none', 'gru' or 'lstm' \(got 'rnn'\)"),
        ("mappo.recurrent_size=0", r"mappo\.recurrent_size: Input should be greater than 0"),
        ("model.recurrent=gru", r"model\.recurrent: needs a network from the model: section, which algo 'mappo' lacks; "
-                               r"algo ppo has it \(its own: mappo\.recurrent\)")]
+                               r"algo ppo, a2c have it \(its own: mappo\.recurrent\)")]
 
 
 @pytest.mark.parametrize("override,expected", BAD, ids=["kind", "size", "ppo_key"])

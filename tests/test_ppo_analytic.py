@@ -10,6 +10,7 @@ from torch import nn
 from rl_system.algos.ppo import PPO
 from rl_system.algos.ppo.analytic import unsupported
 from rl_system.algos.ppo.policy import ActorCritic, RecurrentActorCritic
+from rl_system.algos.update import Minibatch
 from rl_system.config import ModelConfig, PPOConfig, RunConfig
 from rl_system.envs.base import Box, Discrete, MultiDiscrete, TensorSpec
 
@@ -142,7 +143,7 @@ def test_closed_form_under_bf16_autocast_takes_autograd_once_with_a_warning():
     trainer = PPO(policy, PPOConfig(), gradients="closed_form")
     mb = _minibatch(policy)
     with torch.autocast("cpu", dtype=torch.bfloat16), pytest.warns(UserWarning, match="bf16 update uses autograd"):
-        trainer._minibatch_step(mb, len(mb["logp"]))
+        trainer.step(Minibatch(mb, len(mb["logp"])))
     assert trainer.closed_form is None
 
 

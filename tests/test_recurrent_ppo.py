@@ -14,6 +14,7 @@ from conftest import start_ray
 
 from rl_system.algos import get_algorithm
 from rl_system.algos.recurrent import RecurrentCore, episode_starts, unroll
+from rl_system.algos.update import Minibatch
 from rl_system.checkpoint.resume import find_resume
 from rl_system.checkpoint.store import CheckpointStore
 from rl_system.cli.main import main
@@ -119,7 +120,7 @@ def test_burn_in_steps_carry_no_loss():
         data["advantage"][:20] = 0.0 if scale == 1.0 else 1e6  # only the first 20 steps differ
         trainer.optimizer.zero_grad()
         rows = (data["logp"].shape[0] - 20) * data["logp"].shape[1]  # loss rows: steps after burn-in
-        trainer._minibatch_step({**data, "advantage": data["advantage"]}, rows)
+        trainer.step(Minibatch({**data, "advantage": data["advantage"]}, rows))
         grads.append(torch.cat([p.detach().flatten() for p in trainer.policy.parameters()]))
     assert torch.allclose(grads[0], grads[1])
 
@@ -169,9 +170,9 @@ def test_recurrent_resume_matches_the_uninterrupted_run(ray_session, tmp_path):
 
 
 BAD = [
-    (["env.name=AliceBob", "env.kwargs={}", "model.recurrent=gru"], r"algo ppo trains single-agent envs; this env has AgentDiscrete"),
+    (["env.name=AliceBob", "env.kwargs={}", "model.recurrent=gru"], r"env 'AliceBob': needs multi-agent envs, which algo 'ppo' lacks; algo mappo, hmasd have it"),
     (["ppo.burn_in=32"], r"ppo\.burn_in \(32\) must be below workers\.rollout_len \(32\)"),
-    (["algo=hmasd", "env.name=AliceBob", "env.kwargs={}"], r"model\.recurrent: needs a network from the model: section, which algo 'hmasd' lacks; algo ppo has it \(its own: hmasd\.hidden\)"),
+    (["algo=hmasd", "env.name=AliceBob", "env.kwargs={}"], r"model\.recurrent: needs a network from the model: section, which algo 'hmasd' lacks; algo ppo, a2c have it \(its own: hmasd\.hidden\)"),
     (["env.name=CartPole", "model.encoders={obs: nature}"], r"model\.encoders\.obs: a 'nature' encoder needs an image"),
 ]
 

@@ -51,7 +51,8 @@ class Sampler(Protocol):
 
 @runtime_checkable
 class Trainer(Protocol):
-    """Learner side: owns the optimisers; updates the policy in place."""
+    """Learner side: updates the policy in place (the built-in trainers on
+    :class:`rl_system.algos.update.Trainer`, whose update core owns the optimiser)."""
 
     skipped_updates: int
     """Minibatch steps dropped so far for a non-finite loss or gradient (weights untouched)."""

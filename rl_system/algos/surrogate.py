@@ -1,4 +1,5 @@
-"""PPO's clipped surrogate, shared by PPO and both levels of HMASD (the only place it is written)."""
+"""PPO's clipped surrogate, shared by PPO and both levels of HMASD (the only place it is written),
+and the actor-critic loss that PPO, multi-agent PPO and A2C make of their sums."""
 
 from __future__ import annotations
 
@@ -7,6 +8,16 @@ import torch
 PPO_STATS = ("pg_loss", "v_loss", "entropy", "approx_kl", "clip_frac")
 """The statistics of a PPO minibatch step, in the order :func:`ppo_sums`' callers stack them
 (policy loss, value loss, entropy, approximate KL, clipped share), reported as global minibatch means."""
+
+
+def actor_critic_loss(pg: torch.Tensor, v: torch.Tensor, ent: torch.Tensor, ent_coef: float, vf_coef: float,
+                      rows: int, *more: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(loss, statistics)`` of a minibatch from its sums over this learner's rows: the loss
+    ``(pg - ent_coef * ent + vf_coef * v) / rows`` (this learner's share of the mean over the
+    group's ``rows``) and ``[pg, v, ent, *more]`` stacked, without grad."""
+    loss = (pg - ent_coef * ent + vf_coef * v) / rows
+    with torch.no_grad():
+        return loss, torch.stack([pg, v, ent, *more]).detach()
 
 
 def approx_kl(log_ratio: torch.Tensor) -> torch.Tensor:

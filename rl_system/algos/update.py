@@ -1,8 +1,12 @@
 """The update every algorithm runs: epochs of minibatch steps on one round's prepared batch.
 
-An algorithm is its preparation (GAE, V-trace, the hierarchy's returns: what the epochs train on)
-and its loss. Everything between the two is written here once:
+An algorithm is its preparation (GAE, V-trace, the hierarchy's returns: what the epochs train on),
+its minibatches' row counts and its loss. Everything between the two is written here once:
 
+* :class:`Trainer.update` -- the round's skeleton: the learning rate, ``prepare``, the epochs over
+  ``minibatches``, the round's metrics;
+* :class:`UpdateCore` -- builds the optimiser from an :class:`OptimizerSpec` and owns it and its
+  checkpointed state (:meth:`UpdateCore.state_dict`);
 * :meth:`UpdateCore.set_lr` -- the learning rate for the share of the step budget used (linear
   annealing where configured), times ``lr_scale`` (a rollback on collapse lowers it);
 * :class:`Minibatches` -- the epochs of a flat batch (rows are steps) or of sequences (rows are
@@ -25,13 +29,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any, Literal, TypeVar
 
 import torch
 from torch import nn
 
 from rl_system import collective
 from rl_system.algos import LR, MINIBATCH_STEPS, SKIPPED_MINIBATCHES
+from rl_system.algos.adam import make_adam
 
 M = TypeVar("M")
 
@@ -67,20 +73,39 @@ class EpochStats:
         return out
 
 
+@dataclass(frozen=True)
+class OptimizerSpec:
+    """The optimiser an algorithm asks of the core: ``kind`` ``adam`` (:func:`~rl_system.algos.adam.make_adam`;
+    ``fused: false`` takes ``torch.optim.Adam``'s default steps) or ``rmsprop`` (``torch.optim.RMSprop``
+    with smoothing ``alpha``), at learning rate ``lr`` with ``eps``."""
+
+    lr: float
+    eps: float = 1e-5
+    kind: Literal["adam", "rmsprop"] = "adam"
+    fused: bool = True
+    alpha: float = 0.99
+
+    def build(self, params: Sequence[nn.Parameter]) -> Any:
+        if self.kind == "rmsprop":
+            return torch.optim.RMSprop(params, lr=self.lr, alpha=self.alpha, eps=self.eps)
+        return make_adam(params, lr=self.lr, eps=self.eps, fused=self.fused)
+
+
 class UpdateCore:
-    """The optimiser's side of an update, shared by every algorithm.
+    """The optimiser's side of an update, shared by every algorithm: it builds the optimiser of
+    ``spec`` over ``params`` and owns it, its checkpointed state and its learning rate.
 
     ``params``: the policy's parameters in a fixed order (the group reduces their gradients as one
     flat buffer); ``clip_groups``: the sets whose gradient norms are clipped each on its own to
     ``max_grad_norm`` (default: all of ``params`` together); ``group``: the learner group."""
 
-    def __init__(self, optimizer: Any, params: Sequence[nn.Parameter], *, lr: float, anneal_lr: bool,
+    def __init__(self, params: Iterable[nn.Parameter], spec: OptimizerSpec, *, anneal_lr: bool,
                  max_grad_norm: float, clip_groups: Sequence[Sequence[nn.Parameter]] | None = None,
                  group: collective.Collective = collective.SOLO):
-        self.optimizer = optimizer
         self.params = list(params)
+        self.optimizer = spec.build(self.params)
         self.clip_groups = [list(g) for g in clip_groups] if clip_groups is not None else [self.params]
-        self.lr, self.anneal_lr, self.max_grad_norm = lr, anneal_lr, max_grad_norm
+        self.lr, self.anneal_lr, self.max_grad_norm = spec.lr, anneal_lr, max_grad_norm
         self.group = group
         self.lr_scale = 1.0
         self.skipped_updates = 0
@@ -94,8 +119,25 @@ class UpdateCore:
             g["lr"] = lr
         return lr
 
+    def state_dict(self) -> dict[str, Any]:
+        """What a checkpoint keeps of the optimiser: ``{"optimizer": its state}``."""
+        return {"optimizer": self.optimizer.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """From :meth:`state_dict`, or from an optimiser's bare state (HMASD's checkpoints and
+        PPO's first ones held it so)."""
+        self.optimizer.load_state_dict(state["optimizer"] if "optimizer" in state else state)
+
     def zero_grad(self) -> None:
         self.optimizer.zero_grad(set_to_none=True)
+
+    def idle_step(self, names: Sequence[str], rows: int = 1) -> dict[str, float] | None:
+        """The step of a learner that holds no row of a minibatch: zero statistics, no gradients,
+        and it still joins the group's reduce (whose sums are the whole minibatch's)."""
+        def gradients() -> torch.Tensor:
+            self.zero_grad()
+            return torch.zeros(len(names), device=self.params[0].device)
+        return self.step(gradients, names, rows)
 
     def backward(self, loss_fn: Callable[[], tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
         """A :data:`Gradients` by autograd: zeroes the gradients, backpropagates ``loss_fn()``'s
@@ -157,11 +199,103 @@ class UpdateCore:
         return out
 
 
+@dataclass
+class Minibatch:
+    """One step's share of a minibatch: ``data``, this learner's rows (maybe none: ``held`` false);
+    ``rows``, the loss rows of the whole minibatch over the group (its losses are sums divided by
+    them); ``extra``, what else the algorithm's loss takes (e.g. the group's advantage statistics)."""
+
+    data: dict[str, torch.Tensor]
+    rows: int = 1
+    extra: Any = None
+    held: bool = True
+
+
 class Trainer:
-    """Base of the trainers built on an :class:`UpdateCore` (``self.core``): the
-    :class:`~rl_system.algos.protocols.Trainer` attributes that the learner reads and sets."""
+    """Base of the trainers built on an :class:`UpdateCore` (``self.core``): the round's skeleton
+    (:meth:`update`) and the :class:`~rl_system.algos.protocols.Trainer` attributes that the learner
+    reads and sets. An algorithm writes :meth:`prepare`, :meth:`epochs` and :meth:`loss` (and
+    names its statistics in ``stat_names``); the hooks (:meth:`epochs_context`,
+    :meth:`round_metrics`, :meth:`step`, :meth:`extra_state`) are there where it needs more."""
 
     core: UpdateCore
+    stat_names: tuple[str, ...] = ()
+    """The statistics a step reports, in the order :meth:`loss` stacks them."""
+
+    # -- the skeleton ------------------------------------------------------------------------
+    def update(self, batch: dict[str, torch.Tensor], progress: float) -> dict[str, float]:
+        """One round: the learning rate for ``progress`` in [0, 1] (the share of the step budget
+        used), :meth:`prepare`, ``num_epochs`` passes over the minibatches of :meth:`epochs` (stopping early past
+        ``target_kl``), then the means of the steps' statistics, :meth:`round_metrics` and the
+        core's report (lr, steps taken and dropped)."""
+        core = self.core
+        lr = core.set_lr(progress)
+        data = self.prepare(batch)
+        with self.epochs_context(data):
+            done = core.run_epochs(self.num_epochs, self.epochs(data, batch), self.step, self.target_kl)
+        metrics = done.means(self.stat_names)
+        metrics.update(self.round_metrics(batch, data))
+        metrics.update(done.report(lr))
+        return metrics
+
+    num_epochs: int = 1
+    """Passes over the round's batch (an algorithm's config usually sets it)."""
+    target_kl: float | None = None
+    """Stop the epochs after the first step whose ``approx_kl`` passes it (None: never)."""
+
+    def prepare(self, batch: dict[str, torch.Tensor]) -> Any:
+        """What the epochs train on, from a round's batch (``[T, N, ...]`` columns)."""
+        raise NotImplementedError
+
+    def epochs(self, data: Any, batch: dict[str, torch.Tensor]) -> Callable[[], Iterable[Minibatch]]:
+        """The round's epochs over ``data = prepare(batch)``: a function that draws one epoch's
+        minibatches each time it is called."""
+        raise NotImplementedError
+
+    def loss(self, mb: Minibatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(loss, statistics)``: this learner's share of the minibatch's loss (differentiable)
+        and its statistics ``[len(stat_names)]`` (sums over its rows; no grad)."""
+        raise NotImplementedError
+
+    def step(self, mb: Minibatch) -> dict[str, float] | None:
+        """One gradient step on ``mb``: autograd of :meth:`loss` (an idle step where this learner
+        holds none of its rows); None where it was dropped (not finite)."""
+        core = self.core
+        if not mb.held:
+            return core.idle_step(self.stat_names, mb.rows)
+        return core.step(lambda: core.backward(lambda: self.loss(mb)), self.stat_names, mb.rows)
+
+    def epochs_context(self, data: Any) -> AbstractContextManager:
+        """The context the epochs run in (e.g. inference mode where no step needs autograd)."""
+        return nullcontext()
+
+    def round_metrics(self, batch: dict[str, torch.Tensor], data: Any) -> dict[str, float]:
+        """The round's metrics besides the steps' statistics, computed after the epochs."""
+        return {}
+
+    # -- checkpointed state --------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """The core's optimiser state and the algorithm's :meth:`extra_state`: what a checkpoint
+        needs besides the policy weights."""
+        return {**self.core.state_dict(), **self.extra_state()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.core.load_state_dict(state)
+        self.load_extra_state(state)
+
+    def extra_state(self) -> dict[str, Any]:
+        """The algorithm's own checkpointed state (e.g. reward-scaling statistics), beside ``optimizer``."""
+        return {}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        """Restores :meth:`extra_state` from a checkpoint's trainer state (keys may be missing in
+        older checkpoints)."""
+
+    # -- what the learner reads and sets ----------------------------------------------------------
+    @property
+    def optimizer(self) -> Any:
+        """The core's optimiser."""
+        return self.core.optimizer
 
     @property
     def group(self) -> collective.Collective:
@@ -200,6 +334,11 @@ class Epoch:
     spans: list[tuple[int, int]]
     sizes: list[int]
     source: Minibatches
+
+    def held(self, i: int) -> bool:
+        """Whether this learner holds any row of minibatch ``i``."""
+        lo, hi = self.spans[i]
+        return hi > lo
 
     def __iter__(self) -> Iterator[tuple[dict[str, torch.Tensor], int, int]]:
         """``(minibatch, its index, its rows over the group)``; the minibatch's columns are views,

@@ -15,14 +15,16 @@ update core all-reduces the gradients, so every learner takes the one-learner st
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import nn
 
 from rl_system import collective
 from rl_system.algos.a2c.config import A2CConfig
-from rl_system.algos.adam import make_adam
 from rl_system.algos.advantages import compute_gae
-from rl_system.algos.update import Trainer, UpdateCore
+from rl_system.algos.surrogate import actor_critic_loss
+from rl_system.algos.update import Minibatch, OptimizerSpec, Trainer, UpdateCore
 from rl_system.rollout import contract as col
 from rl_system.rollout.contract import OBS, observations
 
@@ -31,23 +33,17 @@ A2C_STATS = ("policy_loss", "value_loss", "entropy")
 
 
 class A2C(Trainer):
-    """A :class:`~rl_system.algos.protocols.Trainer` on the shared update core."""
+    """A :class:`~rl_system.algos.protocols.Trainer` on the shared update core: one epoch, one
+    minibatch (the whole round, in its own order)."""
+
+    stat_names = A2C_STATS
 
     def __init__(self, policy: nn.Module, cfg: A2CConfig, group: collective.Collective = collective.SOLO):
         self.policy, self.cfg = policy, cfg
-        params = list(policy.parameters())
-        if cfg.optimizer == "rmsprop":
-            self.optimizer = torch.optim.RMSprop(params, lr=cfg.lr, alpha=cfg.rms_prop_alpha, eps=cfg.eps)
-        else:
-            self.optimizer = make_adam(params, lr=cfg.lr, eps=cfg.eps)
-        self.core = UpdateCore(self.optimizer, params, lr=cfg.lr, anneal_lr=cfg.anneal_lr,
-                               max_grad_norm=cfg.max_grad_norm, group=group)
-
-    def state_dict(self) -> dict:
-        return {"optimizer": self.optimizer.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.optimizer.load_state_dict(state["optimizer"])
+        spec = OptimizerSpec(lr=cfg.lr, eps=cfg.eps, kind="rmsprop" if cfg.optimizer == "rmsprop" else "adam",
+                             alpha=cfg.rms_prop_alpha)
+        self.core = UpdateCore(policy.parameters(), spec, anneal_lr=cfg.anneal_lr, max_grad_norm=cfg.max_grad_norm,
+                               group=group)
 
     def prepare(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Advantages and returns of the round, every column flattened to ``[T*N, ...]``."""
@@ -59,10 +55,15 @@ class A2C(Trainer):
         data.update({col.ACTION: batch[col.ACTION], col.VALUE: batch[col.VALUE], col.ADVANTAGE: adv, col.RETURN: ret})
         return {k: v.flatten(0, 1) for k, v in data.items()}
 
-    def _loss(self, data: dict[str, torch.Tensor], rows: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(loss, sums)``: this learner's share of the round's loss (its rows' terms over the
-        group's ``rows``) and the sums of :data:`A2C_STATS` (no grad)."""
-        cfg = self.cfg
+    def epochs(self, data: dict[str, torch.Tensor], batch: dict[str, torch.Tensor]) -> Callable[[], list[Minibatch]]:
+        """The whole round as one minibatch of the group's ``T * N`` rows."""
+        shard = collective.Shard.of(batch[col.REWARD].shape, self.group)
+        return lambda: [Minibatch(data, shard.global_envs * shard.T)]
+
+    def loss(self, mb: Minibatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """This learner's share of the round's loss (its rows' terms over the group's rows) and
+        the sums of :data:`A2C_STATS`."""
+        cfg, data, rows = self.cfg, mb.data, mb.rows
         logp, entropy, value = self.policy.evaluate(observations(data), data[col.ACTION])
         adv = data[col.ADVANTAGE]
         if cfg.normalize_advantage and rows > 1:
@@ -70,20 +71,7 @@ class A2C(Trainer):
             adv = (adv - mean) / (std + 1e-8)
         pg = -(adv * logp).sum()
         v = (data[col.RETURN] - value).square().sum()
-        ent = entropy.sum()
-        loss = (pg - cfg.ent_coef * ent + cfg.vf_coef * v) / rows
-        return loss, torch.stack([pg, v, ent]).detach()
+        return actor_critic_loss(pg, v, entropy.sum(), cfg.ent_coef, cfg.vf_coef, rows)
 
-    def update(self, batch: dict[str, torch.Tensor], progress: float) -> dict[str, float]:
-        """One step on the round's batch; ``progress`` in [0, 1] drives the learning rate's annealing."""
-        core = self.core
-        lr = core.set_lr(progress)
-        data = self.prepare(batch)
-        shard = collective.Shard.of(batch[col.REWARD].shape, self.group)
-        rows = shard.global_envs * shard.T
-        done = core.run_epochs(1, lambda: [data],
-                               lambda d: core.step(lambda: core.backward(lambda: self._loss(d, rows)), A2C_STATS, rows))
-        metrics = done.means(A2C_STATS)
-        metrics.update(done.report(lr))
-        metrics["explained_variance"] = self.group.explained_variance(data[col.VALUE], data[col.RETURN])
-        return metrics
+    def round_metrics(self, batch: dict[str, torch.Tensor], data: dict[str, torch.Tensor]) -> dict[str, float]:
+        return {"explained_variance": self.group.explained_variance(data[col.VALUE], data[col.RETURN])}

@@ -30,12 +30,13 @@ all-reduced before the per-network clipping: N learners take the one-learner ste
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 import torch
 
 from rl_system import collective
-from rl_system.algos.adam import make_adam
 from rl_system.algos.advantages import compute_gae
 from rl_system.algos.hmasd import columns as col
 from rl_system.algos.hmasd.config import HMASDConfig
@@ -48,7 +49,11 @@ from rl_system.algos.hmasd.returns import low_level_reward, window_gae
 from rl_system.algos.hmasd.trust import TrustRegion
 from rl_system.algos.recurrent import episode_starts
 from rl_system.algos.surrogate import approx_kl
-from rl_system.algos.update import Trainer, UpdateCore
+from rl_system.algos.update import OptimizerSpec, Trainer, UpdateCore
+
+Step = tuple[torch.Tensor | None, torch.Tensor | None, tuple[int, int]]
+"""One step's share of a minibatch: this learner's chunks, its windows, and the whole minibatch's
+``(chunks, windows)`` over the group."""
 
 
 @dataclass
@@ -75,11 +80,12 @@ class HMASDTrainer(Trainer):
 
     def __init__(self, policy: HMASDPolicy, cfg: HMASDConfig, group: collective.Collective = collective.SOLO):
         self.policy, self.cfg = policy, cfg
-        # torch.optim.Adam's default steps (the preset's results were proven on them), without torch.optim
-        self.optimizer = make_adam(policy.parameters(), lr=cfg.lr, eps=1e-5, fused=False)
         self.groups = policy.param_groups()
-        self.core = UpdateCore(self.optimizer, policy.parameters(), lr=cfg.lr, anneal_lr=cfg.anneal_lr,
+        # torch.optim.Adam's default steps (the preset's results were proven on them), not the fused kernel
+        self.core = UpdateCore(policy.parameters(), OptimizerSpec(lr=cfg.lr, fused=False), anneal_lr=cfg.anneal_lr,
                                max_grad_norm=cfg.max_grad_norm, clip_groups=list(self.groups.values()), group=group)
+        self.num_epochs = cfg.num_epochs
+        self._round_plan: MinibatchPlan | None = None  # the round's chunks and windows (epochs())
         self.lambda_h = cfg.lambda_h
         """The coordinator's entropy bonus in this update (``lambda_h_gate`` scales it per round)."""
         self.lambda_l = cfg.lambda_l
@@ -87,15 +93,18 @@ class HMASDTrainer(Trainer):
         self.high_region = (TrustRegion(self.groups["coordinator"], cfg.high_target_kl)
                             if policy.hierarchy and cfg.high_target_kl is not None else None)
 
-    def state_dict(self) -> dict:
-        return self.optimizer.state_dict()
-
-    def load_state_dict(self, state: dict) -> None:
-        self.optimizer.load_state_dict(state)
-
     # -- preparation ---------------------------------------------------------------------------
-    @torch.no_grad()
     def prepare(self, batch: dict[str, torch.Tensor]) -> Prepared:
+        """What the epochs train on (:meth:`samples`) and the round's entropy bonuses. Rewards,
+        advantages and the chunks' initial hiddens in float32 even under bf16 autocast
+        (rl_system.algos.precision): a no-grad pass, a small share of the update."""
+        with torch.autocast(batch[col.REWARD].device.type, enabled=False):
+            prep = self.samples(batch)
+        self._set_bonuses(batch, prep.stats)
+        return prep
+
+    @torch.no_grad()
+    def samples(self, batch: dict[str, torch.Tensor]) -> Prepared:
         """What the epochs train on, computed once per round without gradients (see the module
         docstring, step 1)."""
         cfg, policy, group = self.cfg, self.policy, self.group
@@ -193,25 +202,24 @@ class HMASDTrainer(Trainer):
         return {col.ADVANTAGE: adv, col.RETURN: target, col.OLD_VALUE: old_v}
 
     # -- update --------------------------------------------------------------------------------
-    def update(self, batch: dict[str, torch.Tensor], progress: float) -> dict[str, float]:
-        """One round: the learning rate for ``progress``, :meth:`prepare`, the entropy bonuses for
-        the round, then ``num_epochs`` x ``num_minibatches`` steps over chunks and windows."""
-        lr = self.core.set_lr(progress)
-        # Rewards, advantages and the chunks' initial hiddens in float32 even under bf16 autocast
-        # (rl_system.algos.precision): a no-grad pass, a small share of the update.
-        with torch.autocast(batch[col.REWARD].device.type, enabled=False):
-            prep = self.prepare(batch)
-        self._set_bonuses(batch, prep.stats)
-        plan = self._plan(batch, prep)
+    def epochs_context(self, data: Prepared) -> AbstractContextManager:
+        """The coordinator's trust region (``high_target_kl``) opens for the round."""
         if self.high_region is not None:
             self.high_region.start()
-        done = self.core.run_epochs(self.cfg.num_epochs, plan.minibatches,
-                                    lambda item: self._minibatch_step(plan, *item))
-        metrics = done.means()  # each over the minibatches that had it
-        metrics.update(prep.stats)
+        return nullcontext()
+
+    def epochs(self, data: Prepared, batch: dict[str, torch.Tensor]) -> Callable[[], Iterator[Step]]:
+        """Each epoch a fresh draw of chunks and windows: ``(chunks, windows, rows)`` per step
+        (:class:`~.minibatch.MinibatchPlan`)."""
+        self._round_plan = plan = self._plan(batch, data)
+        return plan.minibatches
+
+    def round_metrics(self, batch: dict[str, torch.Tensor], data: Prepared) -> dict[str, float]:
+        """The preparation's statistics, the trust region's, and the chunks' length."""
+        metrics = dict(data.stats)
         if self.high_region is not None:
             metrics.update(self.high_region.metrics("high_"))
-        metrics.update(done.report(lr), chunk_len=plan.L)
+        metrics["chunk_len"] = self._round_plan.L
         return metrics
 
     def _set_bonuses(self, batch: dict[str, torch.Tensor], stats: dict[str, float]) -> None:
@@ -255,12 +263,13 @@ class HMASDTrainer(Trainer):
         total = self.group.all_reduce(total)
         return float(total[0] / total[1].clamp(min=1))
 
-    def _minibatch_step(self, plan: MinibatchPlan, ci: torch.Tensor | None, wi: torch.Tensor | None,
-                        rows: tuple[int, int]) -> dict[str, float] | None:
+    def step(self, item: Step) -> dict[str, float] | None:  # type: ignore[override]
         """One gradient step on this learner's chunks ``ci`` and windows ``wi`` of a global minibatch
-        of ``rows = (chunks, windows)``; None (weights untouched) if not finite. With the
-        coordinator's KL bound, its step is shrunk or undone after the fact, and once undone the
-        coordinator sits out the round's other minibatches."""
+        of ``rows = (chunks, windows)`` (``item``); None (weights untouched) if not finite. Its own,
+        not the base's: the statistics a step reports depend on whether it holds windows, and with
+        the coordinator's KL bound its step is shrunk or undone after the fact (once undone the
+        coordinator sits out the round's other minibatches)."""
+        plan, (ci, wi, rows) = self._round_plan, item
         region = self.high_region
         if region is not None and not region.active:
             wi, rows = torch.zeros(0, dtype=torch.long, device=plan.low["reset"].device), (rows[0], 0)

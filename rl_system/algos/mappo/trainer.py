@@ -13,19 +13,18 @@ states zeroed where the env's episode began (BPTT over the rollout, as single-ag
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 
 from rl_system import collective
-from rl_system.algos.adam import make_adam
 from rl_system.algos.advantages import compute_gae
 from rl_system.algos.mappo import columns as col
 from rl_system.algos.mappo.config import MAPPOConfig
 from rl_system.algos.protocols import is_recurrent
 from rl_system.algos.recurrent import episode_starts
-from rl_system.algos.surrogate import PPO_STATS, ppo_sums
-from rl_system.algos.update import Minibatches, Trainer, UpdateCore
+from rl_system.algos.surrogate import PPO_STATS, actor_critic_loss, ppo_sums
+from rl_system.algos.update import Minibatch, Minibatches, OptimizerSpec, Trainer, UpdateCore
 from rl_system.envs.base import AGENT_ACTIVE
 from rl_system.rollout.contract import OBS, obs_column, observations
 
@@ -33,18 +32,14 @@ from rl_system.rollout.contract import OBS, obs_column, observations
 class MAPPO(Trainer):
     """A :class:`~rl_system.algos.protocols.Trainer` for :class:`~.networks.MultiAgentActorCritic`."""
 
+    stat_names = PPO_STATS
+
     def __init__(self, policy: torch.nn.Module, cfg: MAPPOConfig, group: collective.Collective = collective.SOLO):
         self.policy, self.cfg = policy, cfg
-        self.optimizer = make_adam(policy.parameters(), lr=cfg.lr, eps=1e-5)
-        self.core = UpdateCore(self.optimizer, policy.parameters(), lr=cfg.lr, anneal_lr=cfg.anneal_lr,
+        self.core = UpdateCore(policy.parameters(), OptimizerSpec(lr=cfg.lr), anneal_lr=cfg.anneal_lr,
                                max_grad_norm=cfg.max_grad_norm, group=group)
+        self.num_epochs, self.target_kl = cfg.num_epochs, cfg.target_kl
         self.recurrent = is_recurrent(policy)
-
-    def state_dict(self) -> dict:
-        return {"optimizer": self.optimizer.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.optimizer.load_state_dict(state["optimizer"])
 
     @torch.no_grad()
     def prepare(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -79,32 +74,25 @@ class MAPPO(Trainer):
             return data
         return {k: v.flatten(0, 1) for k, v in data.items()}
 
-    def update(self, batch: dict[str, torch.Tensor], progress: float) -> dict[str, float]:
-        """One update on a round's batch; ``progress`` in [0, 1] drives LR annealing."""
-        cfg, core = self.cfg, self.core
-        lr = core.set_lr(progress)
-        data = self.prepare(batch)
-        source = self.minibatches(data, batch)
-        done = core.run_epochs(cfg.num_epochs, lambda: self._minibatches(source), lambda item: self._step(*item),
-                               cfg.target_kl)
+    def round_metrics(self, batch: dict[str, torch.Tensor], data: dict[str, torch.Tensor]) -> dict[str, float]:
+        """The critic's explained variance over the round's active agent steps."""
         active = data.get(col.ACTIVE)
         value, ret = (data[col.VALUE], data[col.RETURN]) if active is None else (data[col.VALUE][active],
                                                                                  data[col.RETURN][active])
-        metrics = done.means(PPO_STATS)
-        metrics.update(done.report(lr))
-        metrics.update(explained_variance=self.group.explained_variance(value.flatten(), ret.flatten()))
-        return metrics
+        return {"explained_variance": self.group.explained_variance(value.flatten(), ret.flatten())}
 
-    def minibatches(self, data: dict[str, torch.Tensor], batch: dict[str, torch.Tensor]) -> Minibatches:
+    def epochs(self, data: dict[str, torch.Tensor], batch: dict[str, torch.Tensor]
+               ) -> Callable[[], Iterator[Minibatch]]:
         """The epochs over ``prepare(batch)``: minibatches of env steps, or for a recurrent policy of
         whole env sequences (rows are envs, dim 1), every agent of an env in the same one."""
         shard = collective.Shard.of(batch[col.REWARD].shape, self.group)
-        return Minibatches(data, shard, self.cfg.num_minibatches, sequences=self.recurrent,
-                           env_major=(col.INIT_STATE,))
+        source = Minibatches(data, shard, self.cfg.num_minibatches, sequences=self.recurrent,
+                             env_major=(col.INIT_STATE,))
+        return lambda: self._epoch(source)
 
-    def _minibatches(self, source: Minibatches) -> Iterator[tuple[dict[str, torch.Tensor], int]]:
-        """One epoch: ``(minibatch, its active agent steps over the group)``, the counts of every
-        minibatch of the epoch reduced in one call."""
+    def _epoch(self, source: Minibatches) -> Iterator[Minibatch]:
+        """One epoch, each minibatch with its active agent steps over the group (every
+        minibatch's count reduced in one call)."""
         epoch = source.epoch()
         logp, active = epoch.shuffled[col.LOGP], epoch.shuffled.get(col.ACTIVE)
 
@@ -117,24 +105,12 @@ class MAPPO(Trainer):
         if self.group.world > 1:
             counts = self.group.all_reduce(counts.to(self.group.device)).cpu()
         for (mb, i, _), rows in zip(epoch, counts.tolist()):
-            yield mb, max(int(rows), 1)
+            yield Minibatch(mb, max(int(rows), 1), held=epoch.held(i))
 
-    def _step(self, mb: dict[str, torch.Tensor], rows: int) -> dict[str, float] | None:
-        """One gradient step on this learner's share ``mb`` of a minibatch of ``rows`` active agent steps."""
-        core = self.core
-        if not mb[col.LOGP].numel():  # a learner group member holding no row of this minibatch still joins the reduce
-            def gradients() -> torch.Tensor:
-                core.zero_grad()
-                return torch.zeros(len(PPO_STATS), device=mb[col.LOGP].device)
-        else:
-            def gradients() -> torch.Tensor:
-                return core.backward(lambda: self._loss(mb, rows))
-        return core.step(gradients, PPO_STATS, rows)
-
-    def _loss(self, mb: dict[str, torch.Tensor], rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def loss(self, minibatch: Minibatch) -> tuple[torch.Tensor, torch.Tensor]:
         """``(loss, sums)``: this learner's share of the minibatch mean (differentiable) and the
         sums of :data:`PPO_STATS` over its active agent steps."""
-        cfg = self.cfg
+        cfg, mb, rows = self.cfg, minibatch.data, minibatch.rows
         if self.recurrent:  # [T, B, n] each
             logp, entropy, value = self.policy.evaluate_sequence(observations(mb), mb[col.ACTION], mb[col.INIT_STATE],
                                                                  mb[col.RESET])
@@ -148,6 +124,4 @@ class MAPPO(Trainer):
         old_logp, adv, old_v, ret = old
         vclip = cfg.clip_coef if cfg.clip_vloss else None
         pg, v, kl, clipped = ppo_sums(logp - old_logp, adv, value, old_v, ret, cfg.clip_coef, vclip)
-        ent = entropy.sum()
-        loss = (pg - cfg.ent_coef * ent + cfg.vf_coef * v) / rows
-        return loss, torch.stack([pg, v, ent, kl, clipped]).detach()
+        return actor_critic_loss(pg, v, entropy.sum(), cfg.ent_coef, cfg.vf_coef, rows, kl, clipped)

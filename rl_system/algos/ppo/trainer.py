@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 from torch import nn
 
 from rl_system import collective
-from rl_system.algos.adam import make_adam
 from rl_system.algos.advantages import compute_gae, compute_vtrace
 from rl_system.algos.compiled import CompiledOrEager
 from rl_system.algos.ppo import analytic
@@ -33,22 +32,30 @@ from rl_system.algos.ppo.config import PPOConfig
 from rl_system.algos.ppo.policy import RunningNorm
 from rl_system.algos.protocols import is_recurrent
 from rl_system.algos.recurrent import episode_starts
-from rl_system.algos.surrogate import PPO_STATS, ppo_sums
-from rl_system.algos.update import Epoch, Minibatches, Trainer, UpdateCore
+from rl_system.algos.surrogate import PPO_STATS, actor_critic_loss, ppo_sums
+from rl_system.algos.update import Epoch, Minibatch, Minibatches, OptimizerSpec, Trainer, UpdateCore
 from rl_system.rollout.contract import OBS, observations
 
 
 class PPO(Trainer):
-    """A :class:`~rl_system.algos.protocols.Trainer`: owns the optimiser; ``update(batch, progress)``
-    prepares the round's batch (GAE or V-trace) and runs the clipped-surrogate loss on the shared
-    update core (:mod:`rl_system.algos.update`)."""
+    """A :class:`~rl_system.algos.protocols.Trainer`: the round's preparation (GAE or V-trace) and
+    the clipped-surrogate loss (or its closed-form gradients) on the shared update core
+    (:mod:`rl_system.algos.update`).
+
+    In a learner group (:mod:`rl_system.collective`) ``batch`` is this learner's envs of the
+    round; the epochs still walk the global batch: every learner draws the same permutation of
+    the global rows (same seed, same RNG use), takes the rows it holds of each minibatch and
+    sums its losses over them, divided by the global minibatch size; the all-reduced gradients
+    are then exactly the one-learner gradients of the whole minibatch."""
+
+    stat_names = PPO_STATS
 
     def __init__(self, policy: nn.Module, cfg: PPOConfig, compile: bool = False,  # noqa: A002 - the config key's name
                  gradients: str = "autograd", group: collective.Collective = collective.SOLO):
         self.policy, self.cfg = policy, cfg
-        self.optimizer = make_adam(policy.parameters(), lr=cfg.lr, eps=1e-5)
-        self.core = UpdateCore(self.optimizer, policy.parameters(), lr=cfg.lr, anneal_lr=cfg.anneal_lr,
+        self.core = UpdateCore(policy.parameters(), OptimizerSpec(lr=cfg.lr), anneal_lr=cfg.anneal_lr,
                                max_grad_norm=cfg.max_grad_norm, group=group)
+        self.num_epochs, self.target_kl = cfg.num_epochs, cfg.target_kl
         device = next(policy.parameters()).device
         # Running variance of the discounted return; the learner's alone (workers ship raw rewards).
         self.return_norm = RunningNorm(1).to(device) if cfg.normalize_reward else None
@@ -71,18 +78,11 @@ class PPO(Trainer):
                       f"autograd", stacklevel=3)
         return None
 
-    def state_dict(self) -> dict:
-        """Optimiser state and reward-scaling statistics (what a checkpoint needs besides the
-        policy weights)."""
-        state = {"optimizer": self.optimizer.state_dict()}
-        if self.return_norm is not None:
-            state["return_norm"] = self.return_norm.state_dict()
-        return state
+    def extra_state(self) -> dict:
+        """The reward-scaling statistics, where ``ppo.normalize_reward``."""
+        return {} if self.return_norm is None else {"return_norm": self.return_norm.state_dict()}
 
-    def load_state_dict(self, state: dict) -> None:
-        if "optimizer" not in state:  # checkpoints that held the optimiser's state alone
-            state = {"optimizer": state}
-        self.optimizer.load_state_dict(state["optimizer"])
+    def load_extra_state(self, state: dict) -> None:
         if self.return_norm is not None and "return_norm" in state:
             self.return_norm.load_state_dict(state["return_norm"])
 
@@ -146,51 +146,47 @@ class PPO(Trainer):
             logp = logp.reshape(T, N)
         return logp
 
-    def update(self, batch: dict[str, torch.Tensor], progress: float) -> dict[str, float]:
-        """One PPO update on a round's batch. ``progress`` in [0, 1] drives LR annealing.
-
-        In a learner group (:mod:`rl_system.collective`) ``batch`` is this learner's envs of the
-        round; the epochs still walk the global batch: every learner draws the same permutation of
-        the global rows (same seed, same RNG use), takes the rows it holds of each minibatch and
-        sums its losses over them, divided by the global minibatch size; the all-reduced gradients
-        are then exactly the one-learner gradients of the whole minibatch."""
-        cfg, core = self.cfg, self.core
-        lr = core.set_lr(progress)
-        data = self.prepare(batch)
+    def epochs_context(self, data: dict[str, torch.Tensor]) -> torch.inference_mode:
+        """With closed-form gradients nothing needs autograd: the epochs run in inference mode."""
         self._closed_form_ran = False
+        return torch.inference_mode(self._closed_form_serves(data[col.LOGP]))
+
+    def epochs(self, data: dict[str, torch.Tensor], batch: dict[str, torch.Tensor]
+               ) -> Callable[[], Iterator[Minibatch]]:
+        """Feedforward: minibatches of steps; recurrent: of whole env sequences (dim 1), whose loss
+        rows are their steps after ``burn_in``."""
+        cfg = self.cfg
         shard = collective.Shard.of(batch[col.REWARD].shape, self.group)
-        # Feedforward: minibatches of steps; recurrent: of whole env sequences (dim 1).
         source = Minibatches(data, shard, cfg.num_minibatches, sequences=self.recurrent, env_major=(col.INIT_STATE,))
         seq_rows = shard.T - cfg.burn_in if self.recurrent else 1  # loss rows per minibatch entry
-        # With closed-form gradients nothing needs autograd: the epochs run in inference mode.
-        with torch.inference_mode(self._closed_form_serves(data[col.LOGP])):
-            done = core.run_epochs(cfg.num_epochs, lambda: self._minibatches(source, seq_rows),
-                                   lambda item: self._minibatch_step(*item), cfg.target_kl)
+        return lambda: self._epoch(source, seq_rows)
+
+    def _epoch(self, source: Minibatches, seq_rows: int) -> Iterator[Minibatch]:
+        """One epoch; each minibatch carries its advantage statistics over the group (``extra``)."""
+        epoch = source.epoch()
+        adv_stats = self._advantage_stats(source, epoch)
+        for mb, i, size in epoch:
+            yield Minibatch(mb, size * seq_rows, adv_stats[i], held=epoch.held(i))
+
+    def round_metrics(self, batch: dict[str, torch.Tensor], data: dict[str, torch.Tensor]) -> dict[str, float]:
+        """Feeds the round's observations to the network's ``observe`` (after the epochs, so the
+        first minibatch's ratio is exactly 1); the importance weights' statistics, which loss
+        path ran, the critic's explained variance."""
         observe = getattr(self.policy, "observe", None)
         if observe is not None:
-            # After the epochs, so the ratio of the first minibatch is exactly 1.
             obs = {k: v.flatten(0, 1) for k, v in observations(batch).items()}
             if self._observe_takes_group:
                 observe(obs, self.group)
             else:
                 observe(obs)
-        metrics = done.means(PPO_STATS)
-        metrics.update(self.rho_stats)
+        metrics = dict(self.rho_stats)
         if isinstance(self.loss_fn, CompiledOrEager):
             metrics["compiled"] = float(self.loss_fn.compiled)
         if self._report_closed_form:
             metrics["closed_form"] = float(self._closed_form_ran)
-        metrics.update(done.report(lr))
         explained = self.group.explained_variance(data[col.VALUE].flatten(), data[col.RETURN].flatten())
         metrics.update(explained_variance=explained)
         return metrics
-
-    def _minibatches(self, source: Minibatches, seq_rows: int) -> Iterator[tuple[dict, int, tuple | None]]:
-        """One epoch: ``(minibatch, its loss rows over the group, its advantage statistics)``."""
-        epoch = source.epoch()
-        adv_stats = self._advantage_stats(source, epoch)
-        for mb, i, size in epoch:
-            yield mb, size * seq_rows, adv_stats[i]
 
     def _advantage_stats(self, source: Minibatches, epoch: Epoch) -> list[tuple | None]:
         """Per minibatch of ``epoch``: the mean and standard deviation of the whole minibatch's
@@ -229,11 +225,10 @@ class PPO(Trainer):
         vclip = cfg.clip_coef if cfg.clip_vloss else None
         pg, v, kl, clip = ppo_sums(new_logp - mb[col.LOGP], adv, new_value, mb[col.VALUE], mb[col.RETURN], cfg.clip_coef, vclip,
                                    mb.get(col.IS_WEIGHT))
-        ent = entropy.sum()
-        loss = (pg - cfg.ent_coef * ent + cfg.vf_coef * v) / rows
-        with torch.no_grad():
-            sums = torch.stack([pg, v, ent, kl, clip]).detach()
-        return loss, sums
+        return actor_critic_loss(pg, v, entropy.sum(), cfg.ent_coef, cfg.vf_coef, rows, kl, clip)
+
+    def loss(self, mb: Minibatch) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.loss_fn(mb.data, mb.rows, mb.extra)
 
     def _normalized_advantage(self, adv: torch.Tensor, rows: int, adv_stats: tuple | None) -> torch.Tensor:
         """``adv`` normalised by the minibatch's mean and std (``adv_stats``, over the group; None:
@@ -243,25 +238,15 @@ class PPO(Trainer):
         mean, std = adv_stats if adv_stats is not None else (adv.mean(), adv.std())
         return (adv - mean) / (std + 1e-8)
 
-    def _minibatch_step(self, mb: dict[str, torch.Tensor], rows: int, adv_stats: tuple | None = None
-                        ) -> dict[str, float] | None:
-        """One gradient step on a minibatch of ``rows`` loss rows (this learner holds ``mb``, maybe
-        none of them); None (weights untouched) if the loss or grads are not finite."""
-        core, clip = self.core, None
-        if not mb[col.LOGP].numel():  # a learner group member holding no row of this minibatch still joins the reduce
-            def gradients() -> torch.Tensor:
-                core.zero_grad()
-                return torch.zeros(len(PPO_STATS), device=mb[col.LOGP].device)
-        elif self._use_closed_form(mb[col.LOGP]):  # writes every gradient in full: nothing to zero
-            def gradients() -> torch.Tensor:
-                return self.closed_form.step(mb, rows, self._normalized_advantage(mb[col.ADVANTAGE], rows, adv_stats))
-
-            def clip() -> list[torch.Tensor]:
-                return [self.closed_form.clip_grad_norm(self.cfg.max_grad_norm)]
-        else:
-            def gradients() -> torch.Tensor:
-                return core.backward(lambda: self.loss_fn(mb, rows, adv_stats))
-        return core.step(gradients, PPO_STATS, rows, clip=clip)
+    def step(self, mb: Minibatch) -> dict[str, float] | None:
+        """One gradient step on ``mb``: by the closed form where it serves (it writes every
+        gradient in full and clips them itself), else by autograd (:meth:`Trainer.step`)."""
+        if not (mb.held and self._use_closed_form(mb.data[col.LOGP])):
+            return super().step(mb)
+        closed_form, cfg = self.closed_form, self.cfg
+        adv = self._normalized_advantage(mb.data[col.ADVANTAGE], mb.rows, mb.extra)
+        return self.core.step(lambda: closed_form.step(mb.data, mb.rows, adv), PPO_STATS, mb.rows,
+                              clip=lambda: [closed_form.clip_grad_norm(cfg.max_grad_norm)])
 
     def _closed_form_serves(self, like: torch.Tensor) -> bool:
         """Whether this update's steps take the closed-form gradients (decided as
