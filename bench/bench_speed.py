@@ -16,7 +16,7 @@
 Each figure is taken ``--pairs`` times, rl_system and the peer alternating which goes first, and
 reported as medians with every pair's ratio (above 1: rl_system is faster). Writes ``speed.json``
 and ``speed.md`` to ``--out`` (default ``bench/results/speed/``); README's results at a glance and
-docs/results.md's speed table are generated from ``speed.json`` (``python -m bench.pages``).
+docs/results.md's speed table are generated from ``speed.json`` (``python -m bench.publish.pages``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""The house's rules, read from the source (no imports run): no import circles in ``rl_system/``
-or ``envs/``, no arrow from the algorithms or the collective up into the rooms that drive them,
-and no module of ``rl_system/`` over 400 lines (past that it holds two roles)."""
+"""The house's rules, read from the source (no imports run): no import circles in ``rl_system/``,
+``envs/`` or ``bench/``, no arrow from the algorithms or the collective up into the rooms that drive
+them, none from bench's measuring room into its publishing room (``bench.publish``), and no module
+of ``rl_system/`` or ``bench/`` over 400 lines (past that it holds two roles)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-ROOTS = {"rl_system": REPO / "rl_system", "rl_system.envs": REPO / "envs"}
+ROOTS = {"rl_system": REPO / "rl_system", "rl_system.envs": REPO / "envs", "bench": REPO / "bench"}
 MAX_LINES = 400
 
 
 def _modules() -> dict[str, Path]:
-    """Dotted module name -> file, for the library and its envs (installed as ``rl_system.envs``)."""
+    """Dotted module name -> file, for the library, its envs (installed as ``rl_system.envs``) and
+    the benchmarks."""
     found = {}
     for package, root in ROOTS.items():
         for path in root.rglob("*.py"):
@@ -112,6 +114,13 @@ def test_no_import_circles():
     assert import_circles(graph) == []
 
 
+def test_a_circle_planted_in_bench_is_found():
+    """Two publishing modules that import each other (as the figures once did) are a circle."""
+    graph = {m: imports_of(m) for m in MODULES}
+    graph["bench.publish.figures_results"] = graph["bench.publish.figures_results"] | {"bench.publish.figures_marl"}
+    assert ["bench.publish.figures_marl", "bench.publish.figures_results"] in import_circles(graph)
+
+
 def test_the_circle_finder_finds_circles():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
     assert import_circles(graph) == [["a", "b", "c"]]
@@ -147,6 +156,14 @@ def test_the_algorithms_and_the_collective_import_no_room_above_them(room):
     upward = sorted(f"{m} -> {t}" for m in MODULES if m == room or m.startswith(room + ".")
                     for t in imports_of(m) if _room(t) in UPPER_ROOMS)
     assert not upward, "an arrow runs back up:\n" + "\n".join(upward)
+
+
+def test_the_measuring_room_of_bench_imports_nothing_from_the_publishing_room():
+    """The suites, peers and harness write results; the pages and figures read them (and may run
+    a suite): never the other way."""
+    measuring = [m for m in MODULES if m.startswith("bench.") and not m.startswith("bench.publish")]
+    upward = sorted(f"{m} -> {t}" for m in measuring for t in imports_of(m) if t.startswith("bench.publish"))
+    assert not upward, "the measuring room reaches into publishing:\n" + "\n".join(upward)
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if not m.startswith("rl_system.envs")))

@@ -23,7 +23,7 @@ OPTIONAL = ("stable_baselines3", "sb3_contrib", "minatar", "envpool", "popgym", 
 
 def _modules() -> list[str]:
     files = [*BENCH.glob("*.py"), *BENCH.glob("harness/*.py"), *BENCH.glob("experiments/*.py"),
-             *BENCH.glob("peers/*.py")]
+             *BENCH.glob("peers/*.py"), *BENCH.glob("publish/*.py")]
     names = [".".join(f.relative_to(ROOT).with_suffix("").parts) for f in sorted(files)]
     return [n.removesuffix(".__init__") for n in names]
 
@@ -32,7 +32,7 @@ MODULES = _modules()
 
 
 def test_the_tree_is_what_the_docs_describe():
-    assert {"bench.harness", "bench.experiments", "bench.peers", "bench.report", "bench.bench_ppo",
+    assert {"bench.harness", "bench.experiments", "bench.peers", "bench.publish", "bench.publish.report", "bench.bench_ppo",
             "bench.compare_runs", "bench.gpu_check"} <= set(MODULES)
     assert not (ROOT / "rl_system" / "algos" / "hmasd" / "bench.py").exists()  # the library holds no bench
     big = [f"{f.relative_to(ROOT)}: {n} lines" for f in BENCH.rglob("*.py") if (n := len(f.read_text().splitlines())) > 400]

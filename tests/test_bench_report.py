@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from bench import report, report_md, report_sections
 from bench.harness import markdown, stamp
+from bench.publish import report, report_md, report_sections
 
 RESULTS = {
     "stamp": {"date_utc": "2026-01-02 03:04 UTC", "commit": "abc1234+dirty", "cpu": "AMD EPYC", "cores": 2,

@@ -40,7 +40,7 @@ def test_the_site_builds_in_strict_mode(tmp_path):
     api = (site / "api" / "index.html").read_text()
     assert "RunConfig" in api and "load_policy" in api and ":class:" not in api
     assert "Keep a Changelog" in (site / "changelog" / "index.html").read_text()
-    assert "bench.report" in (site / "contributing" / "index.html").read_text()
+    assert "bench.publish.report" in (site / "contributing" / "index.html").read_text()
     assert not (site / "hooks").exists()  # the build's own hooks are not published
 
 

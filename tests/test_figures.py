@@ -1,4 +1,4 @@
-"""``python -m bench.figures`` draws the docs' pictures from the committed results: each is a PNG
+"""``python -m bench.publish.figures`` draws the docs' pictures from the committed results: each is a PNG
 within the size bound, and a figure whose source is missing stops with one line."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 pytest.importorskip("matplotlib")
 pytest.importorskip("PIL")
 
-from bench import figures
 from bench.harness.plots import MAX_BYTES
+from bench.publish import figures
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FROM_RESULTS = ["mujoco", "minatar", "memory", "marl", "marl_mpe", "overcooked_paper", "cartpole_ttt", "hmasd_seeds",
@@ -48,7 +48,7 @@ def test_a_missing_source_is_one_line_naming_it(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2
     assert err.count("\n") == 1 and "Traceback" not in err
-    assert err.startswith("bench.figures: mujoco: no runs match ") and "rl_system_HalfCheetah-v5" in err
+    assert err.startswith("bench.publish.figures: mujoco: no runs match ") and "rl_system_HalfCheetah-v5" in err
     assert not (tmp_path / "img" / "curves_mujoco.png").exists()
 
 
@@ -60,7 +60,7 @@ def test_an_unknown_name_is_one_line_listing_the_figures(capsys):
 
 def test_the_env_pictures_go_through_the_renderers(tmp_path):
     pytest.importorskip("torch")
-    from bench import figures_envs
+    from bench.publish import figures_envs
 
     for draw in (figures_envs.render_cartpole, figures_envs.render_alice_bob, figures_envs.render_overcooked):
         _check_png(draw(tmp_path))

@@ -1,5 +1,5 @@
 """The pages' generated blocks say what ``bench/results/`` says, and README stays a front door:
-short, few figures, each figure from one source (``bench.pages``, ``bench.page_stats``)."""
+short, few figures, each figure from one source (``bench.publish.pages``, ``bench.publish.page_stats``)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import re
 
 import pytest
 
-from bench import pages
 from bench.harness.stamp import ROOT
-from bench.page_stats import page_stats
+from bench.publish import pages
+from bench.publish.page_stats import page_stats
 
 
 def test_every_generated_block_matches_its_results():
-    assert pages.stale() == [], "run `python -m bench.pages` and commit the pages"
+    assert pages.stale() == [], "run `python -m bench.publish.pages` and commit the pages"
 
 
 @pytest.mark.parametrize("block", pages.BLOCKS, ids=lambda b: b.name)

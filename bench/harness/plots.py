@@ -1,4 +1,4 @@
-"""Figures for the docs, drawn the same way everywhere (:mod:`bench.figures` uses them): an Agg
+"""Figures for the docs, drawn the same way everywhere (:mod:`bench.publish.figures` uses them): an Agg
 canvas without pyplot or a display, about 800 px wide, stored as an optimised 256-colour palette
 PNG (:func:`compact`), and one error type whose message is the line the command prints.
 """

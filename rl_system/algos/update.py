@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 import torch
@@ -126,7 +126,7 @@ class UpdateCore:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """From :meth:`state_dict`, or from an optimiser's bare state (HMASD's checkpoints and
         PPO's first ones held it so)."""
-        self.optimizer.load_state_dict(state["optimizer"] if "optimizer" in state else state)
+        self.optimizer.load_state_dict(state.get("optimizer", state))
 
     def zero_grad(self) -> None:
         self.optimizer.zero_grad(set_to_none=True)

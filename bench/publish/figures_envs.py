@@ -1,4 +1,4 @@
-"""A picture of each env for its docs page (``python -m bench.figures --only envs``).
+"""A picture of each env for its docs page (``python -m bench.publish.figures --only envs``).
 
 CartPole, Navigation and AirCombat are drawn by the renderers ``rl-system eval --render`` uses
 (:mod:`rl_system.envs.render`), through the same episode loop (:func:`rl_system.policy.render.record_acting`), with
@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from bench.harness.plots import ROOT, new_figure, save_png, provenance_note
+from bench.harness.plots import ROOT, new_figure, provenance_note, save_png
 from rl_system.envs.render import Renderer
 
 SEED = 0

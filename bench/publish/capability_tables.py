@@ -1,6 +1,6 @@
 """The pages' tables of what each algorithm does, rendered from the algorithm registry
 (:mod:`rl_system.algos.registry`), so that a capability added or dropped in an algorithm's ``spec``
-shows in README and the reference at the next ``python -m bench.pages`` (and a test fails until
+shows in README and the reference at the next ``python -m bench.publish.pages`` (and a test fails until
 then):
 
 * :func:`render_supports`: README's *What it supports*, a row per headline capability;

@@ -1,12 +1,12 @@
 """The generated blocks of README.md and the docs: each block is a pure function of files under
-``bench/results/`` or of the algorithm registry (:mod:`bench.capability_tables`), so a figure or a
+``bench/results/`` or of the algorithm registry (:mod:`bench.publish.capability_tables`), so a figure or a
 capability has one source and a hand edit is caught.
 
-    python -m bench.pages            # rewrite every block from the results
-    python -m bench.pages --check    # exit 1 and name each block that differs from its results
+    python -m bench.publish.pages            # rewrite every block from the results
+    python -m bench.publish.pages --check    # exit 1 and name each block that differs from its results
 
 A block lies between ``<!-- generated:NAME -->`` and ``<!-- /generated:NAME -->`` lines (the
-benchmark report's block keeps its own marker pair, ``bench.report_md.START_MARKER``/``END_MARKER``).
+benchmark report's block keeps its own marker pair, ``bench.publish.report_md.START_MARKER``/``END_MARKER``).
 Everything outside the markers is left byte for byte.
 
 Exit status: 0; 1 when ``--check`` finds a block out of date; 2 when a page lacks its markers or a
@@ -23,11 +23,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import capability_tables
 from bench.harness.markdown import md_table
 from bench.harness.results import RESULTS, read_json
 from bench.harness.stamp import ROOT
-from bench.report_md import END_MARKER, START_MARKER, ReportError, page_block, render_markdown, replace_page_block
+from bench.publish import capability_tables
+from bench.publish.report_md import (
+    END_MARKER,
+    START_MARKER,
+    ReportError,
+    page_block,
+    render_markdown,
+    replace_page_block,
+)
 
 REPORT_JSON = RESULTS / "report" / "report.json"
 MUJOCO_JSON = RESULTS / "mujoco" / "mujoco.json"
@@ -162,10 +169,10 @@ def _mujoco_rows() -> list[list[str]]:
 
 def _minatar_rows() -> list[list[str]]:
     """One row for both games, from the run sets the MinAtar figure draws
-    (``bench.figures_results.MINATAR``): each panel's first series (the shipped config) and its
+    (``bench.publish.figures_results.MINATAR``): each panel's first series (the shipped config) and its
     peer series."""
-    from bench.figures_results import MINATAR, find_runs
-    from bench.harness.plots import FigureError, PEER
+    from bench.harness.plots import PEER, FigureError
+    from bench.publish.figures_results import MINATAR, find_runs
 
     games, ours_cells, peer_cells, seeds, peer_seeds, commits = [], [], [], [], [], []
     for panel in MINATAR:
@@ -260,7 +267,7 @@ def render_a2c() -> str:
 
 
 def render_report() -> str:
-    """docs/results.md's benchmark-report tables, from the latest full ``python -m bench.report``."""
+    """docs/results.md's benchmark-report tables, from the latest full ``python -m bench.publish.report``."""
     return render_markdown(_load(REPORT_JSON))
 
 
@@ -298,7 +305,7 @@ def stale(blocks: tuple[Block, ...] = BLOCKS) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.pages", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.publish.pages", description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="change nothing; exit 1 when a block is out of date")
     ap.add_argument("--only", default="", help="comma-separated block names (default: all: "
                     + ", ".join(b.name for b in BLOCKS) + ")")
@@ -314,13 +321,13 @@ def main(argv: list[str] | None = None) -> int:
             for name in out:
                 b = next(b for b in blocks if b.name == name)
                 print(f"{_shown(b.page)}: block '{name}' differs from "
-                      f"{', '.join(_shown(s) for s in b.sources)}; run python -m bench.pages",
+                      f"{', '.join(_shown(s) for s in b.sources)}; run python -m bench.publish.pages",
                       file=sys.stderr)
             return 1 if out else 0
         for b in blocks:
             print(f"{_shown(b.page)}: {b.name} {'updated' if write(b) else 'unchanged'}")
     except (ReportError, OSError) as err:
-        print(f"python -m bench.pages: {err}", file=sys.stderr)
+        print(f"python -m bench.publish.pages: {err}", file=sys.stderr)
         return 2
     return 0
 

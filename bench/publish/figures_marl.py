@@ -1,4 +1,4 @@
-"""The multi-agent figures of :mod:`bench.figures` (VMAS balance and transport, MPE
+"""The multi-agent figures of :mod:`bench.publish.figures` (VMAS balance and transport, MPE
 simple_spread: rl_system beside BenchMARL), from the per-run files of ``python -m bench.bench_marl``
 under ``bench/results/marl/``.
 """
@@ -9,10 +9,10 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from bench.figures_results import Panel, Series, draw_curves, find_runs
 from bench.harness.plots import FOURTH, OTHER, OURS, PEER, THIRD, new_figure, provenance_note, save_png
 from bench.harness.results import read_json
 from bench.marl_table import final_test
+from bench.publish.figures_results import Panel, Series, draw_curves, find_runs
 
 MARL_BUDGET = "300k"
 MARL = tuple(

@@ -1,7 +1,7 @@
 """How long a page is to read: lines, words, bytes and the numeric figures outside code.
 
-    python -m bench.page_stats                    # README.md
-    python -m bench.page_stats README.md docs/index.md
+    python -m bench.publish.page_stats                    # README.md
+    python -m bench.publish.page_stats README.md docs/index.md
 
 A *numeric figure* is a number a reader has to take in: a run of digits (with its separators,
 ``295,412`` or ``1.8``) in running text or a table, not inside a fenced code block, an inline code
@@ -50,7 +50,7 @@ def page_stats(text: str) -> PageStats:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.page_stats", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.publish.page_stats", description=__doc__.split("\n\n")[0])
     ap.add_argument("pages", nargs="*", type=Path, default=[Path("README.md")],
                     help="Markdown pages (default: README.md)")
     args = ap.parse_args(argv)
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             s = page_stats(page.read_text())
         except OSError as err:
-            print(f"python -m bench.page_stats: {page}: {err.strerror}", file=sys.stderr)
+            print(f"python -m bench.publish.page_stats: {page}: {err.strerror}", file=sys.stderr)
             return 2
         print(f"| {page} | {s.lines} | {s.words:,} | {s.bytes:,} | {s.figures} |")
     return 0

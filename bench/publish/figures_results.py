@@ -1,4 +1,4 @@
-"""The learning-curve and end-point figures of :mod:`bench.figures`, from the per-run files under
+"""The learning-curve and end-point figures of :mod:`bench.publish.figures`, from the per-run files under
 ``bench/results/``: which runs each panel draws is the ``pattern`` of its :class:`Series` (a glob
 under the results folder), so a figure holds nothing but what those files hold.
 """
@@ -172,11 +172,11 @@ def ttt_rows(results: Path) -> tuple[list[dict], str]:
     """CartPole time-to-475 rows, ours and the peers', from the report, and its stamp line."""
     path = results / "report" / "report.json"
     if not path.exists():
-        raise FigureError(f"{path}: no such file (python -m bench.report --peers writes it)")
+        raise FigureError(f"{path}: no such file (python -m bench.publish.report --peers writes it)")
     report = read_json(path)
     ttt = report.get("sections", {}).get("ttt")
     if not ttt or not ttt.get("rows"):
-        raise FigureError(f"{path}: no 'ttt' section (python -m bench.report --peers --only ttt)")
+        raise FigureError(f"{path}: no 'ttt' section (python -m bench.publish.report --peers --only ttt)")
     st = report.get("stamp", {})
     return ttt["rows"] + ttt.get("peer_rows", []), f"{st.get('date_utc', '?')}, {st.get('commit', '?')}"
 
@@ -279,25 +279,3 @@ def fig_hmasd(results: Path, out: Path) -> list[Path]:
     ax.set_title("Alice_and_Bob default map: one point per seed", fontsize=9, loc="left")
     provenance_note(fig, "bench/results/hmasd/shrink, mappo_preset: end points only, no curves recorded")
     return [save_png(fig, out / "hmasd_seeds.png")]
-
-
-# --------------------------------------------------------------------------- at a glance
-
-
-def fig_glance(results: Path, out: Path) -> list[Path]:
-    """The main panels in one picture, for the README."""
-    from bench.figures_marl import BALANCE
-
-    fig = new_figure(9.0, 5.4)
-    axes = fig.subplots(2, 3)
-    for ax, panel in zip(axes.flat, (MUJOCO[0], MUJOCO[1], MINATAR[0], MEMORY[0], BALANCE[0])):
-        short = Panel(panel.title, tuple(Series(s.label.split(",")[0], s.pattern, s.color, s.curve_key)
-                                         for s in panel.series[:1] + panel.series[-1:]), ylabel="return")
-        draw_curves(ax, results, short)
-        ax.legend(fontsize=6, loc="best", frameon=False)
-    rows, _ = ttt_rows(results)
-    draw_ttt(axes[1, 2], rows, "train_wall_s", "training wall s to 475")
-    axes[1, 2].set_title("CartPole: time to 475 (per seed)", fontsize=9)
-    provenance_note(fig, "median over seeds, min-max band; bench/results, drawn by python -m bench.figures")
-    return [save_png(fig, out / "results_at_a_glance.png", width_px=900)]
-

@@ -1,13 +1,13 @@
-"""The docs' pictures, drawn from the committed results: ``python -m bench.figures``.
+"""The docs' pictures, drawn from the committed results: ``python -m bench.publish.figures``.
 
-    python -m bench.figures                          # every figure into docs/img/
-    python -m bench.figures --only mujoco,minatar    # some of them
-    python -m bench.figures --list                   # their names and sources
+    python -m bench.publish.figures                          # every figure into docs/img/
+    python -m bench.publish.figures --only mujoco,minatar    # some of them
+    python -m bench.publish.figures --list                   # their names and sources
 
 Learning curves (return against env steps, the median over seeds with the min-max band, each seed
 thin) come from the per-run ``.json.xz`` files under ``bench/results/`` (their ``curve`` rows: env
 steps, wall s, 100-episode training mean return). Result sets that hold only end points (CartPole's
-time to 475, HMASD's seeds) are drawn as one point per seed. The env pictures (:mod:`bench.figures_envs`)
+time to 475, HMASD's seeds) are drawn as one point per seed. The env pictures (:mod:`bench.publish.figures_envs`)
 go through the renderers ``rl-system eval --render`` uses, and the AirCombat range map through
 ``rl-system air-combat range-map`` itself. Nothing is typed in: a figure whose source is missing
 stops with one line naming the file and the command that writes it.
@@ -26,10 +26,10 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from bench import figures_marl as marl
-from bench import figures_results as res
 from bench.harness.plots import OTHER, OURS, OUT, PEER, FigureError, compact_file, new_figure, provenance_note, save_png
 from bench.harness.stamp import RESULTS
+from bench.publish import figures_marl as marl
+from bench.publish import figures_results as res
 
 
 def fig_range_map(results: Path, out: Path) -> list[Path]:
@@ -82,12 +82,29 @@ def fig_overcooked_paper(results: Path, out: Path) -> list[Path]:
 
 
 def _env_pictures(results: Path, out: Path) -> list[Path]:
-    from bench.figures_envs import render_all  # torch and the envs only when asked for
+    from bench.publish.figures_envs import render_all  # torch and the envs only when asked for
 
     return render_all(results, out)
 
 
 # name -> (draws it, what it is drawn from, what writes that)
+def fig_glance(results: Path, out: Path) -> list[Path]:
+    """The main panels in one picture, for the README: the first and last series of the MuJoCo,
+    MinAtar, memory and VMAS balance panels, and CartPole's time to 475."""
+    fig = new_figure(9.0, 5.4)
+    axes = fig.subplots(2, 3)
+    for ax, panel in zip(axes.flat, (res.MUJOCO[0], res.MUJOCO[1], res.MINATAR[0], res.MEMORY[0], marl.BALANCE[0])):
+        short = res.Panel(panel.title, tuple(res.Series(s.label.split(",")[0], s.pattern, s.color, s.curve_key)
+                                             for s in panel.series[:1] + panel.series[-1:]), ylabel="return")
+        res.draw_curves(ax, results, short)
+        ax.legend(fontsize=6, loc="best", frameon=False)
+    rows, _ = res.ttt_rows(results)
+    res.draw_ttt(axes[1, 2], rows, "train_wall_s", "training wall s to 475")
+    axes[1, 2].set_title("CartPole: time to 475 (per seed)", fontsize=9)
+    provenance_note(fig, "median over seeds, min-max band; bench/results, drawn by python -m bench.publish.figures")
+    return [save_png(fig, out / "results_at_a_glance.png", width_px=900)]
+
+
 FIGURES: dict[str, tuple[Callable[[Path, Path], list[Path]], str, str]] = {
     "mujoco": (res.fig_mujoco, "bench/results/mujoco/*_s<seed>.json.xz", "python -m bench.bench_mujoco"),
     "minatar": (res.fig_minatar, "bench/results/minatar/ (the shipped config's runs in 2026-12-02_bf16/)",
@@ -103,9 +120,9 @@ FIGURES: dict[str, tuple[Callable[[Path, Path], list[Path]], str, str]] = {
     "overcooked_paper": (fig_overcooked_paper, f"bench/results/{OVERCOOKED_PAPER}/",
                          "python -m bench.bench_overcooked_train"),
     "cartpole_ttt": (res.fig_cartpole_ttt, "bench/results/report/report.json (section ttt)",
-                     "python -m bench.report --peers"),
+                     "python -m bench.publish.report --peers"),
     "hmasd_seeds": (res.fig_hmasd, "bench/results/hmasd/shrink/, mappo_preset/", "python -m bench.bench_hmasd"),
-    "glance": (res.fig_glance, "the panels above, for the README", "the suites above"),
+    "glance": (fig_glance, "the panels above, for the README", "the suites above"),
     "envs": (_env_pictures, "the envs, through their renderers (bench/figures_envs.py)", "-"),
     "range_map": (fig_range_map, "rl-system air-combat range-map (a 9,360-shot sweep; minutes on a busy machine)",
                   "-"),
@@ -133,7 +150,7 @@ def build(names: Sequence[str], results: Path = RESULTS, out: Path = OUT) -> lis
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.figures", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.publish.figures", description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", default=None, metavar="NAME,...", help=f"some figures ({', '.join(FIGURES)})")
     ap.add_argument("--out", type=Path, default=OUT, help="where the PNGs go (default docs/img)")
     ap.add_argument("--results", type=Path, default=RESULTS, help="the results to draw (default bench/results)")
@@ -147,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         build(names, args.results, args.out)
     except FigureError as err:
-        print(f"bench.figures: {err}", file=sys.stderr)
+        print(f"bench.publish.figures: {err}", file=sys.stderr)
         return 2
     return 0
 

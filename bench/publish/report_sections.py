@@ -1,4 +1,4 @@
-"""The sections of ``python -m bench.report``, each filling its results dict in place (rows measured
+"""The sections of ``python -m bench.publish.report``, each filling its results dict in place (rows measured
 before a failure stay): ``ttt`` and ``throughput`` (CartPole, :mod:`bench.bench_ppo`), ``field``
 (Navigation and AirCombat end to end), ``envs`` (the env-only benches), ``codec`` (real rollouts
 through the wire format, :mod:`bench.bench_codec`), ``hmasd`` (cited from docs/hmasd.md, not
@@ -18,7 +18,7 @@ from typing import Any
 from bench.harness.learning import QUIET_OVERRIDES, ensure_ray
 from bench.harness.stamp import ROOT
 from bench.harness.timing import with_threads
-from bench.report_md import HMASD_DOC
+from bench.publish.report_md import HMASD_DOC
 
 SECTIONS = ("ttt", "throughput", "field", "envs", "codec", "hmasd")
 RUN_ORDER = ("envs", "codec", "ttt", "throughput", "field", "hmasd")  # env-only first, while the box is quietest
@@ -63,7 +63,7 @@ FIELD_CONFIGS = {"Navigation": "launch/configs/navigation_ppo.yaml", "AirCombat"
 # -- the sections ----------------------------------------------------------------------------
 
 def log(msg: str) -> None:
-    print(f"[bench.report {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+    print(f"[bench.publish.report {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 def _sets(overrides: list[str]) -> str:

@@ -1,13 +1,13 @@
 """Rerun the benchmarks behind the published figures and write the tables docs/results.md includes.
 
-    python -m bench.report                     # everything (8-15 minutes on 2 cores, ~5 more with --peers)
-    python -m bench.report --quick             # tiny budgets, one seed (~2 minutes): checks the pipeline
-    python -m bench.report --only ttt,codec    # a subset of the sections
-    python -m bench.report --peers             # also RLlib / CleanRL-style PPO where importable
-    python -m bench.report --update-results    # ... and put the tables between docs/results.md's markers
-    python -m bench.report --from-json bench/results/report/report.json --update-results
+    python -m bench.publish.report                     # everything (8-15 minutes on 2 cores, ~5 more with --peers)
+    python -m bench.publish.report --quick             # tiny budgets, one seed (~2 minutes): checks the pipeline
+    python -m bench.publish.report --only ttt,codec    # a subset of the sections
+    python -m bench.publish.report --peers             # also RLlib / CleanRL-style PPO where importable
+    python -m bench.publish.report --update-results    # ... and put the tables between docs/results.md's markers
+    python -m bench.publish.report --from-json bench/results/report/report.json --update-results
                                                # the pages from the latest run, without rerunning
-    python -m bench.report --refresh           # the speed figures beside their peers, re-measured at
+    python -m bench.publish.report --refresh           # the speed figures beside their peers, re-measured at
                                                # this tree (bench.bench_speed), and the pages that show them
 
 Sections (``--only``):
@@ -37,7 +37,7 @@ carries the command that reproduces it. Ray runs embedded on this machine, as ``
 train`` starts it. The published figures come from the latest full run on a quiet machine
 (``--update-results`` refuses ``--quick`` and ``--only`` results, and runs with a section not measured).
 
-``--update-results`` also regenerates README's *results at a glance* (``bench.pages``), which reads
+``--update-results`` also regenerates README's *results at a glance* (``bench.publish.pages``), which reads
 ``report.json``.
 
 Exit status: 0; 1 when a section could not be measured (its error is in the tables; the pages are
@@ -58,8 +58,8 @@ from pathlib import Path
 from bench.harness.learning import shutdown_ray
 from bench.harness.results import RESULTS, write_suite
 from bench.harness.stamp import ROOT, load1, stamp
-from bench import pages
-from bench.report_md import (
+from bench.publish import pages
+from bench.publish.report_md import (
     END_MARKER,
     START_MARKER,
     ReportError,
@@ -67,7 +67,7 @@ from bench.report_md import (
     render_markdown,
     replace_page_block,
 )
-from bench.report_sections import FULL, QUICK, RUN_ORDER, RUNNERS, SECTIONS, Budget, log, run_peers
+from bench.publish.report_sections import FULL, QUICK, RUN_ORDER, RUNNERS, SECTIONS, Budget, log, run_peers
 
 OUT_DIR = RESULTS / "report"
 RESULTS_PAGE = ROOT / "docs" / "results.md"
@@ -129,7 +129,7 @@ def run_report(b: Budget, only: list[str], peers: bool, mode: str) -> dict:
 def write_outputs(results: dict, out_dir: Path) -> tuple[Path, Path]:
     """``report.md`` and ``report.json`` in ``out_dir``; returns their paths in that order."""
     js, md = write_suite(out_dir, "report", results,
-                         "# Benchmark report (`python -m bench.report`)\n\n" + render_markdown(results))
+                         "# Benchmark report (`python -m bench.publish.report`)\n\n" + render_markdown(results))
     return md, js
 
 
@@ -157,7 +157,7 @@ def refresh() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.report", description=__doc__.split("\n\n")[0],
+    ap = argparse.ArgumentParser(prog="python -m bench.publish.report", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument("--quick", action="store_true", help="tiny budgets and one seed (~2 minutes): checks the pipeline")
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
             mode = "quick" if args.quick else "full" if only == list(SECTIONS) else "partial"
             results = run_report(budget, only, args.peers, mode)
             rerun = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--update-results"]
-            results["command"] = " ".join(["python -m bench.report", *rerun])
+            results["command"] = " ".join(["python -m bench.publish.report", *rerun])
             md, js = write_outputs(results, args.out)
             log(f"wrote {md} and {js} in {results['elapsed_s']:.0f} s")
             failed = [n for n, sec in results["sections"].items() if sec.get("error")]
@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(render_markdown(results), end="")
     except ReportError as err:
-        print(f"bench.report: {err}", file=sys.stderr)
+        print(f"bench.publish.report: {err}", file=sys.stderr)
         return 2
     return 0
 

@@ -1,4 +1,4 @@
-"""The Markdown side of ``python -m bench.report``: one table per section under the stamp line,
+"""The Markdown side of ``python -m bench.publish.report``: one table per section under the stamp line,
 and the generated block between a page's marker lines (docs/results.md). Pure functions of a results dict (what
 ``report.json`` holds), so a saved report renders without rerunning anything."""
 
@@ -141,10 +141,16 @@ RENDERERS = {"ttt": md_ttt, "throughput": md_throughput, "field": md_field, "env
 RENDER_ORDER = ("ttt", "throughput", "field", "envs", "codec", "hmasd")  # the page's order
 
 
+def current_command(command: str | None) -> str:
+    """The report's command as it is run today: results written before the report moved into
+    ``bench.publish`` (2026-12-07) name its old module."""
+    return (command or "python -m bench.publish.report").replace("python -m bench.report", "python -m bench.publish.report")
+
+
 def render_markdown(results: dict) -> str:
     """The tables (with the stamp line on top), as they go into report.md and docs/results.md's block."""
     lines = [stamp_line(results["stamp"], results.get("mode", "full"), results.get("elapsed_s")), "",
-             f"Regenerate with `{results.get('command') or 'python -m bench.report'}` "
+             f"Regenerate with `{current_command(results.get('command'))}` "
              f"(figures: `bench/results/report/report.json`)."]
     for name in RENDER_ORDER:
         if name in results.get("sections", {}):
