@@ -15,7 +15,7 @@
 
 **Publishing** (``publish/``): ``report``, ``pages``, ``figures`` and the tables they are made of,
 which turn ``results/`` into README.md's and docs/'s figures. Publishing reads what measuring wrote
-(and its report may run a suite); measuring never imports publishing (tests/test_architecture.py).
+(and its report may run a suite); measuring never imports publishing (tests/docs/test_architecture.py).
 
 Beside them: ``experiments/``, tooling of particular studies in the lab log; ``results/``, what the
 suites measured (its README says how it is laid out).

@@ -48,7 +48,7 @@ def bench_batched(layout: str, n: int, seconds: float, repeats: int, device: str
 
 def bench_reference(layout: str, seconds: float, repeats: int, obs: bool) -> tuple[float, float, float] | None:
     try:
-        from tests.overcooked_oracle import import_mdp  # `python -m bench...` runs from the repository root
+        from tests.support.overcooked_oracle import import_mdp  # `python -m bench...` runs from the repository root
 
         om = import_mdp()
     except BaseException:  # noqa: BLE001 - pytest's skip is not an Exception: overcooked-ai is not installed

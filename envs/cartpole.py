@@ -3,7 +3,7 @@
 A tensor reimplementation of Gymnasium's ``CartPole-v1``
 (``gymnasium.envs.classic_control.cartpole.CartPoleEnv`` + ``TimeLimit(500)``): same constants,
 same explicit-Euler integrator and same order of floating-point operations, so a float64 run
-reproduces Gymnasium's trajectories to rounding error (see ``tests/test_envs.py``).
+reproduces Gymnasium's trajectories to rounding error (see ``tests/envs/test_envs.py``).
 
 Observation
     ``{"obs": float32 [N, 4]}``: cart position, cart velocity, pole angle (rad), pole angular

@@ -100,7 +100,7 @@ BATCHED_RESET_SCENARIOS = frozenset({
 })
 """Scenarios (vmas 1.5.2) whose batched reset is verified: the reset envs get the state of VMAS's
 own vectorized reset, and the running envs continue bit-identically to envs that never reset
-(``tests/test_vmas_adapter.py``). The others failed that check and use VMAS's ``reset_at`` loop
+(``tests/envs/test_vmas_adapter.py``). The others failed that check and use VMAS's ``reset_at`` loop
 unless ``batched_reset=True`` is asked for: their resets re-draw Python values shared by the
 whole batch (agent order in asym_joint, passage order in ball_passage, masses in het_mass, the
 goal entity in simple_adversary and simple_reference), keep state in objects the walk does not

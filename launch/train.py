@@ -32,7 +32,7 @@ import sys
 from pathlib import Path
 
 # `rl-system train` options that take a value (kept in step with rl_system/cli/train.py by
-# tests/test_cluster_config.py); everything else that starts with "-" is a flag.
+# tests/run/test_cluster_config.py); everything else that starts with "-" is a flag.
 VALUE_OPTIONS = frozenset({"--set", "--address", "--run-dir", "--resume", "--log-level"})
 PACKAGES = ("rl_system", "envs")
 

@@ -8,5 +8,5 @@
   ``report_sections`` -- the tables and checks those pages are made of.
 
 It reads what the measuring room (``bench/``'s suites, ``bench.peers``, ``bench.harness``) wrote and
-may call its suites; the measuring room never imports from here (tests/test_architecture.py).
+may call its suites; the measuring room never imports from here (tests/docs/test_architecture.py).
 """

@@ -8,7 +8,7 @@ bench.bench_kernels``).
 
 Where the generic path runs (:data:`SIGMOID_TANH`), :class:`Tanh` computes
 ``tanh(x) = 2·sigmoid(2x) − 1`` (exact in real arithmetic; in float32 within 2e-7 of
-``torch.tanh`` everywhere, which tests/test_bench_kernels.py holds it to) on large CPU tensors, in
+``torch.tanh`` everywhere, which tests/bench/test_bench_kernels.py holds it to) on large CPU tensors, in
 place where it can, with ``tanh``'s own backward (``grad · (1 − y²)``), which beats the generic
 ``torch.tanh``'s forward plus backward. On an Intel CPU that form is the slower one, so there
 :class:`Tanh` is ``torch.tanh``. Small tensors (a sampler's step) and GPU tensors always take

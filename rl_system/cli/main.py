@@ -28,7 +28,7 @@ COMMANDS = (train.add_parser, evaluate.add_parser, export.add_parser, check_env.
 
 
 def parser() -> argparse.ArgumentParser:
-    """The whole command line (the docs' commands are checked against it: tests/test_doc_commands.py)."""
+    """The whole command line (the docs' commands are checked against it: tests/docs/test_doc_commands.py)."""
     p = argparse.ArgumentParser(prog="rl-system", description="Distributed actor-learner RL on Ray.")
     p.add_argument("--version", action="version", version=f"rl-system {__version__}")
     sub = p.add_subparsers(dest="command", required=True)

@@ -10,7 +10,7 @@ written out, and the backward is two matrix products and one activation derivati
 It is the math of :meth:`PPO._losses <rl_system.algos.ppo.trainer.PPO._losses>` and autograd's
 conventions where they matter (``torch.maximum`` splits a tie's gradient evenly; ``clamp`` passes
 the gradient on its bounds), so the gradients agree with autograd's to float32 rounding
-(``tests/test_ppo_analytic.py``), not bit for bit: the sums run in another order.
+(``tests/algos/test_ppo_analytic.py``), not bit for bit: the sums run in another order.
 
 It serves :class:`~rl_system.algos.ppo.policy.ActorCritic` with flat observations only (no
 encoder with weights), ``tanh`` / ``relu`` / ``elu`` heads, Discrete or Box actions (with or
