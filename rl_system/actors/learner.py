@@ -144,7 +144,7 @@ class Learner:
                 dropped += 1
         # The round's env steps over the group (the budget and LR annealing are global), decided
         # together: a learner left with nothing must not leave its peers in a collective.
-        steps_per_rank = self.group.all_gather_ints(sum(cols[rollout.REWARD].numel() for cols in rollouts))
+        steps_per_rank = self.group.all_gather_ints(sum(rollout.env_steps_of(cols) for cols in rollouts))
         if min(steps_per_rank) == 0:
             raise StaleRolloutError(f"all {len(payloads)} rollouts of a learner's share are outside the "
                                     f"allowed policy lag")

@@ -103,6 +103,13 @@ ADVANTAGE, RETURN, OLD_VALUE = "advantage", "ret", "old_value"
 units where they differ from the rollout's ``value``."""
 
 
+def env_steps_of(columns: Columns) -> int:
+    """The env steps a rollout holds, ``T * N`` (its ``terminated`` column's shape): one per env
+    and step whatever the env's agents (a multi-agent reward is ``[T, N, n]``: that many agent steps)."""
+    T, N = columns[TERMINATED].shape[:2]
+    return T * N
+
+
 def concat(rollouts: list[Columns]) -> Columns:
     """Join rollouts along the env axis: step columns ``[T, N_i, ...]`` -> ``[T, sum N_i, ...]``,
     env-major columns ``[N_i, ...]`` (or ``[E_i, ...]``) along dim 0."""

@@ -12,6 +12,7 @@ from examples.cue_match.env import CueMatch
 from rl_system.algos import get_algorithm
 from rl_system.algos.mappo import columns as col
 from rl_system.algos.update import Minibatch
+from rl_system.checkpoint.store import CheckpointStore
 from rl_system.config import ConfigError, load_config
 from rl_system.envs.base import AgentBox, AgentDiscrete, AgentMultiDiscrete, TensorSpec
 
@@ -212,6 +213,9 @@ def test_a_mappo_run_reaches_its_target_through_ray_resumes_and_exports(tmp_path
                  "tensorboard=false", f"mappo.central_value={value}"]
     result = train(_cfg(*overrides), run_dir=tmp_path / "run")
     assert result.reached_target, result
+    # Checkpoints count env steps (1,024 a round), not agent steps (2,048): the last one holds the run's.
+    last = CheckpointStore(str(tmp_path / "run" / "checkpoints")).list()[-1]
+    assert last.manifest["env_steps"] == result.env_steps, last
     again = train(_cfg(*overrides, "stop_at_target=false", f"max_env_steps={result.env_steps + 4096}"),
                   run_dir=tmp_path / "resumed", resume=tmp_path / "run")
     assert again.env_steps > result.env_steps
