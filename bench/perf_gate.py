@@ -22,7 +22,7 @@ No worktree or virtualenv is left behind on any exit, Ctrl-C included.
 
 The whole gate is about 10 minutes on 2 cores (three pairs of every case); ``--quick`` runs the
 CartPole cases only (about 3 minutes). It does not run in CI: a shared machine is too noisy for a
-pass/fail there. Writes ``gate_<base>_<head>.json`` / ``.md`` to ``--out`` (default
+pass/fail there. Writes ``gate_<base>_<head>.json.xz`` (every run's figures) / ``.md`` to ``--out`` (default
 ``bench/results/perf_gate/``).
 """
 
@@ -352,7 +352,7 @@ def gate(args: argparse.Namespace, command: str) -> int:
     write_suite(args.out, name, {"meta": meta, "base": base, "head": head or head_label, "pairs": args.pairs,
                                  "set": args.set, "cases": [c.name for c in cases],
                                  "not_in_base": [c.name for c in absent], "rows": result,
-                                 "runs": {s.label: s.runs for s in sides}}, text)
+                                 "runs": {s.label: s.runs for s in sides}}, text, compress=True)
     print("\n" + text)
     slower = [f"{r['case']}: {r['metric']}" for r in result if r["verdict"] == "SLOWER"]
     if slower:

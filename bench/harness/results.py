@@ -80,12 +80,20 @@ def run_index(runs: Iterable[dict[str, Any]], folder: Path) -> list[dict[str, An
     return out
 
 
-def write_suite(out: Path, name: str, data: dict[str, Any], markdown: str) -> tuple[Path, Path]:
-    """``out/<name>.json`` (``data``, which carries its stamp) and ``out/<name>.md``."""
+def write_suite(out: Path, name: str, data: dict[str, Any], markdown: str,
+                compress: bool = False) -> tuple[Path, Path]:
+    """``out/<name>.json`` (``data``, which carries its stamp) and ``out/<name>.md``; with
+    ``compress``, ``out/<name>.json.xz`` (data that holds every run's figures)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    js, md = out / f"{name}.json", out / f"{name}.md"
-    js.write_text(json.dumps(data, indent=1, default=str) + "\n")
+    md = out / f"{name}.md"
+    if compress:
+        js = out / f"{name}.json.xz"
+        with lzma.open(js, "wt", encoding="utf-8", preset=9) as f:
+            json.dump(data, f, indent=1, default=str)
+    else:
+        js = out / f"{name}.json"
+        js.write_text(json.dumps(data, indent=1, default=str) + "\n")
     md.write_text(markdown if markdown.endswith("\n") else markdown + "\n")
     return js, md
 
