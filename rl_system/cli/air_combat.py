@@ -22,7 +22,7 @@ def add_parser(sub: Any) -> None:
     asub = a.add_subparsers(dest="air_combat_command", required=True)
     r = asub.add_parser("range-map", help="sweep shots over launch range x target aspect x manoeuvre in one env "
                                           "batch; draw the envelope and the space-time diagram")
-    r.add_argument("--out", type=Path, default=Path("range_map.png"), help="the envelope picture (PNG)")
+    r.add_argument("--out", type=Path, default=Path("range_map.png"), help="the envelope picture (PNG; default: %(default)s)")
     r.add_argument("--space-time", type=Path, default=None, metavar="OUT.png",
                    help="the space-time diagram (default: <out>_space_time.png)")
     r.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the table of every cell")

@@ -12,7 +12,8 @@ from rl_system.errors import one_line
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("check-env", help="conformance check of an env: specs, auto-reset, seeding, state, speed")
-    c.add_argument("name", help="a registered env, 'package.module:Name', 'gym:<id>' or 'envpool:<id>' (as env.name in a config)")
+    c.add_argument("name", help="a registered env, 'package.module:Name', 'gym:<id>', 'envpool:<id>', 'vmas:<scenario>' or "
+                        "'pettingzoo:<module>:<env_fn>' (as env.name in a config)")
     c.add_argument("--env", dest="env_kwargs", action="append", default=[], metavar="KWARG=VALUE",
                    help="an env constructor kwarg (repeatable), e.g. --env size=small")
     c.add_argument("--num-envs", type=int, default=8, help="batch size N to check and time (default 8)")

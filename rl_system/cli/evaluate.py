@@ -124,7 +124,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     try:
         found = pick_checkpoint(args.checkpoint, args.pick)
     except CheckpointError as err:
-        return fail(f"cannot load checkpoint: {err}", 1)
+        return fail(f"cannot load checkpoint: {err}", 2)
     if args.env_overrides:
         found.state = with_env_kwargs(found.state, args.env_overrides)
     refused = conflict(args)
@@ -150,7 +150,7 @@ def _statistics(args: argparse.Namespace, found) -> int:
         try:
             opponent = pick_checkpoint(args.opponent).state
         except CheckpointError as err:
-            return fail(f"cannot load opponent checkpoint: {err}", 1)
+            return fail(f"cannot load opponent checkpoint: {err}", 2)
     try:
         result = evaluate(found.state, episodes=args.episodes, deterministic=args.greedy_level or args.deterministic,
                           num_envs=args.num_envs, seed=args.seed, device=args.device, opponent=opponent)

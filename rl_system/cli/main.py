@@ -1,5 +1,6 @@
 """``rl-system`` command line: the parser and the dispatch. Every expected failure ends in one line
-on stderr and a non-zero exit: 2 for bad input (config, flags), 1 for a run that failed, 130 for
+on stderr and a non-zero exit: 2 for bad input (config, flags, a path or name that is not there:
+tests/cli/test_cli_surface.py walks the commands), 1 for a run that failed, 130 for
 Ctrl-C.
 
 Each command lives in a module of its own that adds its subparser and sets its handler

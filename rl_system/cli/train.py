@@ -20,7 +20,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="override a config key, e.g. --set workers.num_envs=256 (repeatable)")
     t.add_argument("--address", default=None,
                    help="Ray cluster to join ('auto' or HOST:PORT); default: start Ray on this machine")
-    t.add_argument("--run-dir", default=None, type=Path, help="directory for this run's outputs")
+    t.add_argument("--run-dir", default=None, type=Path,
+                   help="directory for this run's outputs (default: the config's run_dir/run_name, "
+                        "runs/<env>-<algo>-<YYYYmmdd-HHMMSS> unless it sets them)")
     t.add_argument("--quiet", action="store_true", help="no per-round console lines (--log-level warning)")
     t.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info",
                    help="what the console shows: debug adds the full text behind one-line errors; every level "

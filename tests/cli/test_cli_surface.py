@@ -116,7 +116,7 @@ def test_eval_export_and_the_python_api_read_the_same_checkpoint_for_each_pick(r
 
 def test_a_pick_the_run_lacks_is_one_line_naming_what_it_has(runs, capsys):
     run = runs["scored"]
-    assert main(["eval", str(run), "--pick", "v7"]) == 1
+    assert main(["eval", str(run), "--pick", "v7"]) == 2
     assert main(["export", str(run), "--format", "onnx", "--out", str(run / "p.onnx"), "--pick", "v7"]) == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 2 and all(line.startswith("rl-system: cannot ") for line in err), err
@@ -153,3 +153,21 @@ def test_a_number_of_episodes_below_1_is_refused_alike_before_the_checkpoint_is_
     assert capsys.readouterr().err.strip() == "rl-system: --episodes: expected a positive number"
     with pytest.raises(ValueError, match="^episodes: expected a positive number, got 0$"):
         rl_system.evaluate(tmp_path / "nowhere", episodes=0)
+
+
+@pytest.mark.parametrize("argv", [
+    ["train", "{missing}.yaml"],
+    ["tune", "{missing}.yaml", "--search", "seed=grid(0, 1)"],
+    ["eval", "{missing}"],
+    ["eval", "{run}", "--opponent", "{missing}"],
+    ["export", "{missing}", "--format", "onnx", "--out", "{missing}.onnx"],
+    ["rollouts", "inspect", "{missing}.arrow"],
+    ["check-env", "no_such_env"],
+], ids=lambda argv: argv[0] + ("_opponent" if "--opponent" in argv else ""))
+def test_every_command_given_what_is_not_there_says_so_in_one_line_and_exits_2(argv, tmp_path, capsys):
+    """Exit 2 is bad input on every command (a path, a name, a config); 1 is a run that failed."""
+    missing = str(tmp_path / "nowhere")
+    run = str(write_policy_checkpoint(tmp_path / "run", "cartpole_ppo.yaml")) if "{run}" in argv else ""
+    code = main([a.replace("{missing}", missing).replace("{run}", run) for a in argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("rl-system: "), (code, err)

@@ -145,3 +145,10 @@ def test_links_between_pages_and_files_resolve(page):
         if not (page.parent / path).exists():
             broken.append(target)
     assert not broken, f"{page.relative_to(REPO)}: links to nothing: {broken}"
+
+
+def test_the_user_guide_lists_every_shipped_config():
+    """Its table of configs names each file under launch/configs/ (a new config joins the table)."""
+    guide = (REPO / "docs" / "user_guide.md").read_text()
+    missing = sorted(p.name for p in (REPO / "launch" / "configs").glob("*.yaml") if f"`{p.name}`" not in guide)
+    assert not missing, f"docs/user_guide.md's table of shipped configs lacks {missing}"

@@ -101,7 +101,7 @@ def test_eval_picks_the_checkpoint_with_the_best_training_return_by_default(tmp_
         assert json.loads(out.read_text())["checkpoint"].endswith(f"ckpt-v{version:08d}.rlck")
     capsys.readouterr()
     one_file = str(tmp_path / "run" / "checkpoints" / "ckpt-v00000002.rlck")
-    assert main(["eval", one_file, "--pick", "v3"]) == 1
+    assert main(["eval", one_file, "--pick", "v3"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.endswith("ckpt-v00000002.rlck is one checkpoint, v2, not v3"), err
 
