@@ -5,7 +5,9 @@ then):
 
 * :func:`render_supports`: README's *What it supports*, a row per headline capability;
 * :func:`render_algorithms`: docs/reference.md's *Algorithms*, each algorithm's entry and the whole
-  capability matrix.
+  capability matrix;
+* :func:`render_limits`: docs/limitations.md's *What each algorithm lacks* and which envs draw
+  pictures and videos.
 """
 
 from __future__ import annotations
@@ -66,4 +68,30 @@ def render_algorithms() -> str:
     for c in cap.CAPABILITIES:
         switch = f"`{c.switch}`" if c.switch else "–"
         out.append(f"| {c.title} | {switch} | " + " | ".join(YES if s.has(c) else NO for s in specs) + " |")
+    return "\n".join(out) + "\n"
+
+
+def _applies(spec: AlgorithmSpec, capability: cap.Capability) -> bool:
+    """Whether lacking ``capability`` means anything for ``spec``: one agent's export is a
+    multi-agent policy's, greedy levels a hierarchy's."""
+    if capability is cap.AGENT_EXPORT:
+        return spec.has(cap.MULTI_AGENT)
+    return capability is not cap.GREEDY_LEVELS
+
+
+def render_limits() -> str:
+    """docs/limitations.md's generated part: per algorithm, the capabilities it lacks (those some
+    other algorithm has); then the envs with a renderer of their own."""
+    from rl_system.envs import registered_names
+    from rl_system.envs.render import renderer_names
+
+    specs = list(registry.specs().values())
+    out = ["| algorithm | lacks (another algorithm has it) |", "|---|---|"]
+    for s in specs:
+        lacks = [c.title for c in cap.CAPABILITIES if not s.has(c) and any(o.has(c) for o in specs) and _applies(s, c)]
+        out.append(f"| {s.title} (`{s.name}`) | {'; '.join(lacks) or NO} |")
+    drawn = renderer_names()
+    undrawn = [n for n in registered_names() if n not in drawn]
+    out += ["", f"Built-in envs with a renderer (`rl-system eval --render` / `--video`): {', '.join(drawn)}. "
+            f"Without one: {', '.join(undrawn) or NO}."]
     return "\n".join(out) + "\n"

@@ -284,7 +284,9 @@ SUPPORTS = Block("supports", ROOT / "README.md", *_marker("supports"), capabilit
 ALGORITHMS = Block("algorithms", ROOT / "docs" / "reference.md", *_marker("algorithms"),
                    capability_tables.render_algorithms, _REGISTRY)
 A2C = Block("a2c", ROOT / "docs" / "results.md", *_marker("a2c"), render_a2c, (A2C_MD,))
-BLOCKS = (GLANCE, SPEED, REPORT, SUPPORTS, ALGORITHMS, A2C)
+LIMITS = Block("limits", ROOT / "docs" / "limitations.md", *_marker("limits"), capability_tables.render_limits,
+               (*_REGISTRY, ROOT / "envs" / "render.py", ROOT / "envs" / "__init__.py"))
+BLOCKS = (GLANCE, SPEED, REPORT, SUPPORTS, ALGORITHMS, A2C, LIMITS)
 
 
 # -- the pages ------------------------------------------------------------------------------
