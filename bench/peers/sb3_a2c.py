@@ -2,7 +2,9 @@
 (:mod:`bench.bench_a2c`).
 
 CartPole-v1 is rl-zoo3's ``hyperparams/a2c.yml`` entry: 8 envs (``DummyVecEnv``), 500,000 env
-steps, ``ent_coef`` 0, and SB3's ``A2C`` defaults for the rest (``n_steps`` 5, lr 7e-4, RMSprop
+steps, ``ent_coef`` 0; HalfCheetah is its MuJoCo entry (``HalfCheetah-v3`` there, v5 here: the
+Gymnasium version this install has): one env, 1,000,000 env steps, observations normalised
+(``VecNormalize(norm_obs=True, norm_reward=False)``); both take SB3's ``A2C`` defaults for the rest (``n_steps`` 5, lr 7e-4, RMSprop
 with ``alpha`` 0.99 and ``eps`` 1e-5, ``gae_lambda`` 1, ``vf_coef`` 0.5, ``max_grad_norm`` 0.5,
 [64, 64] tanh actor and critic with orthogonal init). The curve is
 :func:`bench.peers.sb3_ppo.curve_callback`'s: after every rollout the env steps, the wall and CPU
@@ -19,6 +21,7 @@ from typing import Any
 
 ZOO: dict[str, dict[str, Any]] = {
     "CartPole-v1": {"n_envs": 8, "steps": 500_000, "kwargs": {"ent_coef": 0.0}},
+    "HalfCheetah-v5": {"n_envs": 1, "steps": 1_000_000, "kwargs": {}, "norm_obs": True},
 }
 
 
@@ -33,6 +36,10 @@ def run(env_id: str, total_steps: int, seed: int, threads: int = 1) -> dict[str,
     zoo = ZOO[env_id]
     torch.set_num_threads(threads)
     env = make_vec_env(env_id, n_envs=zoo["n_envs"], seed=seed)
+    if zoo.get("norm_obs"):
+        from stable_baselines3.common.vec_env import VecNormalize
+
+        env = VecNormalize(env, norm_obs=True, norm_reward=False)
     model = A2C("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **zoo["kwargs"])
     curve, wall, cpu = learn_timed(model, total_steps)
     env.close()

@@ -66,6 +66,17 @@ def test_one_update_is_sb3s_a2c_step():
     assert metrics["value_loss"] == pytest.approx(float(torch.nn.functional.mse_loss(ret.flatten(), value.detach())), rel=1e-5)
 
 
+def test_the_observation_normaliser_learns_the_rounds_observations():
+    # model.normalize_obs (the RL Zoo's normalize for MuJoCo): after an update the normaliser has
+    # folded in the round's observations, as PPO's learner does.
+    cfg = load_config(CONFIG, ["workers.num_envs=8", "workers.rollout_len=16", "model.normalize_obs=true"])
+    policy, trainer, batch = _sampled(cfg)
+    obs = batch[col.OBS + "obs"].flatten(0, 1)
+    trainer.update(batch, 0.0)
+    torch.testing.assert_close(policy.obs_norm.mean, obs.double().mean(0).to(policy.obs_norm.mean.dtype),
+                               rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("overrides,says", [
     (["learner.gradients=closed_form"], ("learner.gradients: closed_form: needs closed-form gradients, which algo "
                                          "'a2c' lacks; algo ppo has it")),

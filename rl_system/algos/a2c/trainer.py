@@ -23,6 +23,7 @@ from torch import nn
 from rl_system import collective
 from rl_system.algos.a2c.config import A2CConfig
 from rl_system.algos.advantages import compute_gae
+from rl_system.algos.ppo.trainer import observe_round
 from rl_system.algos.surrogate import actor_critic_loss
 from rl_system.algos.update import Minibatch, OptimizerSpec, Trainer, UpdateCore
 from rl_system.rollout import contract as col
@@ -74,4 +75,7 @@ class A2C(Trainer):
         return actor_critic_loss(pg, v, entropy.sum(), cfg.ent_coef, cfg.vf_coef, rows)
 
     def round_metrics(self, batch: dict[str, torch.Tensor], data: dict[str, torch.Tensor]) -> dict[str, float]:
+        """The round's observations to the observation normaliser (``model.normalize_obs``), as
+        PPO's; the critic's explained variance."""
+        observe_round(self.policy, batch, self.group)
         return {"explained_variance": self.group.explained_variance(data[col.VALUE], data[col.RETURN])}
