@@ -3,8 +3,8 @@
 An algorithm is its preparation (GAE, V-trace, the hierarchy's returns: what the epochs train on),
 its minibatches' row counts and its loss. Everything between the two is written here once:
 
-* :class:`Trainer.update` -- the round's skeleton: the learning rate, ``prepare``, the epochs over
-  ``minibatches``, the round's metrics;
+* :meth:`Trainer.update` -- the round's skeleton: the learning rate, ``prepare``, the epochs of
+  ``epochs()``'s minibatches, the round's metrics;
 * :class:`UpdateCore` -- builds the optimiser from an :class:`OptimizerSpec` and owns it and its
   checkpointed state (:meth:`UpdateCore.state_dict`);
 * :meth:`UpdateCore.set_lr` -- the learning rate for the share of the step budget used (linear
