@@ -46,6 +46,7 @@ MARL_JSON = RESULTS / "marl" / "balance_600k" / "marl.json"
 TRANSPORT_JSON = RESULTS / "marl" / "transport_1920k_eval2000" / "marl.json"
 SPEED_JSON = RESULTS / "speed" / "speed.json"
 A2C_MD = RESULTS / "a2c" / "a2c.md"
+A2C_HALFCHEETAH_MD = RESULTS / "a2c" / "a2c_halfcheetah.md"
 PRODUCT = ("rl_system", "envs", "launch/configs")
 """The paths whose code a figure measures: a figure from a commit where they differ from the speed
 sitting's is marked as measured on older code."""
@@ -266,11 +267,21 @@ def render_speed() -> str:
     return body.split("\n", 2)[2]  # without its own heading: the page has one
 
 
+def _suite_table(path: Path, command: str) -> str:
+    """A suite's Markdown as it wrote it, without its own heading (the page has one)."""
+    if not path.is_file():
+        raise ReportError(f"{_shown(path)}: no such results file ({command} writes it)")
+    return path.read_text().split("\n", 2)[2]
+
+
 def render_a2c() -> str:
-    """docs/results.md's A2C table: the latest ``python -m bench.bench_a2c``, as it wrote it."""
-    if not A2C_MD.is_file():
-        raise ReportError(f"{_shown(A2C_MD)}: no such results file (python -m bench.bench_a2c writes it)")
-    return A2C_MD.read_text().split("\n", 2)[2]  # without its own heading: the page has one
+    """docs/results.md's A2C table on CartPole: the latest ``python -m bench.bench_a2c``."""
+    return _suite_table(A2C_MD, "python -m bench.bench_a2c")
+
+
+def render_a2c_halfcheetah() -> str:
+    """docs/results.md's A2C table on HalfCheetah: the latest ``python -m bench.bench_a2c --env HalfCheetah``."""
+    return _suite_table(A2C_HALFCHEETAH_MD, "python -m bench.bench_a2c --env HalfCheetah")
 
 
 def render_report() -> str:
@@ -291,9 +302,11 @@ SUPPORTS = Block("supports", ROOT / "README.md", *_marker("supports"), capabilit
 ALGORITHMS = Block("algorithms", ROOT / "docs" / "reference.md", *_marker("algorithms"),
                    capability_tables.render_algorithms, _REGISTRY)
 A2C = Block("a2c", ROOT / "docs" / "results.md", *_marker("a2c"), render_a2c, (A2C_MD,))
+A2C_HALFCHEETAH = Block("a2c_halfcheetah", ROOT / "docs" / "results.md", *_marker("a2c_halfcheetah"),
+                        render_a2c_halfcheetah, (A2C_HALFCHEETAH_MD,))
 LIMITS = Block("limits", ROOT / "docs" / "limitations.md", *_marker("limits"), capability_tables.render_limits,
                (*_REGISTRY, ROOT / "envs" / "render.py", ROOT / "envs" / "__init__.py"))
-BLOCKS = (GLANCE, SPEED, REPORT, SUPPORTS, ALGORITHMS, A2C, LIMITS)
+BLOCKS = (GLANCE, SPEED, REPORT, SUPPORTS, ALGORITHMS, A2C, A2C_HALFCHEETAH, LIMITS)
 
 
 # -- the pages ------------------------------------------------------------------------------
