@@ -113,12 +113,13 @@ class RunConfigBase(Strict):
                  (self.learner.num_learners > 1, cap.LEARNER_GROUP, "learner.num_learners"),
                  (self.selfplay.enabled, cap.SELFPLAY, "selfplay.enabled"))
         for wanted, capability, key in asked:
-            if wanted and not spec.has(capability):
+            if not wanted:
+                continue
+            try:
+                registry.require(self.algo, capability, key)
+            except registry.MissingCapability as err:
                 own = f" (its own: {spec.recurrent_key})" if key == "model.recurrent" and spec.recurrent_key else ""
-                try:
-                    registry.require(self.algo, capability, key)
-                except registry.MissingCapability as err:
-                    raise ValueError(f"{err}{own}") from None
+                raise ValueError(f"{err}{own}") from None
         return self
 
     @model_validator(mode="after")

@@ -41,8 +41,7 @@ class A2C(Trainer):
 
     def __init__(self, policy: nn.Module, cfg: A2CConfig, group: collective.Collective = collective.SOLO):
         self.policy, self.cfg = policy, cfg
-        spec = OptimizerSpec(lr=cfg.lr, eps=cfg.eps, kind="rmsprop" if cfg.optimizer == "rmsprop" else "adam",
-                             alpha=cfg.rms_prop_alpha)
+        spec = OptimizerSpec(lr=cfg.lr, eps=cfg.eps, kind=cfg.optimizer, alpha=cfg.rms_prop_alpha)
         self.core = UpdateCore(policy.parameters(), spec, anneal_lr=cfg.anneal_lr, max_grad_norm=cfg.max_grad_norm,
                                group=group)
 

@@ -51,9 +51,9 @@ from rl_system.algos.recurrent import episode_starts
 from rl_system.algos.surrogate import approx_kl
 from rl_system.algos.update import OptimizerSpec, Trainer, UpdateCore
 
-Step = tuple[torch.Tensor | None, torch.Tensor | None, tuple[int, int]]
-"""One step's share of a minibatch: this learner's chunks, its windows, and the whole minibatch's
-``(chunks, windows)`` over the group."""
+Step = tuple[MinibatchPlan, torch.Tensor | None, torch.Tensor | None, tuple[int, int]]
+"""One step's share of a minibatch: the round's plan, this learner's chunks, its windows, and the
+whole minibatch's ``(chunks, windows)`` over the group."""
 
 
 @dataclass
@@ -85,7 +85,6 @@ class HMASDTrainer(Trainer):
         self.core = UpdateCore(policy.parameters(), OptimizerSpec(lr=cfg.lr, fused=False), anneal_lr=cfg.anneal_lr,
                                max_grad_norm=cfg.max_grad_norm, clip_groups=list(self.groups.values()), group=group)
         self.num_epochs = cfg.num_epochs
-        self._round_plan: MinibatchPlan | None = None  # the round's chunks and windows (epochs())
         self.lambda_h = cfg.lambda_h
         """The coordinator's entropy bonus in this update (``lambda_h_gate`` scales it per round)."""
         self.lambda_l = cfg.lambda_l
@@ -209,17 +208,17 @@ class HMASDTrainer(Trainer):
         return nullcontext()
 
     def epochs(self, data: Prepared, batch: dict[str, torch.Tensor]) -> Callable[[], Iterator[Step]]:
-        """Each epoch a fresh draw of chunks and windows: ``(chunks, windows, rows)`` per step
+        """Each epoch a fresh draw of chunks and windows: ``(plan, chunks, windows, rows)`` per step
         (:class:`~.minibatch.MinibatchPlan`)."""
-        self._round_plan = plan = self._plan(batch, data)
-        return plan.minibatches
+        plan = self._plan(batch, data)
+        return lambda: ((plan, *item) for item in plan.minibatches())
 
     def round_metrics(self, batch: dict[str, torch.Tensor], data: Prepared) -> dict[str, float]:
         """The preparation's statistics, the trust region's, and the chunks' length."""
         metrics = dict(data.stats)
         if self.high_region is not None:
             metrics.update(self.high_region.metrics("high_"))
-        metrics["chunk_len"] = self._round_plan.L
+        metrics["chunk_len"] = chunk_len(batch[col.REWARD].shape[0], self.cfg.chunk_len)  # the plan's L
         return metrics
 
     def _set_bonuses(self, batch: dict[str, torch.Tensor], stats: dict[str, float]) -> None:
@@ -269,7 +268,7 @@ class HMASDTrainer(Trainer):
         not the base's: the statistics a step reports depend on whether it holds windows, and with
         the coordinator's KL bound its step is shrunk or undone after the fact (once undone the
         coordinator sits out the round's other minibatches)."""
-        plan, (ci, wi, rows) = self._round_plan, item
+        plan, ci, wi, rows = item
         region = self.high_region
         if region is not None and not region.active:
             wi, rows = torch.zeros(0, dtype=torch.long, device=plan.low["reset"].device), (rows[0], 0)
