@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.bench_startup import ray_pids, wait_for_quiet
+from bench.harness.learning import read_summary, train_command
 from bench.harness.markdown import md_table
 from bench.harness.results import RESULTS, command_line, write_suite
 from bench.harness.stamp import ROOT, load1, stamp, stamp_line
@@ -55,10 +56,8 @@ def _process(cmd: list[str], cwd: Path) -> tuple[float, str]:
 
 def _ours(config: str, *sets: str) -> Callable[[Path], dict[str, Any]]:
     def run(tmp: Path) -> dict[str, Any]:
-        cmd = [sys.executable, "-m", "rl_system", "train", str(CONFIGS / config), "--run-dir", str(tmp / "run"),
-               "--quiet", *(a for kv in sets for a in ("--set", kv))]
-        wall, _ = _process(cmd, tmp)
-        return {**json.loads((tmp / "run" / "summary.json").read_text()), "process_s": wall}
+        wall, _ = _process(train_command(sys.executable, CONFIGS / config, tmp / "run", sets), tmp)
+        return {**read_summary(tmp / "run"), "process_s": wall}
     return run
 
 

@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.harness.learning import read_summary, train_command
 from bench.harness.markdown import md_table, num
 from bench.harness.results import RESULTS, command_line, write_suite
 from bench.harness.stamp import ROOT, load1, stamp, stamp_line
@@ -94,11 +95,10 @@ def run_cell(config: str, threads: int, env: dict[str, str], sets: list[str], pr
     wait_for_quiet(present)
     budget = next((list(c.sets) for c in CASES if c.config == f"{config}.yaml"), [])
     with tempfile.TemporaryDirectory(prefix="bench_threads_") as tmp:
-        cmd = [sys.executable, "-m", "rl_system", "train", str(ROOT / "launch" / "configs" / f"{config}.yaml"),
-               "--run-dir", f"{tmp}/run", "--quiet",
-               *(a for kv in [*budget, f"learner.torch_threads={threads}", *sets] for a in ("--set", kv))]
+        cmd = train_command(sys.executable, ROOT / "launch" / "configs" / f"{config}.yaml", Path(tmp, "run"),
+                            [*budget, f"learner.torch_threads={threads}", *sets])
         subprocess.run(cmd, cwd=tmp, env=variant_env(env), check=True, capture_output=True, text=True)
-        s = json.loads(Path(tmp, "run", "summary.json").read_text())
+        s = read_summary(Path(tmp, "run"))
     update = s["time_breakdown_s"]["update"] / s["rounds"]
     return {"update_s": update, "steps_per_s": s["steps_per_s"], "learner_cpu_s": s["cpu_s"]["learner"],
             "rounds": s["rounds"], "samples": s["env_steps"] // s["rounds"]}

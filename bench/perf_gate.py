@@ -29,7 +29,6 @@ pass/fail there. Writes ``gate_<base>_<head>.json.xz`` (every run's figures) / `
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import statistics
@@ -45,6 +44,7 @@ from typing import Any
 
 from bench.bench_startup import ray_pids, wait_for_quiet
 from bench.harness.ab import THRESHOLD, Metric, ratios, verdict
+from bench.harness.learning import read_summary, train_command
 from bench.harness.markdown import md_table
 from bench.harness.results import RESULTS, command_line, write_suite
 from bench.harness.stamp import ROOT, git_commit, load1, stamp, stamp_line
@@ -190,16 +190,14 @@ def run_case(side: Side, case: Case, run_dir: Path, present: set[int], sets: tup
     if not config.exists():  # the base's are checked before any run (comparable_cases)
         raise GateError(f"perf_gate: the head has no launch/configs/{case.config}", REGRESSED)
     wait_for_quiet(present)  # an earlier run's Ray teardown is not billed to this one
-    cmd = [str(side.python), "-m", "rl_system", "train", str(config), "--run-dir", str(run_dir), "--quiet",
-           *(a for kv in (*case.sets, *sets) for a in ("--set", kv))]
+    cmd = train_command(side.python, config, run_dir, (*case.sets, *sets))
     t0 = time.perf_counter()
     out = run_child(cmd, cwd=run_dir.parent)  # not the tree: `-m` would import the bare tree first
     process_s = time.perf_counter() - t0
-    summary_path = run_dir / "summary.json"
-    if out.returncode != 0 or not summary_path.exists():
+    if out.returncode != 0 or not (run_dir / "summary.json").exists():
         raise GateError(f"perf_gate: {side.label} {side.commit[:10]} could not run {case.name} "
                         f"(exit {out.returncode}): {last_line(out.stderr)}", BAD_INPUT if side.label == "base" else REGRESSED)
-    summary = json.loads(summary_path.read_text())
+    summary = read_summary(run_dir)
     return {k: summary.get(k) for k in KEPT} | {"process_s": process_s}
 
 

@@ -12,6 +12,7 @@ import json
 import math
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,19 @@ def shutdown_ray() -> None:
                 ray.shutdown()
         except Exception as err:  # noqa: BLE001 - a session whose processes are gone
             print(f"ray.shutdown: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
+
+
+def train_command(python: str | Path, config: str | Path, run_dir: Path, sets: Iterable[str] = ()) -> list[str]:
+    """``rl-system train`` of ``config`` into ``run_dir`` as a process of its own (``python -m
+    rl_system``, quiet), each of ``sets`` a ``--set`` override; its ``summary.json`` lands in
+    ``run_dir`` (:func:`read_summary`)."""
+    return [str(python), "-m", "rl_system", "train", str(config), "--run-dir", str(run_dir), "--quiet",
+            *(a for kv in sets for a in ("--set", kv))]
+
+
+def read_summary(run_dir: Path) -> dict[str, Any]:
+    """A finished run's ``summary.json``."""
+    return json.loads((Path(run_dir) / "summary.json").read_text())
 
 
 def tb_curve(tb_dir: Path) -> Curve:
