@@ -25,13 +25,17 @@ Multi-agent envs follow the same API with ``num_agents = n`` set and a per-agent
   :data:`AGENT_ACTIVE` ``[N, n]`` bool, the agents still in their episode (an agent that finished
   before the others is inactive until the env's episode ends: its actions are ignored, its reward is
   0 and a learner leaves its steps out);
-* actions: ``[N, n]`` (discrete), ``[N, n, K]`` (multi-discrete), ``[N, n, *shape]`` (continuous);
+* actions: ``[N, n]`` (discrete), ``[N, n, K]`` (multi-discrete), ``[N, n, *shape]`` (continuous),
+  or, where the agents' actions differ in kind or shape, :class:`AgentMixed` float32 ``[N, n, D]``;
+  an env whose agents differ names each agent's own spaces (:class:`AgentSpace`) in its action
+  spec's ``agents``, from which agent groups are made;
 * ``reward``: ``[N]``, a team reward, or ``[N, n]``, each agent's own;
 * ``terminated``/``truncated``: per env ``[N]`` (an env's episode ends for all its agents at once).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
@@ -81,6 +85,9 @@ class AgentDiscrete:
 
     n: int
     num_agents: int
+    agents: tuple["AgentSpace", ...] = ()
+    """Each agent's own spaces where the agents differ (see :class:`AgentSpace`); empty where
+    every agent observes ``O`` values and takes this action."""
     shape: tuple[int, ...] = field(default=(), init=False)
     dtype: torch.dtype = field(default=torch.int64, init=False)
 
@@ -105,6 +112,8 @@ class AgentMultiDiscrete:
 
     nvec: tuple[int, ...]
     num_agents: int
+    agents: tuple["AgentSpace", ...] = ()
+    """As :attr:`AgentDiscrete.agents`."""
     shape: tuple[int, ...] = field(default=(), init=False)
     dtype: torch.dtype = field(default=torch.int64, init=False)
 
@@ -126,6 +135,8 @@ class AgentBox:
     low: tuple[float, ...]
     high: tuple[float, ...]
     num_agents: int
+    agents: tuple["AgentSpace", ...] = ()
+    """As :attr:`AgentDiscrete.agents`."""
     shape: tuple[int, ...] = field(default=(), init=False)
     dtype: torch.dtype = field(default=torch.float32, init=False)
 
@@ -154,9 +165,73 @@ class MultiDiscrete:
         return f"MultiDiscrete({self.nvec})"
 
 
-AgentActionSpec = AgentDiscrete | AgentMultiDiscrete | AgentBox
+@dataclass(frozen=True)
+class AgentSpace:
+    """One agent of a multi-agent env as itself: its ``name``, its observation's width (the first
+    ``obs_width`` values of its row of :data:`AGENT_OBS`, the rest padding) and its own ``action``
+    (an :class:`AgentDiscrete`, :class:`AgentMultiDiscrete` or :class:`AgentBox` of one agent).
+    Agents of the same spaces form a group (``mappo.groups``)."""
+
+    name: str
+    obs_width: int
+    action: "AgentDiscrete | AgentMultiDiscrete | AgentBox"
+
+    def __str__(self) -> str:
+        return f"obs width {self.obs_width}, {agent_action_str(self.action)}"
+
+
+def agent_action_str(spec: "AgentDiscrete | AgentMultiDiscrete | AgentBox") -> str:
+    """One agent's action, without the agent count: ``Discrete(5)``, ``Box(shape=(2,))``..."""
+    if isinstance(spec, AgentDiscrete):
+        return f"Discrete({spec.n})"
+    if isinstance(spec, AgentMultiDiscrete):
+        return f"MultiDiscrete({spec.nvec})"
+    if len(set(spec.low)) == 1 and len(set(spec.high)) == 1:  # one bound for every value: say it once
+        return f"Box(shape={spec.agent_shape}, low={spec.low[0]}, high={spec.high[0]})"
+    return f"Box(shape={spec.agent_shape}, low={spec.low}, high={spec.high})"
+
+
+def action_columns(spec: "AgentDiscrete | AgentMultiDiscrete | AgentBox") -> int:
+    """The values one agent's action takes in an :class:`AgentMixed` row: 1 (discrete), ``K``
+    (multi-discrete) or ``prod(agent_shape)`` (continuous)."""
+    if isinstance(spec, AgentDiscrete):
+        return 1
+    if isinstance(spec, AgentMultiDiscrete):
+        return len(spec.nvec)
+    n = 1
+    for d in spec.agent_shape:
+        n *= d
+    return n
+
+
+@dataclass(frozen=True)
+class AgentMixed:
+    """Agents whose actions differ in kind or shape (a speaker's discrete word beside a mover's
+    continuous force), each agent's own in ``agents``: float32 ``[N, num_agents, D]``, ``D`` the
+    widest agent's :func:`action_columns`. Agent ``j``'s action fills the first values of its row
+    (a discrete action its index, a multi-discrete one its ``K`` indices, a continuous one its
+    values, flattened) and zeros the rest. Float32 holds every index below 2**24 exactly."""
+
+    agents: tuple[AgentSpace, ...]
+    num_agents: int = field(default=0, init=False)
+    shape: tuple[int, ...] = field(default=(), init=False)
+    dtype: torch.dtype = field(default=torch.float32, init=False)
+
+    def __post_init__(self) -> None:
+        agents = tuple(self.agents)
+        if not agents:
+            raise ValueError("AgentMixed needs at least one agent")
+        object.__setattr__(self, "agents", agents)
+        object.__setattr__(self, "num_agents", len(agents))
+        object.__setattr__(self, "shape", (len(agents), max(action_columns(a.action) for a in agents)))
+
+    def __str__(self) -> str:
+        return f"AgentMixed({', '.join(agent_action_str(a.action) for a in self.agents)})"
+
+
+AgentActionSpec = AgentDiscrete | AgentMultiDiscrete | AgentBox | AgentMixed
 """The action specs of multi-agent envs (one action per agent)."""
-ActionSpec = Discrete | Box | MultiDiscrete | AgentDiscrete | AgentMultiDiscrete | AgentBox
+ActionSpec = Discrete | Box | MultiDiscrete | AgentDiscrete | AgentMultiDiscrete | AgentBox | AgentMixed
 ACTION_MASK = "action_mask"
 """The observation key of the legal-action flags."""
 STATE, AGENT_OBS, AGENT_ACTIVE = "state", "obs", "agent_active"
@@ -166,7 +241,17 @@ STATE, AGENT_OBS, AGENT_ACTIVE = "state", "obs", "agent_active"
 
 def is_multi_agent(spec: ActionSpec) -> bool:
     """Whether ``spec`` is a multi-agent env's (one action per agent)."""
-    return isinstance(spec, (AgentDiscrete, AgentMultiDiscrete, AgentBox))
+    return isinstance(spec, (AgentDiscrete, AgentMultiDiscrete, AgentBox, AgentMixed))
+
+
+def agent_spaces(observation_spec: dict[str, TensorSpec], action_spec: "AgentActionSpec") -> tuple[AgentSpace, ...]:
+    """Each agent's own spaces: those ``action_spec`` declares (``agents``), else every agent
+    alike, named ``agent_<j>``, observing the whole row and taking ``action_spec``'s action."""
+    if action_spec.agents:
+        return action_spec.agents
+    one = dataclasses.replace(action_spec, num_agents=1)
+    width = observation_spec[AGENT_OBS].shape[1]
+    return tuple(AgentSpace(f"agent_{j}", width, one) for j in range(action_spec.num_agents))
 
 
 def agent_rewards(reward: torch.Tensor, num_agents: int) -> torch.Tensor:
@@ -189,9 +274,10 @@ def mask_width(spec: ActionSpec) -> int | None:
 def validate_specs(observation_spec: dict[str, TensorSpec], action_spec: ActionSpec) -> None:
     """Check that an env's declared specs are well formed and agree with each other; raises
     ``TypeError``/``ValueError`` with one line naming what is wrong and what was expected."""
-    if not isinstance(action_spec, (Discrete, Box, MultiDiscrete, AgentDiscrete, AgentMultiDiscrete, AgentBox)):
-        raise TypeError(f"action_spec must be Discrete, MultiDiscrete, Box, AgentDiscrete, AgentMultiDiscrete or "
-                        f"AgentBox from rl_system.envs.base, got {type(action_spec).__name__}")
+    if not isinstance(action_spec, (Discrete, Box, MultiDiscrete, AgentDiscrete, AgentMultiDiscrete, AgentBox,
+                                    AgentMixed)):
+        raise TypeError(f"action_spec must be Discrete, MultiDiscrete, Box, AgentDiscrete, AgentMultiDiscrete, "
+                        f"AgentBox or AgentMixed from rl_system.envs.base, got {type(action_spec).__name__}")
     if not isinstance(observation_spec, dict) or not observation_spec:
         raise TypeError(f"observation_spec must be a non-empty dict of TensorSpec, got {observation_spec!r}")
     for key, spec in observation_spec.items():
@@ -276,6 +362,52 @@ def check_action(action: torch.Tensor, spec: ActionSpec, num_envs: int, device: 
             action.is_floating_point() or action.is_complex()):
         raise TypeError(f"actions are discrete: expected an integer tensor (int64), got {action.dtype}")
     return action.to(device=device, dtype=spec.dtype)
+
+
+def _weights(mask: torch.Tensor) -> torch.Tensor:
+    """Sampling weights from mask rows ``[R, n]``; a row with no legal choice (a violation the
+    ``action_mask`` check reports) samples uniformly so the other checks can go on."""
+    weights = mask.float()
+    weights[weights.sum(dim=1) == 0] = 1.0
+    return weights
+
+
+def sample_actions(spec: ActionSpec, n: int, mask: torch.Tensor | None = None,
+                   generator: torch.Generator | None = None) -> torch.Tensor:
+    """``[n, *spec.shape]`` legal random actions on CPU, uniform within the bounds (a Gaussian
+    draw where a bound is infinite), ``mask`` respected where given; ``generator``: torch's default
+    where None."""
+    if isinstance(spec, AgentMixed):  # each agent's of its own kind, in the first values of its row
+        action = torch.zeros((n, *spec.shape))
+        for j, agent in enumerate(spec.agents):
+            own = sample_actions(agent.action, n, None, generator).reshape(n, -1).float()
+            action[:, j, :own.shape[1]] = own
+        return action
+    if isinstance(spec, (Box, AgentBox)):
+        per = spec.agent_shape if isinstance(spec, AgentBox) else spec.shape  # bounds per (agent's) action
+        low = torch.tensor(spec.low).reshape(per).expand(spec.shape)
+        high = torch.tensor(spec.high).reshape(per).expand(spec.shape)
+        u = torch.rand((n, *spec.shape), generator=generator)
+        finite = torch.isfinite(low) & torch.isfinite(high)
+        normal = torch.randn((n, *spec.shape), generator=generator)
+        action = torch.where(finite, low + u * (high - low), normal)
+    elif isinstance(spec, (MultiDiscrete, AgentMultiDiscrete)):
+        rows = n * (spec.num_agents if is_multi_agent(spec) else 1)  # one row per (env, agent)
+        flat = mask.reshape(rows, -1) if mask is not None else None
+        parts, start = [], 0
+        for width in spec.nvec:
+            weights = _weights(flat[:, start:start + width]) if flat is not None else torch.ones(rows, width)
+            parts.append(torch.multinomial(weights, 1, generator=generator))
+            start += width
+        action = torch.cat(parts, dim=1).reshape(n, *spec.shape)
+    else:
+        width = spec.n
+        if mask is not None:
+            weights = _weights(mask.reshape(-1, width))
+        else:
+            weights = torch.ones(n * (spec.num_agents if is_multi_agent(spec) else 1), width)
+        action = torch.multinomial(weights, 1, generator=generator).reshape(n, *spec.shape)
+    return action
 
 
 def make_generator(device: torch.device, seed: int | None) -> torch.Generator:

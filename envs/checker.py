@@ -34,13 +34,12 @@ import torch
 from rl_system.envs import make_env
 from rl_system.envs.base import (
     ACTION_MASK,
-    AgentBox,
     AgentMultiDiscrete,
-    Box,
     MultiDiscrete,
     StepResult,
     VecEnv,
     is_multi_agent,
+    sample_actions,
 )
 
 Obs = dict[str, torch.Tensor]
@@ -70,45 +69,12 @@ class Violation(Exception):
 # -- random legal actions --------------------------------------------------------------------
 
 
-def _weights(mask: torch.Tensor) -> torch.Tensor:
-    """Sampling weights from mask rows ``[R, n]``; a row with no legal choice (a violation the
-    ``action_mask`` check reports) samples uniformly so the other checks can go on."""
-    weights = mask.float()
-    weights[weights.sum(dim=1) == 0] = 1.0
-    return weights
-
-
 def random_actions(env: VecEnv, obs: Obs, generator: torch.Generator) -> torch.Tensor:
     """A legal random action for every env of the batch (masks respected), on CPU then moved to
     ``env.device``: ``[N, *action_spec.shape]``."""
-    spec, n = env.action_spec, env.num_envs
     mask = obs.get(ACTION_MASK)
     mask = mask.detach().to("cpu") if mask is not None else None
-    if isinstance(spec, (Box, AgentBox)):
-        per = spec.agent_shape if isinstance(spec, AgentBox) else spec.shape  # bounds per (agent's) action
-        low = torch.tensor(spec.low).reshape(per).expand(spec.shape)
-        high = torch.tensor(spec.high).reshape(per).expand(spec.shape)
-        u = torch.rand((n, *spec.shape), generator=generator)
-        finite = torch.isfinite(low) & torch.isfinite(high)
-        normal = torch.randn((n, *spec.shape), generator=generator)
-        action = torch.where(finite, low + u * (high - low), normal)
-    elif isinstance(spec, (MultiDiscrete, AgentMultiDiscrete)):
-        rows = n * (spec.num_agents if is_multi_agent(spec) else 1)  # one row per (env, agent)
-        flat = mask.reshape(rows, -1) if mask is not None else None
-        parts, start = [], 0
-        for width in spec.nvec:
-            weights = _weights(flat[:, start:start + width]) if flat is not None else torch.ones(rows, width)
-            parts.append(torch.multinomial(weights, 1, generator=generator))
-            start += width
-        action = torch.cat(parts, dim=1).reshape(n, *spec.shape)
-    else:
-        width = spec.n
-        if mask is not None:
-            weights = _weights(mask.reshape(-1, width))
-        else:
-            weights = torch.ones(n * (spec.num_agents if is_multi_agent(spec) else 1), width)
-        action = torch.multinomial(weights, 1, generator=generator).reshape(n, *spec.shape)
-    return action.to(env.device)
+    return sample_actions(env.action_spec, env.num_envs, mask, generator).to(env.device)
 
 
 # -- tensor checks ----------------------------------------------------------------------------

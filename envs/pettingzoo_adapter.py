@@ -30,7 +30,11 @@ Actions
     own actions (and the env's mask; an inactive agent's row is its own actions, so every row
     keeps a legal choice). All ``Box`` of one shape and bounds -> ``AgentBox`` (actions clipped to
     the bounds); all the same 1-D ``MultiDiscrete`` (or ``MultiBinary``) -> ``AgentMultiDiscrete``.
-    Anything else (mixed kinds, different shapes, bounds or nvec) is a one-line ``ValueError``.
+    Agents of different kinds, shapes, bounds or nvec -> ``AgentMixed`` (each agent's action in its
+    own row of floats, decoded to its space: Box actions clipped to its bounds). Where the agents
+    differ at all (observation width or action), the spec's ``agents`` names each one's own spaces,
+    from which MAPPO makes agent groups. Other spaces (a MultiDiscrete with a ``start``, 2-D
+    MultiDiscrete) are a one-line ``ValueError``.
 Rewards
     ``reward="agent"`` (default): float32 ``[N, n]``, each agent's own. ``reward="team"``: float32
     ``[N]``, the mean over the ``n`` agents (inactive agents count as 0), so a team episode return
@@ -79,7 +83,9 @@ from rl_system.envs.base import (
     AgentActionSpec,
     AgentBox,
     AgentDiscrete,
+    AgentMixed,
     AgentMultiDiscrete,
+    AgentSpace,
     Obs,
     StepResult,
     TensorSpec,
@@ -212,7 +218,8 @@ class _ActionLayout:
     of ``Discrete`` agents' actions, ``start`` ``[n]``
     offsets of ``Discrete(n, start)`` (``None`` where all 0), ``low``/``high`` clip bounds and the
     numpy dtype of Box actions, ``own_mask`` ``[n, max n]`` (``None`` where every agent has every
-    action of the spec)."""
+    action of the spec), ``decode`` per agent where their kinds differ (``AgentMixed``: a row of
+    ``D`` floats to the agent's own action)."""
 
     spec: AgentActionSpec
     counts: tuple[int, ...] = ()
@@ -221,41 +228,65 @@ class _ActionLayout:
     high: torch.Tensor | None = None
     dtype: Any = None
     own_mask: np.ndarray | None = None
+    decode: tuple[Callable[[np.ndarray], Any], ...] | None = None
 
 
-def _action_layout(spaces: list[Any], agents: list[str]) -> _ActionLayout:
+def _own_action(space: Any) -> AgentActionSpec | None:
+    """One agent's action as this package's spec (``None`` where unsupported)."""
+    from gymnasium import spaces as gs
+
+    if isinstance(space, gs.Discrete):
+        return AgentDiscrete(int(space.n), 1)
+    if isinstance(space, gs.Box):
+        return AgentBox(tuple(space.shape), tuple(float(v) for v in space.low.reshape(-1)),
+                        tuple(float(v) for v in space.high.reshape(-1)), 1)
+    if isinstance(space, gs.MultiBinary) and len(space.shape) == 1:
+        return AgentMultiDiscrete((2,) * int(space.shape[0]), 1)
+    if isinstance(space, gs.MultiDiscrete) and len(space.shape) == 1 and not np.any(space.start):
+        return AgentMultiDiscrete(tuple(int(v) for v in space.nvec), 1)
+    return None
+
+
+def _decoder(space: Any, own: AgentActionSpec) -> Callable[[np.ndarray], Any]:
+    """An ``AgentMixed`` row (float ``[D]``) to the agent's action in its space's terms."""
+    if isinstance(own, AgentDiscrete):
+        start = int(space.start)
+        return lambda row: int(row[0]) + start
+    if isinstance(own, AgentMultiDiscrete):
+        k, dtype = len(own.nvec), space.dtype
+        return lambda row: row[:k].astype(dtype)
+    d, shape, dtype = int(np.prod(space.shape)), space.shape, space.dtype
+    return lambda row: np.clip(row[:d].reshape(shape), space.low, space.high).astype(dtype)
+
+
+def _action_layout(spaces: list[Any], agents: list[str], widths: tuple[int, ...]) -> _ActionLayout:
     from gymnasium import spaces as gs
 
     n = len(agents)
     got = ", ".join(f"{a}: {s}" for a, s in zip(agents, spaces))
+    own = [_own_action(s) for s in spaces]
+    if any(o is None for o in own):
+        raise ValueError(f"unsupported action spaces ({got}); supported: Discrete, Box, 1-D MultiDiscrete (starting "
+                         "at 0) and 1-D MultiBinary, per agent")
+    alike = len(set(widths)) == 1 and len(set(own)) == 1
+    # Each agent's own spaces travel with the spec where they differ (agent groups are made from them).
+    each = () if alike else tuple(AgentSpace(a, w, o) for a, w, o in zip(agents, widths, own))
     if all(isinstance(s, gs.Discrete) for s in spaces):
         counts = [int(s.n) for s in spaces]
         width = max(counts)
-        own = np.arange(width)[None, :] < np.asarray(counts)[:, None]
+        own_mask = np.arange(width)[None, :] < np.asarray(counts)[:, None]
         start = np.asarray([int(s.start) for s in spaces], dtype=np.int64)
-        return _ActionLayout(AgentDiscrete(width, n), tuple(counts), start=start if start.any() else None,
-                             own_mask=None if own.all() else own)
-    if all(isinstance(s, gs.Box) for s in spaces):
-        if len({s.shape for s in spaces}) > 1:
-            raise ValueError(f"the agents' Box actions differ in shape ({got}); AgentBox needs one shape for all")
-        if any(not (np.array_equal(s.low, spaces[0].low) and np.array_equal(s.high, spaces[0].high))
-               for s in spaces):
-            raise ValueError(f"the agents' Box actions differ in bounds ({got}); AgentBox needs one low/high for all")
-        low, high = spaces[0].low, spaces[0].high
-        spec = AgentBox(tuple(spaces[0].shape), tuple(float(v) for v in low.reshape(-1)),
-                        tuple(float(v) for v in high.reshape(-1)), n)
-        return _ActionLayout(spec, low=torch.as_tensor(low, dtype=torch.float32),
-                             high=torch.as_tensor(high, dtype=torch.float32), dtype=spaces[0].dtype)
-    if all(isinstance(s, (gs.MultiDiscrete, gs.MultiBinary)) and len(s.shape) == 1 for s in spaces):
-        nvecs = {tuple(int(v) for v in s.nvec) if isinstance(s, gs.MultiDiscrete) else (2,) * int(s.shape[0])
-                 for s in spaces}
-        starts = [np.asarray(getattr(s, "start", 0)) for s in spaces]
-        if len(nvecs) > 1 or any(np.any(st) for st in starts):
-            raise ValueError(f"the agents' MultiDiscrete actions differ ({got}); AgentMultiDiscrete needs one "
-                             "nvec (starting at 0) for all")
-        return _ActionLayout(AgentMultiDiscrete(nvecs.pop(), n))
-    raise ValueError(f"unsupported action spaces ({got}); supported: all Discrete, all Box of one shape, "
-                     "or all one 1-D MultiDiscrete")
+        return _ActionLayout(AgentDiscrete(width, n, each), tuple(counts), start=start if start.any() else None,
+                             own_mask=None if own_mask.all() else own_mask)
+    if len(set(own)) == 1 and isinstance(own[0], AgentBox):
+        spec = AgentBox(own[0].agent_shape, own[0].low, own[0].high, n, each)
+        return _ActionLayout(spec, low=torch.as_tensor(spaces[0].low, dtype=torch.float32),
+                             high=torch.as_tensor(spaces[0].high, dtype=torch.float32), dtype=spaces[0].dtype)
+    if len(set(own)) == 1:
+        return _ActionLayout(AgentMultiDiscrete(own[0].nvec, n, each))
+    # Kinds, shapes or bounds differ: each agent's action in its own row of floats.
+    mixed = AgentMixed(tuple(AgentSpace(a, w, o) for a, w, o in zip(agents, widths, own)))
+    return _ActionLayout(mixed, decode=tuple(_decoder(s, o) for s, o in zip(spaces, own)))
 
 
 # ---------------------------------------------------------------------------------------------- the batch
@@ -320,7 +351,7 @@ class PettingZooVecEnv(VecEnv):
         self.num_agents = n = len(agents)
         self._index = {a: j for j, a in enumerate(agents)}
         obs = _obs_layout([env.observation_space(a) for a in agents], agents)
-        self._act = _action_layout([env.action_space(a) for a in agents], agents)
+        self._act = _action_layout([env.action_space(a) for a in agents], agents, obs.widths)
         self.action_spec = self._act.spec
         self._team = reward == "team"
         if any(obs.env_mask) and not isinstance(self.action_spec, AgentDiscrete):
@@ -409,7 +440,11 @@ class PettingZooVecEnv(VecEnv):
         ``buf`` and ``reward`` (``[n]``); ``prev`` ``[n]``: who was active before. Returns whether
         its episode ended (``buf`` then holds the episode's last observation)."""
         index = self._index
-        obs, rew, term, trunc, _ = env.step({a: act[index[a]] for a in env.agents})
+        decode = self._act.decode
+        if decode is None:
+            obs, rew, term, trunc, _ = env.step({a: act[index[a]] for a in env.agents})
+        else:
+            obs, rew, term, trunc, _ = env.step({a: decode[index[a]](act[index[a]]) for a in env.agents})
         reward.fill(0.0)
         for agent, r in rew.items():
             if prev[index[agent]]:
@@ -487,6 +522,8 @@ class PettingZooVecEnv(VecEnv):
         starts added, Box actions clipped and cast to the space's dtype)."""
         a = check_action(action.detach(), self.action_spec, self.num_envs, _CPU)
         layout = self._act
+        if layout.decode is not None:  # AgentMixed rows: each agent decodes its own in _step_copy
+            return a.numpy()
         if layout.low is not None:
             return torch.clamp(a, layout.low, layout.high).numpy().astype(layout.dtype, copy=False)
         a = a.numpy()

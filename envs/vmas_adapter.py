@@ -20,8 +20,13 @@ Actions
     * ``multidiscrete_actions=True``: ``AgentMultiDiscrete(nvec, n)``, int64 ``[N, n, K]``; agents
       must share ``nvec``.
     * ``continuous_actions=True``: ``AgentBox((d,), low, high, n)``, float32 ``[N, n, d]``,
-      clipped to the bounds by VMAS (``clamp_actions``); agents must share ``d`` and the bounds.
-    Anything else raises a one-line ``ValueError`` when the env is built.
+      clipped to the bounds by VMAS (``clamp_actions``).
+    * Agents whose actions differ in kind, size or bounds (``kinematic_bicycle``'s bicycle and
+      holonomic robot, ``simple_speaker_listener`` with continuous actions): ``AgentMixed``,
+      float32 ``[N, n, D]``, each agent's own action in the first values of its row.
+    Where the agents differ at all (observation width or action), the spec's ``agents`` names
+    each one's own spaces, from which MAPPO makes agent groups. Other spaces raise a one-line
+    ``ValueError`` when the env is built.
 Rewards
     ``reward="agent"`` (default): float32 ``[N, n]``, each agent's own. ``reward="team"``: float32
     ``[N]``, the **mean** over agents. Many VMAS scenarios (balance, transport, wheel, ...) give
@@ -82,11 +87,14 @@ from rl_system.envs.base import (
     AgentActionSpec,
     AgentBox,
     AgentDiscrete,
+    AgentMixed,
     AgentMultiDiscrete,
+    AgentSpace,
     Obs,
     StepResult,
     TensorSpec,
     VecEnv,
+    action_columns,
 )
 
 REWARD_MODES = ("agent", "team")
@@ -234,31 +242,43 @@ def blended_reset(env: Any, done: torch.Tensor) -> None:
 
 # ---------------------------------------------------------------------------------------- the env
 
-def _action_spec(spaces: list[Any], n: int, name: str) -> tuple[AgentActionSpec, list[int] | None]:
-    """The per-agent action spec of VMAS's per-agent gym spaces, and each agent's number of
-    discrete actions where they differ (``None`` otherwise)."""
-    kinds = {type(s).__name__ for s in spaces}
-    if kinds == {"Discrete"}:
-        counts = [int(s.n) for s in spaces]
-        return AgentDiscrete(max(counts), n), (counts if len(set(counts)) > 1 else None)
-    if kinds == {"MultiDiscrete"}:
-        nvecs = {tuple(int(k) for k in s.nvec) for s in spaces}
-        if len(nvecs) > 1:
-            raise ValueError(f"VMAS scenario {name!r}: agents have different multi-discrete actions {sorted(nvecs)}; "
-                             "unsupported (use multidiscrete_actions=False)")
-        return AgentMultiDiscrete(nvecs.pop(), n), None
-    if kinds == {"Box"}:
-        dims = sorted({tuple(s.shape) for s in spaces})
-        if len(dims) > 1 or len(dims[0]) != 1:
-            raise ValueError(f"VMAS scenario {name!r}: agents have continuous actions of different sizes {dims}; "
-                             "unsupported (use continuous_actions=False)")
-        bounds = {(tuple(float(v) for v in s.low), tuple(float(v) for v in s.high)) for s in spaces}
-        if len(bounds) > 1:
-            raise ValueError(f"VMAS scenario {name!r}: agents have different continuous action bounds; unsupported "
-                             "(use continuous_actions=False)")
-        low, high = bounds.pop()
-        return AgentBox(dims[0], low, high, n), None
-    raise ValueError(f"VMAS scenario {name!r}: unsupported action spaces {sorted(kinds)}")
+def _own_values(row: torch.Tensor, spec: AgentActionSpec) -> torch.Tensor:
+    """An agent's ``AgentMixed`` row ``[N, D]`` as VMAS takes its action: ``[N]`` int64 (discrete),
+    ``[N, K]`` int64 (multi-discrete) or ``[N, d]`` float32."""
+    values = row[:, :action_columns(spec)]
+    if isinstance(spec, AgentDiscrete):
+        return values.squeeze(1).long()
+    return values.long() if isinstance(spec, AgentMultiDiscrete) else values
+
+
+def _own_action(space: Any, name: str) -> AgentActionSpec:
+    """One agent's action (VMAS's gym space) as this package's spec."""
+    kind = type(space).__name__
+    if kind == "Discrete":
+        return AgentDiscrete(int(space.n), 1)
+    if kind == "MultiDiscrete":
+        return AgentMultiDiscrete(tuple(int(k) for k in space.nvec), 1)
+    if kind == "Box" and len(space.shape) == 1:
+        return AgentBox(tuple(space.shape), tuple(float(v) for v in space.low), tuple(float(v) for v in space.high), 1)
+    raise ValueError(f"VMAS scenario {name!r}: unsupported action space {space!r}")
+
+
+def _action_spec(spaces: list[Any], n: int, name: str, names: tuple[str, ...], widths: list[int]
+                 ) -> tuple[AgentActionSpec, list[int] | None]:
+    """The per-agent action spec of VMAS's per-agent gym spaces (``AgentMixed`` where the agents'
+    kinds, sizes or bounds differ; each agent's own spaces in ``agents`` where the agents differ
+    at all), and each agent's number of discrete actions where they differ (``None`` otherwise)."""
+    own = [_own_action(s, name) for s in spaces]
+    each = () if len(set(own)) == 1 and len(set(widths)) == 1 else tuple(
+        AgentSpace(a, w, o) for a, w, o in zip(names, widths, own))
+    if all(isinstance(o, AgentDiscrete) for o in own):
+        counts = [o.n for o in own]
+        return AgentDiscrete(max(counts), n, each), (counts if len(set(counts)) > 1 else None)
+    if len(set(own)) > 1:
+        return AgentMixed(tuple(AgentSpace(a, w, o) for a, w, o in zip(names, widths, own))), None
+    if isinstance(own[0], AgentMultiDiscrete):
+        return AgentMultiDiscrete(own[0].nvec, n, each), None
+    return AgentBox(own[0].agent_shape, own[0].low, own[0].high, n, each), None
 
 
 class VmasVecEnv(VecEnv):
@@ -324,7 +344,7 @@ class VmasVecEnv(VecEnv):
         self._obs_widths = [int(s.shape[0]) for s in obs_spaces]
         width = max(self._obs_widths)
         self._padded = len(set(self._obs_widths)) > 1
-        self.action_spec, counts = _action_spec(act_spaces, n, self.scenario)
+        self.action_spec, counts = _action_spec(act_spaces, n, self.scenario, self.agent_names, self._obs_widths)
         self.observation_spec = {
             STATE: TensorSpec((sum(self._obs_widths),), torch.float32),
             AGENT_OBS: TensorSpec((n, width), torch.float32),
@@ -358,6 +378,8 @@ class VmasVecEnv(VecEnv):
         action = self._step_action(action)
         with self._own_rng():
             per_agent = [action[:, i] for i in range(self.num_agents)]
+            if isinstance(self.action_spec, AgentMixed):  # each agent's own values out of its row
+                per_agent = [_own_values(a, s.action) for a, s in zip(per_agent, self.action_spec.agents)]
             obs_list, rewards, terminated, truncated, infos = self.env.step(per_agent)
         final_obs = self._observe(obs_list)
         terminated = terminated if terminated.dtype == torch.bool else terminated.bool()

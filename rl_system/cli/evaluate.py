@@ -78,6 +78,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="another checkpoint (file, checkpoints dir or run dir; of a run, its default --pick) "
                         "whose policy flies the other side instead of the env's scripted opponent "
                         "(two-player envs: AirCombat)")
+    e.add_argument("--random-groups", nargs="+", default=(), metavar="GROUP",
+                   help="agent groups of a MAPPO policy whose agents differ (mappo.groups) that act uniformly at "
+                        "random: a trained group against opponents at random, or every group for the baseline; "
+                        "the result gives each group's return")
     _add_picture_flags(e)
     for extra in _EXTRAS:
         extra.add_flags(e)
@@ -153,7 +157,8 @@ def _statistics(args: argparse.Namespace, found) -> int:
             return fail(f"cannot load opponent checkpoint: {err}", 2)
     try:
         result = evaluate(found.state, episodes=args.episodes, deterministic=args.greedy_level or args.deterministic,
-                          num_envs=args.num_envs, seed=args.seed, device=args.device, opponent=opponent)
+                          num_envs=args.num_envs, seed=args.seed, device=args.device, opponent=opponent,
+                          random_groups=tuple(args.random_groups))
     except ValueError as err:
         return fail(f"cannot evaluate: {err}", 2)
     result["checkpoint"] = found.path
@@ -162,7 +167,8 @@ def _statistics(args: argparse.Namespace, found) -> int:
         return fail(f"no episode finished within {result['env_steps']:,} env steps", 1)
     rates = "".join(f", {k[:-5]} {v:.3f}" for k, v in result.items() if k.endswith("_rate"))
     rates += "".join(f", {k[:-5]} {v:.2f} ± {result[k[:-5] + '_std']:.2f}" for k, v in result.items()
-                     if k.endswith("_mean") and k not in ("return_mean", "length_mean", "agent_return_mean"))
+                     if k.endswith("_mean") and k not in ("return_mean", "length_mean", "agent_return_mean",
+                                                              "group_return_mean"))
     against = f" against v{result['opponent_version']} of {args.opponent}" if opponent is not None else ""
     print(f"{result['env']} v{result['policy_version']}: return {result['return_mean']:.2f} ± {result['return_std']:.2f}, "
           f"length {result['length_mean']:.1f} ± {result['length_std']:.1f}{rates} over {result['episodes']} episodes"
@@ -170,6 +176,10 @@ def _statistics(args: argparse.Namespace, found) -> int:
           f"{f' (argmax at the {args.greedy_level} level only)' if args.greedy_level else ''}{against}")
     if "agent_return_mean" in result:
         print(agent_line(result))
+    if "group_return_mean" in result:
+        at_random = set(result["random_groups"])
+        print("  per group: " + ", ".join(f"{g} {v:.2f}{' (at random)' if g in at_random else ''}"
+                                          for g, v in result["group_return_mean"].items()))
     out = args.json_out or ((found.run_dir or Path(".")) / "eval.json")
     write_json(out, result)
     print(f"wrote {out}")

@@ -31,12 +31,15 @@ from rl_system.envs import make_env
 def evaluate(state: dict[str, Any], episodes: int = 100, deterministic: bool | str = False, num_envs: int | None = None,
              seed: int = 12345, device: str = "cpu", max_steps: int = 1_000_000,
              opponent: dict[str, Any] | None = None,
-             instrument: Callable[[Any], None] | None = None) -> dict[str, Any]:
+             instrument: Callable[[Any], None] | None = None,
+             random_groups: tuple[str, ...] = ()) -> dict[str, Any]:
     """``deterministic``: argmax actions; for HMASD with its hierarchy also ``"high"`` or ``"low"``,
     the argmax at that level only (the other samples). ``opponent``: another checkpoint's state
     whose policy flies the other side (two-player envs with ``set_opponent``, e.g. AirCombat),
     instead of the env's scripted opponent. ``instrument(env)`` is called once the env is built
-    and reset, before the first step (e.g. to attach an AirCombat launch log)."""
+    and reset, before the first step (e.g. to attach an AirCombat launch log). ``random_groups``:
+    agent groups of a grouped MAPPO policy that act uniformly at random (a trained group scored
+    against opponents at random, or every group at random for the baseline)."""
     cfg = RunConfig.model_validate(state[keys.CONFIG])
     if isinstance(deterministic, str):
         require(cfg.algo, GREEDY_LEVELS, f"a greedy level ({deterministic!r})")
@@ -46,6 +49,11 @@ def evaluate(state: dict[str, Any], episodes: int = 100, deterministic: bool | s
     n = num_envs or min(episodes, 64)
     per_env = math.ceil(episodes / n)
     env, sampler = policy_sampler(state, n, seed, device, opponent)
+    try:
+        groups = _acting_at_random(getattr(sampler, "policy", None), random_groups)
+    except ValueError:
+        env.close()
+        raise
     try:
         if instrument is not None:
             instrument(env)
@@ -70,10 +78,28 @@ def evaluate(state: dict[str, Any], episodes: int = 100, deterministic: bool | s
            "env_steps": steps, "wall_s": time.perf_counter() - t0}
     for name, parts in taken.items():
         out.update(_statistic(name, torch.cat(parts)[:episodes]))
+    if groups and "agent_return_mean" in out:  # each group's return: its agents' mean
+        each = out["agent_return_mean"]
+        out["group_return_mean"] = {g.name: sum(each[j] for j in g.agents) / len(g.agents) for g in groups}
+        out["random_groups"] = sorted(random_groups)
     for name in ("return", "length"):
         out.setdefault(f"{name}_mean", None)
         out.setdefault(f"{name}_std", None)
     return out
+
+
+def _acting_at_random(policy: Any, names: tuple[str, ...]) -> tuple[Any, ...]:
+    """The policy's agent groups (empty for one network), ``names`` of them set to act at random;
+    ``ValueError`` (one line) for a name that is not one of its groups."""
+    groups = getattr(policy, "agent_groups", ())
+    known = [g.name for g in groups]
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        has = f"its groups: {', '.join(known)}" if known else "its agents are one group (all alike)"
+        raise ValueError(f"random group {unknown[0]!r} is not a group of this policy ({has})")
+    if groups:
+        policy.acting_at_random = frozenset(names)
+    return groups
 
 
 def _statistic(name: str, v: torch.Tensor) -> dict[str, Any]:

@@ -106,7 +106,7 @@ def _graph(policy, agent: int | None) -> tuple[nn.Module, tuple[torch.Tensor, ..
         from rl_system.algos.mappo import one_agent
 
         inputs, outputs = one_agent.graph_io(policy.network, policy.obs_keys)
-        example = tuple(torch.zeros(2, *policy.obs_spec[k].shape[1:], dtype=policy.obs_spec[k].dtype) for k in inputs)
+        example = one_agent.example_inputs(policy.network, agent, policy.obs_keys)
         return one_agent.OneAgentPolicy(policy.network.eval(), agent).eval(), example, inputs, outputs
     wrapper = _RecurrentDeterministic if policy.recurrent else _Deterministic
     example = tuple(torch.zeros(2, *spec.shape, dtype=spec.dtype) for spec in policy.obs_spec.values())

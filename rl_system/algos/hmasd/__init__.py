@@ -27,8 +27,11 @@ def make_policy(obs_spec, action_spec, hmasd: HMASDConfig):
     """An :class:`~rl_system.algos.hmasd.networks.HMASDPolicy`. The env must be multi-agent:
     observations ``"state" [S]`` and ``"obs" [n, O]``, :class:`AgentDiscrete` actions."""
     from rl_system.algos.hmasd.networks import HMASDPolicy
-    from rl_system.envs.base import AgentDiscrete
+    from rl_system.envs.base import AgentDiscrete, AgentMixed
 
+    if isinstance(action_spec, AgentMixed):
+        raise ValueError(f"algo hmasd takes agents of one action kind and shape; this env's differ ({action_spec}): "
+                         "algo mappo trains them as agent groups")
     if not isinstance(action_spec, AgentDiscrete) or "state" not in obs_spec or "obs" not in obs_spec:
         raise ValueError("algo hmasd needs a multi-agent env: observations 'state' and 'obs', AgentDiscrete actions "
                          f"(got {sorted(obs_spec)} and {type(action_spec).__name__})")

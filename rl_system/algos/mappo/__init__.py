@@ -23,17 +23,28 @@ POLICY_SECTION = "mappo"
 
 def make_policy(obs_spec, action_spec, mappo: MAPPOConfig):
     """A :class:`~rl_system.algos.mappo.networks.MultiAgentActorCritic` (with ``mappo.recurrent``, its
-    recurrent kind); the env must be multi-agent (observations ``state`` and ``obs``, one action per agent)."""
+    recurrent kind), or where the agents fall into several groups (:mod:`.groups`) a
+    :class:`~rl_system.algos.mappo.grouped.GroupedActorCritic` of one per group; the env must be
+    multi-agent (observations ``state`` and ``obs``, one action per agent)."""
+    from rl_system.algos.mappo.grouped import GroupedActorCritic, RecurrentGroupedActorCritic
+    from rl_system.algos.mappo.groups import make_groups
     from rl_system.algos.mappo.networks import MultiAgentActorCritic, RecurrentMultiAgentActorCritic
     from rl_system.envs.base import AGENT_OBS, STATE, AgentBox, is_multi_agent
 
     if not is_multi_agent(action_spec) or STATE not in obs_spec or AGENT_OBS not in obs_spec:
         raise ValueError("algo mappo needs a multi-agent env: observations 'state' and 'obs' and one action per "
                          f"agent (got {sorted(obs_spec)} and {action_spec}); algo ppo trains single-agent envs")
-    if isinstance(action_spec, AgentBox) and len(action_spec.agent_shape) != 1:
-        raise ValueError(f"algo mappo takes continuous actions of one dimension per agent, got {action_spec}")
-    network = MultiAgentActorCritic if mappo.recurrent == "none" else RecurrentMultiAgentActorCritic
-    return network(obs_spec, action_spec, mappo)
+    groups = make_groups(obs_spec, action_spec, mappo.groups)
+    for group in groups:
+        if isinstance(group.action, AgentBox) and len(group.action.agent_shape) != 1:
+            raise ValueError(f"algo mappo takes continuous actions of one dimension per agent, got {group.action} "
+                             f"(group {group.name!r})")
+    recurrent = mappo.recurrent != "none"
+    network = RecurrentMultiAgentActorCritic if recurrent else MultiAgentActorCritic
+    if len(groups) == 1:  # agents all alike: the one network
+        return network(obs_spec, action_spec, mappo)
+    grouped = RecurrentGroupedActorCritic if recurrent else GroupedActorCritic
+    return grouped(obs_spec, action_spec, groups, mappo, network)
 
 
 def make_sampler(env, policy, mappo: MAPPOConfig, rollout_len: int, device):

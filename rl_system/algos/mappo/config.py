@@ -23,9 +23,15 @@ class MAPPOConfig(Strict):
     ``n`` outputs, agent ``i``'s value its output ``i`` (so per-agent rewards still work). A joint
     critic is one network whatever ``share_params`` says (which then sets the actor's only). Takes
     ``critic: central``."""
+    groups: dict[str, list[str]] | None = None
+    """Agent groups, ``{group: [agent name, ...]}`` (BenchMARL's group map): each group has its
+    own actor and critic (shared by its agents where ``share_params``), a central critic still
+    reads the global state. Unset: the agents of identical spaces (observation width and action)
+    form a group, named after them (``adversary_0``, ``adversary_1`` -> ``adversary``); an env whose
+    agents are all alike is one group. Agents in one group need the same spaces."""
     share_params: bool = True
-    """One actor and one critic for all agents (each input carries the agent's index, one-hot), or
-    a network per agent (their layers batched over the agents)."""
+    """One actor and one critic for all agents of a group (each input carries the agent's index,
+    one-hot), or a network per agent (their layers batched over the group's agents)."""
     reward: Literal["agent", "team"] = "agent"
     """What each agent learns from: ``agent``, its own reward (a team reward ``[N]`` counts for every
     agent); ``team``, the sum of the agents' rewards."""

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from rl_system.algos.mappo.networks import AgentLinear, BoxHead, MultiAgentActorCritic, choose
-from rl_system.envs.base import ACTION_MASK, AGENT_OBS
+from rl_system.envs.base import ACTION_MASK, AGENT_OBS, mask_width
 
 
 def one_group(mlp: nn.Sequential, group: int) -> nn.Sequential:
@@ -38,13 +38,34 @@ def graph_io(network: MultiAgentActorCritic, obs_keys: list[str]) -> tuple[list[
     return inputs, ["action", "logp"] + ([] if network.central else ["value"])
 
 
+def acting_network(network: nn.Module, agent: int) -> tuple[MultiAgentActorCritic, int]:
+    """``(the network that acts for agent, the agent's index in it)``: a grouped policy's group
+    network (:class:`~.grouped.GroupedActorCritic`), else ``network`` itself."""
+    for group in getattr(network, "agent_groups", ()):
+        if agent in group.agents:
+            return network.groups[group.name], group.agents.index(agent)
+    return network, agent
+
+
+def example_inputs(network: nn.Module, agent: int, obs_keys: list[str], batch: int = 2) -> tuple[torch.Tensor, ...]:
+    """Zeros of the agent's graph's inputs: its own observation ``[batch, O]`` (a grouped policy's
+    agent: its group's width), its mask ``[batch, width]`` where the env masks actions."""
+    net, _ = acting_network(network, agent)
+    inputs = [torch.zeros(batch, net.actor_in - net.agent_ids.shape[1])]
+    if ACTION_MASK in obs_keys:
+        inputs.append(torch.zeros(batch, mask_width(net.spec), dtype=torch.bool))
+    return tuple(inputs)
+
+
 class OneAgentPolicy(nn.Module):
     """Agent ``agent``'s deterministic step of ``network`` (module docstring): copies of its
     actor's (and local critic's) weights, not the network itself, so the graph holds no other
     agent's weights."""
 
-    def __init__(self, network: MultiAgentActorCritic, agent: int):
+    def __init__(self, network: nn.Module, agent: int):
         super().__init__()
+        norm = network.value_norm  # a grouped policy's is the whole policy's, not its groups'
+        network, agent = acting_network(network, agent)
         group = agent if network.actor[0].weight.shape[0] > 1 else 0  # per-agent weights, or the shared ones
         self.spec = network.spec
         self.actor = one_group(network.actor, group)
@@ -55,7 +76,7 @@ class OneAgentPolicy(nn.Module):
         self.register_buffer("squash_scale", None if head is None else head.scale)
         self.register_buffer("squash_shift", None if head is None else head.shift)
         # With value normalisation the critic's output is in normalised units: the graph gives returns.
-        units = None if self.critic is None or network.value_norm is None else network.value_norm.mean_std()
+        units = None if self.critic is None or norm is None else norm.mean_std()
         self.register_buffer("value_mean", None if units is None else units[0].clone())
         self.register_buffer("value_std", None if units is None else units[1].clone())
 
