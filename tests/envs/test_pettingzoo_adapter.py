@@ -15,7 +15,7 @@ pettingzoo = pytest.importorskip("pettingzoo")
 from gymnasium import spaces
 
 from rl_system.envs import EntryPointError, make_env
-from rl_system.envs.base import AgentBox, AgentDiscrete, validate_specs
+from rl_system.envs.base import AgentBox, AgentDiscrete, AgentMixed, AgentMultiDiscrete, validate_specs
 from rl_system.envs.pettingzoo_adapter import NOT_INSTALLED, PettingZooVecEnv
 
 needs_mpe = pytest.mark.skipif(importlib.util.find_spec("mpe2") is None, reason="mpe2 is not installed")
@@ -90,6 +90,46 @@ class Relay(pettingzoo.ParallelEnv):
 
 
 RELAY = f"{__name__}:Relay"
+
+
+class Kinds(pettingzoo.ParallelEnv):
+    """Three agents of three action kinds, each rewarded with what it was sent: ``talker``
+    (``Discrete(3, start=1)``, obs width 1) its word, ``mover`` (``Box(2)`` in ``[-1, 1]``, obs
+    width 2) the sum of its move, ``picker`` (``MultiDiscrete((2, 3))``, obs width 3) ``10 a0 + a1``.
+    Observations: the step count / 4. Episodes of 4 steps."""
+
+    metadata: ClassVar[dict] = {"name": "kinds_v0"}
+    possible_agents = ["talker", "mover", "picker"]
+
+    def __init__(self) -> None:
+        self.spaces = {"talker": spaces.Discrete(3, start=1), "mover": spaces.Box(-1, 1, (2,), np.float32),
+                       "picker": spaces.MultiDiscrete([2, 3])}
+        self.agents: list[str] = []
+
+    def observation_space(self, agent):
+        return spaces.Box(-1, 1, ({"talker": 1, "mover": 2, "picker": 3}[agent],), np.float32)
+
+    def action_space(self, agent):
+        return self.spaces[agent]
+
+    def _obs(self):
+        return {a: np.full(self.observation_space(a).shape, self.t / 4, np.float32) for a in self.agents}
+
+    def reset(self, seed=None, options=None):
+        self.t, self.agents = 0, list(self.possible_agents)
+        return self._obs(), {a: {} for a in self.agents}
+
+    def step(self, actions):
+        assert self.action_space("mover").contains(actions["mover"]) and self.spaces["picker"].contains(actions["picker"])
+        self.t += 1
+        picked = actions["picker"]
+        rew = {"talker": float(actions["talker"]), "mover": float(actions["mover"].sum()),
+               "picker": float(10 * picked[0] + picked[1])}
+        done = {a: self.t >= 4 for a in self.agents}
+        obs = self._obs()
+        if self.t >= 4:
+            self.agents = []
+        return obs, rew, done, {a: False for a in done}, {a: {} for a in done}
 
 
 def relay(num_envs: int = 1, **kwargs) -> PettingZooVecEnv:
@@ -392,3 +432,20 @@ def test_unsupported_settings_are_one_line():
         relay(1, reward="sum")
     with pytest.raises(ValueError, match="no state_space"):
         relay(1, state="env")
+
+
+def test_agents_of_different_kinds_are_one_agent_mixed_batch_each_decoded_to_its_own_space():
+    env = make_env(f"pettingzoo:{__name__}:Kinds", 2, seed=0)
+    spec = env.action_spec
+    assert isinstance(spec, AgentMixed) and spec.shape == (3, 2)
+    assert [(a.name, a.obs_width, a.action) for a in spec.agents] == [
+        ("talker", 1, AgentDiscrete(3, 1)), ("mover", 2, AgentBox((2,), (-1.0, -1.0), (1.0, 1.0), 1)),
+        ("picker", 3, AgentMultiDiscrete((2, 3), 1))]
+    env.reset()
+    action = torch.tensor([[[2, 0], [0.25, 3.0], [1, 2]],       # word 2 (sent as 3: the space starts at 1)
+                           [[0, 0], [-0.5, -0.25], [0, 1]]])  # the move clipped to its bounds
+    reward = env.step(action).reward
+    torch.testing.assert_close(reward, torch.tensor([[3.0, 1.25, 12.0], [1.0, -0.75, 1.0]]))
+    from rl_system.envs.checker import check_env
+
+    assert all(not r.failed for r in check_env(f"pettingzoo:{__name__}:Kinds", num_envs=3, steps=12))

@@ -17,6 +17,7 @@ from rl_system.envs.base import (
     ACTION_MASK,
     AgentBox,
     AgentDiscrete,
+    AgentMixed,
     AgentMultiDiscrete,
     validate_specs,
 )
@@ -144,7 +145,9 @@ def test_multidiscrete_actions():
 
 def test_agents_with_different_widths_are_padded_and_masked():
     env = make_env("vmas:simple_speaker_listener", N, seed=0)
-    assert env.action_spec == AgentDiscrete(27, 2)
+    assert (env.action_spec.n, env.action_spec.num_agents) == (27, 2)
+    assert [(a.name, a.obs_width, a.action) for a in env.action_spec.agents] == [
+        ("speaker_0", 3, AgentDiscrete(27, 1)), ("listener_0", 11, AgentDiscrete(9, 1))]
     mask = env.reset()[ACTION_MASK]
     assert mask.shape == (N, 2, 27) and mask.dtype == torch.bool
     assert mask.sum(-1).tolist() == [[27, 9]] * N  # speaker: move x say; listener: move only
@@ -155,10 +158,24 @@ def test_agents_with_different_widths_are_padded_and_masked():
     assert torch.equal(obs["state"][:, 3:], obs["obs"][:, 1])
 
 
-def test_different_continuous_action_sizes_are_refused():
-    with pytest.raises(ValueError, match=r"different sizes \[\(2,\), \(5,\)\]; unsupported") as err:
-        VmasVecEnv("simple_speaker_listener", N, seed=0, continuous_actions=True)
-    assert "\n" not in str(err.value)
+def test_continuous_actions_of_different_sizes_are_agent_mixed_rows_and_a_grouped_policy_drives_them():
+    from rl_system.algos import get_algorithm
+    from rl_system.config import load_config
+
+    env = make_env("vmas:kinematic_bicycle", N, seed=0, continuous_actions=True)
+    spec = env.action_spec
+    assert isinstance(spec, AgentMixed) and spec.shape == (2, 3)
+    assert [a.action.agent_shape for a in spec.agents] == [(2,), (3,)]  # the bicycle's, the holonomic robot's
+    policy = get_algorithm("mappo").make_policy(env.observation_spec, spec, load_config(
+        None, ["algo=mappo", "env.name=vmas:kinematic_bicycle"]))
+    assert len(policy.groups) == 2
+    obs = env.reset()
+    for _ in range(3):
+        action, _, _ = policy.act(obs)
+        assert (action[:, 0, 2] == 0).all()  # the bicycle's row holds its 2 values, then padding
+        result = env.step(action)
+        assert result.reward.shape == (N, 2) and torch.isfinite(result.obs["obs"]).all()
+        obs = result.obs
 
 
 # ---------------------------------------------------------------------------------------- episode ends, auto-reset
