@@ -38,6 +38,10 @@ RUNS = {  # name -> config and overrides; one run per network and update path th
     "air_combat": ("launch/configs/air_combat_ppo.yaml", ["max_env_steps=327680", "checkpoint.every_rounds=2"]),
     "hmasd": ("launch/configs/alice_bob_hmasd.yaml", ["max_env_steps=200000", "checkpoint.every_rounds=5"]),
     "alice_bob_mappo": ("launch/configs/alice_bob_mappo.yaml", ["max_env_steps=200000", "checkpoint.every_rounds=5"]),
+    "mpe_spread_mappo": ("launch/configs/mpe_simple_spread_mappo.yaml", ["max_env_steps=60000",
+                                                                        "checkpoint.every_rounds=2"]),  # PettingZoo
+    "vmas_balance_mappo": ("launch/configs/vmas_balance_mappo.yaml", ["max_env_steps=60000",
+                                                                      "checkpoint.every_rounds=2"]),  # VMAS
     "cartpole_a2c": ("launch/configs/cartpole_a2c.yaml", ["max_env_steps=100000", "checkpoint.every_rounds=250"]),
     "cartpole_2learners": ("launch/configs/cartpole_ppo.yaml", [
         "learner.num_learners=2", "learner.num_cpus=0.5", "learner.gradients=autograd", "max_env_steps=150000",
