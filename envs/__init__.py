@@ -15,6 +15,9 @@
   multi-agent env (:mod:`rl_system.envs.vmas_adapter`, the ``vmas`` extra).
 * ``"pettingzoo:<module>:<env_fn>"``: any PettingZoo ``ParallelEnv`` (``"pettingzoo:mpe2.simple_spread_v3:parallel_env"``),
   N copies stepped as one multi-agent batch (:mod:`rl_system.envs.pettingzoo_adapter`).
+* ``"magym:[module:]<id>"``: a Gymnasium env whose spaces are Tuples over agents (Level-Based
+  Foraging ``"magym:Foraging-8x8-2p-3f-v3"``, the Multi-Robot Warehouse ``"magym:rware-tiny-2ag-v2"``),
+  N copies stepped as one multi-agent batch (:mod:`rl_system.envs.magym_adapter`, the ``epymarl`` extra).
 
 A name that cannot be resolved raises :class:`EntryPointError` (a ``ValueError``) with one line
 saying what was expected.
@@ -59,6 +62,7 @@ GYM_PREFIX = "gym:"
 ENVPOOL_PREFIX = "envpool:"
 VMAS_PREFIX = "vmas:"
 PETTINGZOO_PREFIX = "pettingzoo:"
+MAGYM_PREFIX = "magym:"
 
 
 def register(name: str, target: str | Callable[..., VecEnv]) -> None:
@@ -72,7 +76,8 @@ def registered_names() -> list[str]:
 
 def _known() -> str:
     return (f"a registered name ({', '.join(registered_names())}), 'package.module:Name', "
-            "'gym:<Gymnasium id>', 'envpool:<EnvPool id>', 'vmas:<scenario>' or 'pettingzoo:<module>:<env_fn>'")
+            "'gym:<Gymnasium id>', 'envpool:<EnvPool id>', 'vmas:<scenario>', 'pettingzoo:<module>:<env_fn>' or "
+            "'magym:<Gymnasium id>'")
 
 
 def resolve(name: str) -> Callable[..., VecEnv]:
@@ -125,6 +130,10 @@ def make_env(name: str, num_envs: int, device: str | torch.device = "cpu", seed:
         from rl_system.envs.pettingzoo_adapter import PettingZooVecEnv
 
         env = PettingZooVecEnv(name[len(PETTINGZOO_PREFIX):], num_envs=num_envs, device=device, seed=seed, **kwargs)
+    elif name.startswith(MAGYM_PREFIX):
+        from rl_system.envs.magym_adapter import MAGymVecEnv
+
+        env = MAGymVecEnv(name[len(MAGYM_PREFIX):], num_envs=num_envs, device=device, seed=seed, **kwargs)
     else:
         env = resolve(name)(num_envs=num_envs, device=device, seed=seed, **kwargs)
         if not isinstance(env, VecEnv):
