@@ -81,6 +81,7 @@ def evaluate(state: dict[str, Any], episodes: int = 100, deterministic: bool | s
     if groups and "agent_return_mean" in out:  # each group's return: its agents' mean
         each = out["agent_return_mean"]
         out["group_return_mean"] = {g.name: sum(each[j] for j in g.agents) / len(g.agents) for g in groups}
+        out["groups"] = {g.name: list(g.agents) for g in groups}
         out["random_groups"] = sorted(random_groups)
     for name in ("return", "length"):
         out.setdefault(f"{name}_mean", None)
