@@ -273,3 +273,24 @@ def test_synch_pbt_members_that_meet_past_two_points_go_on(ray_session, tmp_path
         assert pbt.choose_trial_to_run(ctrl) in (lo, hi)  # stock Tune: None, for ever
     finally:
         ctrl.cleanup()
+
+
+# -- a plug-in algorithm through the sweep ----------------------------------------------------------
+@pytest.mark.slow
+def test_an_a2c_sweep_searches_its_own_section_and_names_its_best_config(tmp_path):
+    """Tune knows no algorithm by name: A2C's ``a2c.lr`` is searched as PPO's ``ppo.lr`` is, its
+    trials are A2C runs, and the best config is an A2C config `rl-system train` takes."""
+    out = subprocess.run([sys.executable, "-m", "rl_system", "tune", str(REPO / "launch/configs/cartpole_a2c.yaml"),
+                          "--search", "a2c.lr=grid(0.0007, 0.002)", "--num-samples", "1", "--scheduler", "fifo",
+                          "--set", "max_env_steps=2000", "--set", "workers.num_cpus=0.5", "--set",
+                          "learner.num_cpus=0.5", "--out", str(tmp_path)], cwd=REPO, env=own_ray_env(),
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    exp = next(tmp_path.glob("tune-CartPole-*"))
+    table = pd.read_parquet(exp / RESULTS_FILE)
+    assert sorted(table["a2c.lr"]) == [0.0007, 0.002] and set(table["status"]) == {"done"}
+    assert list(table["env_steps"]) == [2000, 2000]
+    state = load_checkpoint(str(sorted(exp.glob(f"{table.iloc[0]['trial_id']}/checkpoint_*/*.rlck"))[-1]))[0]
+    assert state["config"]["algo"] == "a2c" and state["config"]["a2c"]["lr"] == table.iloc[0]["a2c.lr"]
+    best = load_config(exp / BEST_FILE)
+    assert best.algo == "a2c" and best.a2c.lr == pytest.approx(table.iloc[0]["a2c.lr"])
