@@ -44,6 +44,12 @@ import torch
 Obs = dict[str, torch.Tensor]
 
 
+class EnvContractError(ValueError):
+    """An env broke this API's contract while running (an agent that is not one of its agents, a
+    tensor of the wrong shape): stepping it again cannot help, so a run ends on the first one, in
+    one line, instead of retrying the worker."""
+
+
 @dataclass(frozen=True)
 class TensorSpec:
     """Shape (without the batch dimension), dtype and optional bounds of one observation entry."""

@@ -86,6 +86,7 @@ from rl_system.envs.base import (
     AgentMixed,
     AgentMultiDiscrete,
     AgentSpace,
+    EnvContractError,
     Obs,
     StepResult,
     TensorSpec,
@@ -478,6 +479,10 @@ class PettingZooVecEnv(VecEnv):
         active.fill(False)
         seen = 0
         for agent, value in obs.items():
+            if agent not in self._rows:
+                raise EnvContractError(f"env {self.name!r}: agent {agent!r} appeared, which is not one of possible_agents "
+                                 f"({', '.join(self.agent_names)}); the adapter takes a fixed set of agents, of which "
+                                 "some may leave before the episode ends")
             j, width, in_dict, env_mask, count = self._rows[agent]
             if prev is not None and not prev[j]:
                 continue

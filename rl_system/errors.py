@@ -16,6 +16,11 @@ class ResumeError(TrainingError):
     """``resume`` names nothing loadable (no checkpoint, none valid); one line."""
 
 
+class EnvBrokeContract(TrainingError):
+    """A worker's env broke the env API's contract (``rl_system.envs.base.EnvContractError``): the
+    run ends at once (exit 2), one line naming the env and what it did."""
+
+
 class RayStartError(TrainingError):
     """Ray could not be started or joined; one line naming the address."""
 

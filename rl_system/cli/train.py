@@ -50,7 +50,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     with clock.phase("imports"):  # Ray, torch and the run's modules (kept out of `--help`)
         import rl_system.run.loop  # noqa: F401 - timed here; run_training uses it
         from rl_system.api import run_training
-        from rl_system.errors import RayStartError, ResumeError, TrainingError
+        from rl_system.errors import EnvBrokeContract, RayStartError, ResumeError, TrainingError
         from rl_system.observe.metrics import console_level
 
     def say(text: str, warning: bool = False) -> None:
@@ -66,6 +66,8 @@ def cmd_train(args: argparse.Namespace) -> int:
                                on_ray_started=on_ray_started)
     except (ResumeError, RayStartError) as err:
         return fail(str(err), 1)
+    except EnvBrokeContract as err:
+        return fail(str(err), 2)
     except TrainingError as err:
         return fail(f"error: {err}", 1)
     _print_done(cfg, summary)

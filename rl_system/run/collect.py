@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import ray
 from ray.exceptions import ActorUnavailableError, RayActorError, RayTaskError
 
-from rl_system.errors import TrainingError, one_line
+from rl_system.envs.base import EnvContractError
+from rl_system.errors import EnvBrokeContract, TrainingError, one_line
 from rl_system.rollout.contract import RolloutMeta
 from rl_system.run.context import RunContext
 
@@ -147,6 +148,8 @@ class RolloutCollector:
             time.sleep(0.05)
             return
         self._restarting_since.pop(w, None)
+        if isinstance(err, EnvContractError):  # the env itself is wrong: a retry steps it into the same
+            raise EnvBrokeContract(one_line(getattr(err, "cause", None) or err)) from None  # Ray's wrapper off
         consecutive[w] += 1
         ctx.stats.worker_failures += 1
         died = isinstance(err, RayActorError)

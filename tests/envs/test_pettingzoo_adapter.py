@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -101,7 +102,8 @@ class Kinds(pettingzoo.ParallelEnv):
     metadata: ClassVar[dict] = {"name": "kinds_v0"}
     possible_agents = ["talker", "mover", "picker"]
 
-    def __init__(self) -> None:
+    def __init__(self, newcomer: bool = False) -> None:
+        self.newcomer = newcomer  # a fourth agent, not in possible_agents, joins on step 2
         self.spaces = {"talker": spaces.Discrete(3, start=1), "mover": spaces.Box(-1, 1, (2,), np.float32),
                        "picker": spaces.MultiDiscrete([2, 3])}
         self.agents: list[str] = []
@@ -127,6 +129,8 @@ class Kinds(pettingzoo.ParallelEnv):
                "picker": float(10 * picked[0] + picked[1])}
         done = {a: self.t >= 4 for a in self.agents}
         obs = self._obs()
+        if self.newcomer and self.t == 2:
+            obs["guest"] = np.zeros(1, np.float32)
         if self.t >= 4:
             self.agents = []
         return obs, rew, done, {a: False for a in done}, {a: {} for a in done}
@@ -425,6 +429,36 @@ def test_the_old_pettingzoo_mpe_name_points_to_mpe2():
     with pytest.raises(EntryPointError) as err:
         make_env("pettingzoo:pettingzoo.mpe.simple_spread_v3:parallel_env", 2)
     assert "'pettingzoo:mpe2.<env>:parallel_env'" in _one_line(err)
+
+
+def test_an_agent_that_joins_mid_episode_is_one_line_from_the_env_and_from_train(tmp_path):
+    env = make_env(f"pettingzoo:{__name__}:Kinds", 2, seed=0, newcomer=True)
+    env.reset()
+    env.step(torch.zeros(2, 3, 2))
+    with pytest.raises(ValueError) as err:
+        env.step(torch.zeros(2, 3, 2))
+    says = (f"env 'pettingzoo:{__name__}:Kinds': agent 'guest' appeared, which is not one of possible_agents "
+            "(talker, mover, picker); the adapter takes a fixed set of agents, of which some may leave before the "
+            "episode ends")
+    assert _one_line(err) == says
+    # A run ends on the first one, exit 2 (no retries: stepping the env again meets the same agent).
+    # The env's module sits in the run's working directory, where the workers import it from.
+    import inspect
+    import subprocess
+    import sys
+
+    from child_env import own_ray_env
+
+    (tmp_path / "kinds_env.py").write_text("from typing import ClassVar\n\nimport numpy as np\nimport pettingzoo\n"
+                                           "from gymnasium import spaces\n\n\n" + inspect.getsource(Kinds))
+    config = Path(__file__).resolve().parents[2] / "examples" / "cue_match" / "config.yaml"
+    run = subprocess.run([sys.executable, "-m", "rl_system", "train", str(config), "--quiet", "--run-dir", "run",
+                          *[a for kv in ("env.name=pettingzoo:kinds_env:Kinds", "env.kwargs={newcomer: true}",
+                                         "workers.num_workers=1", "workers.num_envs=2", "target_return=null")
+                            for a in ("--set", kv)]],
+                         cwd=tmp_path, env=own_ray_env(), capture_output=True, text=True, timeout=240)
+    lines = [ln for ln in run.stderr.splitlines() if ln.startswith("rl-system")]
+    assert run.returncode == 2 and lines == [f"rl-system: {says.replace(__name__, 'kinds_env')}"], run.stderr[-2000:]
 
 
 def test_unsupported_settings_are_one_line():
