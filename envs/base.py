@@ -36,6 +36,7 @@ Multi-agent envs follow the same API with ``num_agents = n`` set and a per-agent
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
@@ -204,10 +205,7 @@ def action_columns(spec: "AgentDiscrete | AgentMultiDiscrete | AgentBox") -> int
         return 1
     if isinstance(spec, AgentMultiDiscrete):
         return len(spec.nvec)
-    n = 1
-    for d in spec.agent_shape:
-        n *= d
-    return n
+    return math.prod(spec.agent_shape)
 
 
 @dataclass(frozen=True)
@@ -227,6 +225,11 @@ class AgentMixed:
         agents = tuple(self.agents)
         if not agents:
             raise ValueError("AgentMixed needs at least one agent")
+        for agent in agents:
+            own = isinstance(agent.action, (AgentDiscrete, AgentMultiDiscrete, AgentBox))
+            if not own or agent.action.num_agents != 1:
+                raise ValueError(f"AgentMixed: agent {agent.name!r}'s action must be an AgentDiscrete, "
+                                 f"AgentMultiDiscrete or AgentBox of one agent, got {agent.action}")
         object.__setattr__(self, "agents", agents)
         object.__setattr__(self, "num_agents", len(agents))
         object.__setattr__(self, "shape", (len(agents), max(action_columns(a.action) for a in agents)))
@@ -291,6 +294,7 @@ def validate_specs(observation_spec: dict[str, TensorSpec], action_spec: ActionS
             raise TypeError(f"observation_spec[{key!r}] must be a TensorSpec under a str key, got {spec!r}")
     if is_multi_agent(action_spec):
         _validate_agents(observation_spec, action_spec.num_agents)
+        _validate_agent_spaces(observation_spec, action_spec)
     mask = observation_spec.get(ACTION_MASK)
     if mask is None:
         return
@@ -319,6 +323,21 @@ def _validate_agents(observation_spec: dict[str, TensorSpec], n: int) -> None:
     if active is not None and (active.dtype != torch.bool or tuple(active.shape) != (n,)):
         raise ValueError(f"observation {AGENT_ACTIVE!r} must be bool of shape ({n},), got {active.dtype} "
                          f"{tuple(active.shape)}")
+
+
+def _validate_agent_spaces(observation_spec: dict[str, TensorSpec], action_spec: AgentActionSpec) -> None:
+    """The agents' own spaces (``agents``), where declared: one per agent, each observation within
+    the row's width, each action a one-agent spec."""
+    agents, n, width = action_spec.agents, action_spec.num_agents, observation_spec[AGENT_OBS].shape[1]
+    if not agents:
+        return
+    if len(agents) != n:
+        raise ValueError(f"the action spec names {len(agents)} agents' spaces (agents) for {n} agents")
+    for agent in agents:
+        if not 0 < agent.obs_width <= width:
+            raise ValueError(f"agent {agent.name!r}: obs_width {agent.obs_width} must be within the rows' {width}")
+        if agent.action.num_agents != 1:
+            raise ValueError(f"agent {agent.name!r}: its own action must be of one agent, got {agent.action}")
 
 
 class StepResult(NamedTuple):

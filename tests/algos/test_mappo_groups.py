@@ -196,3 +196,24 @@ def test_a_grouped_run_trains_through_ray_resumes_and_evaluates_and_exports_per_
     want, _ = policy.act(obs, deterministic=True)
     got = graph(obs["obs"][:, 2, :2])[0]
     torch.testing.assert_close(got, want[:, 2], atol=1e-5, rtol=0)
+
+
+def test_an_env_that_names_its_agents_spaces_wrongly_is_told_in_one_line():
+    from rl_system.envs.base import AgentMixed, AgentSpace, TensorSpec, validate_specs
+
+    specs = {"state": TensorSpec((6,)), "obs": TensorSpec((2, 3))}
+    one = AgentDiscrete(3, 1)
+    cases = [
+        (AgentDiscrete(3, 2, (AgentSpace("a", 3, one),)), "names 1 agents' spaces (agents) for 2 agents"),
+        (AgentDiscrete(3, 2, (AgentSpace("a", 3, one), AgentSpace("b", 4, one))),
+         "agent 'b': obs_width 4 must be within the rows' 3"),
+        (AgentDiscrete(3, 2, (AgentSpace("a", 3, one), AgentSpace("b", 3, AgentDiscrete(3, 2)))),
+         "agent 'b': its own action must be of one agent"),
+    ]
+    for spec, says in cases:
+        with pytest.raises(ValueError) as err:
+            validate_specs(specs, spec)
+        assert says in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(ValueError, match="agent 'b''s action must be an AgentDiscrete, AgentMultiDiscrete or "
+                                         "AgentBox of one agent"):
+        AgentMixed((AgentSpace("a", 3, one), AgentSpace("b", 3, AgentBox((2,), (0.0,) * 2, (1.0,) * 2, 2))))
