@@ -46,7 +46,8 @@ def render_supports() -> str:
     """README's *What it supports*: a column per registered algorithm."""
     specs = list(registry.specs().values())
     rows = [("actions", _actions),
-            ("multi-agent", lambda s: _mark(s, cap.MULTI_AGENT)),
+            ("multi-agent", lambda s: _mark(s, cap.MULTI_AGENT) + (", agents of different kinds in groups"
+                                                                   if s.has(cap.AGENT_GROUPS) else "")),
             ("recurrent core", _recurrent),
             ("evaluation", lambda s: YES + (", videos" if s.has(cap.VIDEOS) else "")),
             ("ONNX / TorchScript export", _export),

@@ -32,6 +32,7 @@ MULTI_DISCRETE = Capability("multi_discrete", "multi-discrete actions with masks
 CONTINUOUS = Capability("continuous", "continuous actions")
 SINGLE_AGENT = Capability("single_agent", "single-agent envs")
 MULTI_AGENT = Capability("multi_agent", "multi-agent envs")
+AGENT_GROUPS = Capability("agent_groups", "agents of different kinds, a policy per agent group", "mappo.groups")
 RECURRENT = Capability("recurrent", "a recurrent core (GRU, LSTM)")
 MODEL_SECTION = Capability("model_section", "a network from the model: section", "model.network, model.recurrent")
 CLOSED_FORM = Capability("closed_form", "closed-form gradients", "learner.gradients: closed_form")
@@ -46,8 +47,8 @@ ACTING_POLICY = Capability("acting_policy", "a policy object that acts on batche
 VIDEOS = Capability("videos", "evaluation videos and renders", "rl-system eval --video / --render")
 GREEDY_LEVELS = Capability("greedy_levels", "greedy evaluation at one level of the hierarchy", "rl-system eval --deterministic high (or low)")
 
-CAPABILITIES = (DISCRETE, MULTI_DISCRETE, CONTINUOUS, SINGLE_AGENT, MULTI_AGENT, RECURRENT, MODEL_SECTION,
-                CLOSED_FORM, COMPILE, VTRACE, PROXIMAL, LEARNER_GROUP, SELFPLAY, EXPORT, AGENT_EXPORT,
+CAPABILITIES = (DISCRETE, MULTI_DISCRETE, CONTINUOUS, SINGLE_AGENT, MULTI_AGENT, AGENT_GROUPS, RECURRENT,
+                MODEL_SECTION, CLOSED_FORM, COMPILE, VTRACE, PROXIMAL, LEARNER_GROUP, SELFPLAY, EXPORT, AGENT_EXPORT,
                 ACTING_POLICY, VIDEOS, GREEDY_LEVELS)
 """Every capability, in the order the docs list them."""
 

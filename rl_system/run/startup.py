@@ -19,7 +19,7 @@ from rl_system.algos import get_algorithm, registry
 from rl_system.algos import spec as cap
 from rl_system.config import ConfigError, RunConfig
 from rl_system.envs import EntryPointError, make_env
-from rl_system.envs.base import is_multi_agent
+from rl_system.envs.base import AgentMixed, is_multi_agent
 from rl_system.errors import one_line
 from rl_system.run.address import check_reachable  # noqa: F401 - re-exported for the CLIs
 
@@ -125,6 +125,8 @@ def probe_specs(cfg: RunConfig) -> tuple[Any, Any]:
     kind = cap.MULTI_AGENT if is_multi_agent(action_spec) else cap.SINGLE_AGENT
     try:
         registry.require(cfg.algo, kind, f"env {name!r}")
+        if isinstance(action_spec, AgentMixed):
+            registry.require(cfg.algo, cap.AGENT_GROUPS, f"env {name!r} (its agents' actions differ in kind or shape)")
     except registry.MissingCapability as err:
         raise ConfigError(str(err)) from None
     try:

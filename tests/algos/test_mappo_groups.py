@@ -141,9 +141,14 @@ def test_a_bad_group_map_stops_train_with_one_line_and_exit_2(capsys, tmp_path):
 def test_hmasd_says_in_one_line_that_it_takes_one_action_kind():
     from rl_system.run.startup import probe_specs
 
-    with pytest.raises(ConfigError, match=r"^hmasd on env .*: algo hmasd takes agents of one action kind and shape; "
-                                          r"this env's differ \(AgentMixed\(Discrete\(3\), .*algo mappo trains them"):
+    with pytest.raises(ConfigError, match=r"^env 'examples.cue_match.mixed:MixedCues' \(its agents' actions differ in "
+                                          r"kind or shape\): needs agents of different kinds, a policy per agent "
+                                          r"group, which algo 'hmasd' lacks; algo mappo has it$"):
         probe_specs(load_config(None, ["algo=hmasd", f"env.name={MIXED}"]))
+    with pytest.raises(ValueError, match=r"^algo hmasd takes agents of one action kind and shape; this env's differ "
+                                         r"\(AgentMixed\(Discrete\(3\), .*algo mappo trains them as agent groups$"):
+        env = _env()
+        get_algorithm("hmasd").make_policy(env.observation_spec, env.action_spec, load_config(None, ["algo=hmasd"]))
 
 
 def test_groups_act_at_random_on_request_and_a_checkpoint_round_trip_keeps_every_group():

@@ -28,9 +28,9 @@ SPEC = cap.AlgorithmSpec(
             "shared or per-agent parameters, any action kind per agent, an optional GRU/LSTM core.",
     paper="Yu et al. 2022, The Surprising Effectiveness of PPO in Cooperative Multi-Agent Games; "
           "de Witt et al. 2020 (IPPO)",
-    capabilities=frozenset({cap.DISCRETE, cap.MULTI_DISCRETE, cap.CONTINUOUS, cap.MULTI_AGENT, cap.RECURRENT,
-                            cap.LEARNER_GROUP, cap.SELFPLAY, cap.EXPORT, cap.AGENT_EXPORT, cap.ACTING_POLICY,
-                            cap.VIDEOS}),
+    capabilities=frozenset({cap.DISCRETE, cap.MULTI_DISCRETE, cap.CONTINUOUS, cap.MULTI_AGENT, cap.AGENT_GROUPS,
+                            cap.RECURRENT, cap.LEARNER_GROUP, cap.SELFPLAY, cap.EXPORT, cap.AGENT_EXPORT,
+                            cap.ACTING_POLICY, cap.VIDEOS}),
     recurrent_key="mappo.recurrent",
     checks=checks,
 )
