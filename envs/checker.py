@@ -210,6 +210,8 @@ class _Checker:
 
     def run(self, env: VecEnv) -> list[Finding]:
         self.record("specs", lambda: self.specs(env))
+        if is_multi_agent(env.action_spec) and env.action_spec.agents:
+            self.record("agents", lambda: self.agents(env))
         self.record("reset", lambda: self.reset(env))
         self.stats: dict[str, int] | None = None
         self.mask_problems: list[str] = []
@@ -228,6 +230,10 @@ class _Checker:
         keys = ", ".join(f"{k} {tuple(s.shape)} {str(s.dtype).removeprefix('torch.')}"
                          for k, s in env.observation_spec.items())
         return f"N={env.num_envs} on {env.device}; observations {keys}; action {spec}"
+
+    def agents(self, env: VecEnv) -> tuple[str, str]:
+        """The agents' own spaces, where they differ: what MAPPO groups them by."""
+        return INFO, "; ".join(f"{a.name} ({a})" for a in env.action_spec.agents)
 
     def reset(self, env: VecEnv) -> str:
         obs = env.reset(seed=self.seed)
