@@ -47,6 +47,8 @@ TRANSPORT_JSON = RESULTS / "marl" / "transport_1920k_eval2000" / "marl.json"
 SPEED_JSON = RESULTS / "speed" / "speed.json"
 A2C_MD = RESULTS / "a2c" / "a2c.md"
 A2C_HALFCHEETAH_MD = RESULTS / "a2c" / "a2c_halfcheetah.md"
+GROUPS_MD = RESULTS / "groups" / "groups.md"
+EPYMARL_MD = RESULTS / "epymarl" / "epymarl.md"
 PRODUCT = ("rl_system", "envs", "launch/configs")
 """The paths whose code a figure measures: a figure from a commit where they differ from the speed
 sitting's is marked as measured on older code."""
@@ -284,6 +286,16 @@ def render_a2c_halfcheetah() -> str:
     return _suite_table(A2C_HALFCHEETAH_MD, "python -m bench.bench_a2c --env HalfCheetah")
 
 
+def render_groups() -> str:
+    """docs/multi_agent.md's table of MPE's mixed tasks with agent groups: the latest ``python -m bench.bench_groups``."""
+    return _suite_table(GROUPS_MD, "python -m bench.bench_groups")
+
+
+def render_epymarl() -> str:
+    """docs/multi_agent.md's table of EPyMARL's LBF and RWARE tasks: the latest ``python -m bench.bench_epymarl``."""
+    return _suite_table(EPYMARL_MD, "python -m bench.bench_epymarl")
+
+
 def render_report() -> str:
     """docs/results.md's benchmark-report tables, from the latest full ``python -m bench.publish.report``."""
     return render_markdown(_load(REPORT_JSON))
@@ -306,7 +318,9 @@ A2C_HALFCHEETAH = Block("a2c_halfcheetah", ROOT / "docs" / "results.md", *_marke
                         render_a2c_halfcheetah, (A2C_HALFCHEETAH_MD,))
 LIMITS = Block("limits", ROOT / "docs" / "limitations.md", *_marker("limits"), capability_tables.render_limits,
                (*_REGISTRY, ROOT / "envs" / "render.py", ROOT / "envs" / "__init__.py"))
-BLOCKS = (GLANCE, SPEED, REPORT, SUPPORTS, ALGORITHMS, A2C, A2C_HALFCHEETAH, LIMITS)
+GROUPS = Block("groups", ROOT / "docs" / "multi_agent.md", *_marker("groups"), render_groups, (GROUPS_MD,))
+EPYMARL = Block("epymarl", ROOT / "docs" / "multi_agent.md", *_marker("epymarl"), render_epymarl, (EPYMARL_MD,))
+BLOCKS = (GLANCE, SPEED, REPORT, SUPPORTS, ALGORITHMS, A2C, A2C_HALFCHEETAH, LIMITS, GROUPS, EPYMARL)
 
 
 # -- the pages ------------------------------------------------------------------------------
