@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from in_process import train_rounds
 
 from examples.cue_match.env import CueMatch
 from examples.cue_match.mixed import MixedCues
@@ -86,12 +87,7 @@ def _train(rounds: int, *overrides: str) -> list[float]:
     policy = MAPPO.make_policy(env.observation_spec, env.action_spec, cfg)
     sampler, trainer = MAPPO.make_sampler(env, policy, cfg, torch.device("cpu")), MAPPO.make_trainer(policy, cfg)
     sampler.reset(seed=0)
-    returns = []
-    for r in range(rounds):
-        cols, episodes = sampler.collect()
-        trainer.update({k: v.clone() for k, v in cols.items()}, r / rounds)
-        returns.append(float(episodes.returns.mean()))
-    return returns
+    return train_rounds(sampler, trainer, rounds)
 
 
 @pytest.mark.parametrize("critic", ["central", "local"])

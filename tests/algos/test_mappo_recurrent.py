@@ -13,6 +13,7 @@ import re
 
 import pytest
 import torch
+from in_process import train_rounds
 
 from examples.cue_match.env import CueMatch
 from rl_system.algos import get_algorithm
@@ -169,12 +170,7 @@ def test_sequence_minibatches_keep_every_agent_of_an_env_sequence_together():
 def _train(rounds: int, *overrides: str) -> list[float]:
     torch.set_num_threads(1)  # small tensors: one thread is faster, and spares a loaded machine
     sampler, trainer = _setup({"memory": True, "horizon": 6}, "mappo.lr=3e-3", *overrides)
-    returns = []
-    for r in range(rounds):
-        cols, episodes = sampler.collect()
-        trainer.update({k: v.clone() for k, v in cols.items()}, r / rounds)
-        returns.append(float(episodes.returns.mean()))
-    return returns
+    return train_rounds(sampler, trainer, rounds)
 
 
 def test_a_gru_learns_the_cue_shown_once_which_feedforward_mappo_cannot():
