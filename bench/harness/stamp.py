@@ -40,11 +40,14 @@ def _git(*args: str) -> str | None:
 
 def git_commit() -> str:
     """Short hash of HEAD, ``+dirty`` when anything tracked or untracked (not ignored) differs,
-    ``bench/results`` (what the suites write) excepted; ``unknown`` outside a git checkout."""
+    ``bench/results`` (what the suites write) and a worktree's ``rl_system/envs`` link (how a bare
+    worktree of this repository imports its ``envs/``, :mod:`bench.compare_checkouts`) excepted;
+    ``unknown`` outside a git checkout."""
     head = _git("rev-parse", "--short", "HEAD")
     if head is None:
         return "unknown"
-    status = _git("status", "--porcelain", "--", ".", f":(exclude){RESULTS.relative_to(ROOT).as_posix()}")
+    status = _git("status", "--porcelain", "--", ".", f":(exclude){RESULTS.relative_to(ROOT).as_posix()}",
+                  ":(exclude)rl_system/envs")
     return head + ("+dirty" if status else "")
 
 
