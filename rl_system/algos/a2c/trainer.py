@@ -23,7 +23,7 @@ from torch import nn
 from rl_system import collective
 from rl_system.algos.a2c.config import A2CConfig
 from rl_system.algos.advantages import compute_gae
-from rl_system.algos.ppo.trainer import observe_round
+from rl_system.algos.ppo.trainer import RoundObserver
 from rl_system.algos.surrogate import actor_critic_loss
 from rl_system.algos.update import Minibatch, OptimizerSpec, Trainer, UpdateCore
 from rl_system.rollout import contract as col
@@ -44,6 +44,7 @@ class A2C(Trainer):
         spec = OptimizerSpec(lr=cfg.lr, eps=cfg.eps, kind=cfg.optimizer, alpha=cfg.rms_prop_alpha)
         self.core = UpdateCore(policy.parameters(), spec, anneal_lr=cfg.anneal_lr, max_grad_norm=cfg.max_grad_norm,
                                group=group)
+        self.observe_round = RoundObserver(policy)
 
     def prepare(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Advantages and returns of the round, every column flattened to ``[T*N, ...]``."""
@@ -76,5 +77,5 @@ class A2C(Trainer):
     def round_metrics(self, batch: dict[str, torch.Tensor], data: dict[str, torch.Tensor]) -> dict[str, float]:
         """The round's observations to the observation normaliser (``model.normalize_obs``), as
         PPO's; the critic's explained variance."""
-        observe_round(self.policy, batch, self.group)
+        self.observe_round(batch, self.group)
         return {"explained_variance": self.group.explained_variance(data[col.VALUE], data[col.RETURN])}

@@ -60,6 +60,7 @@ class PPO(Trainer):
         # Running variance of the discounted return; the learner's alone (workers ship raw rewards).
         self.return_norm = RunningNorm(1).to(device) if cfg.normalize_reward else None
         self.recurrent = is_recurrent(policy)
+        self.observe_round = RoundObserver(policy)
         self.rho_stats: dict[str, float] = {}  # V-trace's importance weights in the last update
         self.loss_fn = CompiledOrEager(self._losses) if compile else self._losses
         self.closed_form = self._closed_form(gradients)
@@ -171,7 +172,7 @@ class PPO(Trainer):
         """Feeds the round's observations to the network's ``observe`` (after the epochs, so the
         first minibatch's ratio is exactly 1); the importance weights' statistics, which loss
         path ran, the critic's explained variance."""
-        observe_round(self.policy, batch, self.group)
+        self.observe_round(batch, self.group)
         metrics = dict(self.rho_stats)
         if isinstance(self.loss_fn, CompiledOrEager):
             metrics["compiled"] = float(self.loss_fn.compiled)
@@ -270,18 +271,23 @@ def _rho_stats(prefix: str, rho: torch.Tensor, bar: float | None) -> dict[str, f
     return stats
 
 
-def observe_round(policy: nn.Module, batch: dict[str, torch.Tensor], group: collective.Collective) -> None:
-    """The round's observations ``[T*N, ...]`` to the network's ``observe`` where it has one (e.g.
-    the observation normaliser's statistics; after the update's epochs), over ``group`` where its
-    ``observe`` takes one."""
-    observe = getattr(policy, "observe", None)
-    if observe is None:
-        return
-    obs = {k: v.flatten(0, 1) for k, v in observations(batch).items()}
-    if takes_group(observe):
-        observe(obs, group)
-    else:
-        observe(obs)
+class RoundObserver:
+    """Feeds a round's observations ``[T*N, ...]`` to the network's ``observe`` where it has one
+    (e.g. the observation normaliser's statistics; after the update's epochs), over the learner
+    group where its ``observe`` takes one: looked up once, not every round."""
+
+    def __init__(self, policy: nn.Module):
+        self.observe = getattr(policy, "observe", None)
+        self.with_group = takes_group(self.observe)
+
+    def __call__(self, batch: dict[str, torch.Tensor], group: collective.Collective) -> None:
+        if self.observe is None:
+            return
+        obs = {k: v.flatten(0, 1) for k, v in observations(batch).items()}
+        if self.with_group:
+            self.observe(obs, group)
+        else:
+            self.observe(obs)
 
 
 def takes_group(observe) -> bool:
