@@ -238,6 +238,30 @@ class AgentMixed:
         return f"AgentMixed({', '.join(agent_action_str(a.action) for a in self.agents)})"
 
 
+def from_mixed_row(values: torch.Tensor, spec: AgentDiscrete | AgentMultiDiscrete | AgentBox) -> torch.Tensor:
+    """Agents' own actions out of their :class:`AgentMixed` rows ``[..., D]`` (one agent's kind,
+    ``spec``): int64 ``[...]`` (discrete), int64 ``[..., K]`` (multi-discrete) or the values
+    ``[..., d]`` (continuous)."""
+    values = values[..., :action_columns(spec)]
+    if isinstance(spec, AgentDiscrete):
+        return values.squeeze(-1).long()
+    return values.long() if isinstance(spec, AgentMultiDiscrete) else values
+
+
+def joint_action_spec(agents: tuple[AgentSpace, ...]) -> AgentDiscrete | AgentMultiDiscrete | AgentBox | AgentMixed:
+    """The batch's action spec for agents of these own spaces: every agent discrete ->
+    :class:`AgentDiscrete` of the most actions (the env masks each agent's own); all of one action
+    -> that action for every agent; else :class:`AgentMixed`. Each agent's own spaces ride along
+    (``agents``) where the agents differ at all, in observation width or action."""
+    own = [a.action for a in agents]
+    each = () if len({(a.obs_width, a.action) for a in agents}) == 1 else tuple(agents)
+    if all(isinstance(o, AgentDiscrete) for o in own):
+        return AgentDiscrete(max(o.n for o in own), len(agents), each)
+    if len(set(own)) > 1:
+        return AgentMixed(tuple(agents))
+    return dataclasses.replace(own[0], num_agents=len(agents), agents=each)
+
+
 AgentActionSpec = AgentDiscrete | AgentMultiDiscrete | AgentBox | AgentMixed
 """The action specs of multi-agent envs (one action per agent)."""
 ActionSpec = Discrete | Box | MultiDiscrete | AgentDiscrete | AgentMultiDiscrete | AgentBox | AgentMixed

@@ -92,6 +92,7 @@ from rl_system.envs.base import (
     TensorSpec,
     VecEnv,
     check_action,
+    joint_action_spec,
 )
 from rl_system.envs.entry_points import EntryPointError, import_entry_point
 
@@ -261,33 +262,24 @@ def _decoder(space: Any, own: AgentActionSpec) -> Callable[[np.ndarray], Any]:
 
 
 def _action_layout(spaces: list[Any], agents: list[str], widths: tuple[int, ...]) -> _ActionLayout:
-    from gymnasium import spaces as gs
-
-    n = len(agents)
-    got = ", ".join(f"{a}: {s}" for a, s in zip(agents, spaces))
     own = [_own_action(s) for s in spaces]
     if any(o is None for o in own):
+        got = ", ".join(f"{a}: {s}" for a, s in zip(agents, spaces))
         raise ValueError(f"unsupported action spaces ({got}); supported: Discrete, Box, 1-D MultiDiscrete (starting "
                          "at 0) and 1-D MultiBinary, per agent")
-    alike = len(set(widths)) == 1 and len(set(own)) == 1
-    # Each agent's own spaces travel with the spec where they differ (agent groups are made from them).
-    each = () if alike else tuple(AgentSpace(a, w, o) for a, w, o in zip(agents, widths, own))
-    if all(isinstance(s, gs.Discrete) for s in spaces):
-        counts = [int(s.n) for s in spaces]
-        width = max(counts)
-        own_mask = np.arange(width)[None, :] < np.asarray(counts)[:, None]
+    spec = joint_action_spec(tuple(AgentSpace(a, w, o) for a, w, o in zip(agents, widths, own)))
+    if isinstance(spec, AgentDiscrete):
+        counts = [o.n for o in own]
+        own_mask = np.arange(spec.n)[None, :] < np.asarray(counts)[:, None]
         start = np.asarray([int(s.start) for s in spaces], dtype=np.int64)
-        return _ActionLayout(AgentDiscrete(width, n, each), tuple(counts), start=start if start.any() else None,
+        return _ActionLayout(spec, tuple(counts), start=start if start.any() else None,
                              own_mask=None if own_mask.all() else own_mask)
-    if len(set(own)) == 1 and isinstance(own[0], AgentBox):
-        spec = AgentBox(own[0].agent_shape, own[0].low, own[0].high, n, each)
+    if isinstance(spec, AgentBox):
         return _ActionLayout(spec, low=torch.as_tensor(spaces[0].low, dtype=torch.float32),
                              high=torch.as_tensor(spaces[0].high, dtype=torch.float32), dtype=spaces[0].dtype)
-    if len(set(own)) == 1:
-        return _ActionLayout(AgentMultiDiscrete(own[0].nvec, n, each))
-    # Kinds, shapes or bounds differ: each agent's action in its own row of floats.
-    mixed = AgentMixed(tuple(AgentSpace(a, w, o) for a, w, o in zip(agents, widths, own)))
-    return _ActionLayout(mixed, decode=tuple(_decoder(s, o) for s, o in zip(spaces, own)))
+    if isinstance(spec, AgentMixed):  # kinds, shapes or bounds differ: each agent's action in its own row of floats
+        return _ActionLayout(spec, decode=tuple(_decoder(s, o) for s, o in zip(spaces, own)))
+    return _ActionLayout(spec)
 
 
 # ---------------------------------------------------------------------------------------------- the batch

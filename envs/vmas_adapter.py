@@ -94,7 +94,8 @@ from rl_system.envs.base import (
     StepResult,
     TensorSpec,
     VecEnv,
-    action_columns,
+    from_mixed_row,
+    joint_action_spec,
 )
 
 REWARD_MODES = ("agent", "team")
@@ -242,15 +243,6 @@ def blended_reset(env: Any, done: torch.Tensor) -> None:
 
 # ---------------------------------------------------------------------------------------- the env
 
-def _own_values(row: torch.Tensor, spec: AgentActionSpec) -> torch.Tensor:
-    """An agent's ``AgentMixed`` row ``[N, D]`` as VMAS takes its action: ``[N]`` int64 (discrete),
-    ``[N, K]`` int64 (multi-discrete) or ``[N, d]`` float32."""
-    values = row[:, :action_columns(spec)]
-    if isinstance(spec, AgentDiscrete):
-        return values.squeeze(1).long()
-    return values.long() if isinstance(spec, AgentMultiDiscrete) else values
-
-
 def _own_action(space: Any, name: str) -> AgentActionSpec:
     """One agent's action (VMAS's gym space) as this package's spec."""
     kind = type(space).__name__
@@ -263,22 +255,14 @@ def _own_action(space: Any, name: str) -> AgentActionSpec:
     raise ValueError(f"VMAS scenario {name!r}: unsupported action space {space!r}")
 
 
-def _action_spec(spaces: list[Any], n: int, name: str, names: tuple[str, ...], widths: list[int]
+def _action_spec(spaces: list[Any], name: str, names: tuple[str, ...], widths: list[int]
                  ) -> tuple[AgentActionSpec, list[int] | None]:
-    """The per-agent action spec of VMAS's per-agent gym spaces (``AgentMixed`` where the agents'
-    kinds, sizes or bounds differ; each agent's own spaces in ``agents`` where the agents differ
-    at all), and each agent's number of discrete actions where they differ (``None`` otherwise)."""
+    """The per-agent action spec of VMAS's per-agent gym spaces (:func:`joint_action_spec`), and each
+    agent's number of discrete actions where they differ (``None`` otherwise)."""
     own = [_own_action(s, name) for s in spaces]
-    each = () if len(set(own)) == 1 and len(set(widths)) == 1 else tuple(
-        AgentSpace(a, w, o) for a, w, o in zip(names, widths, own))
-    if all(isinstance(o, AgentDiscrete) for o in own):
-        counts = [o.n for o in own]
-        return AgentDiscrete(max(counts), n, each), (counts if len(set(counts)) > 1 else None)
-    if len(set(own)) > 1:
-        return AgentMixed(tuple(AgentSpace(a, w, o) for a, w, o in zip(names, widths, own))), None
-    if isinstance(own[0], AgentMultiDiscrete):
-        return AgentMultiDiscrete(own[0].nvec, n, each), None
-    return AgentBox(own[0].agent_shape, own[0].low, own[0].high, n, each), None
+    spec = joint_action_spec(tuple(AgentSpace(a, w, o) for a, w, o in zip(names, widths, own)))
+    counts = [o.n for o in own] if isinstance(spec, AgentDiscrete) else []
+    return spec, (counts if len(set(counts)) > 1 else None)
 
 
 class VmasVecEnv(VecEnv):
@@ -344,7 +328,7 @@ class VmasVecEnv(VecEnv):
         self._obs_widths = [int(s.shape[0]) for s in obs_spaces]
         width = max(self._obs_widths)
         self._padded = len(set(self._obs_widths)) > 1
-        self.action_spec, counts = _action_spec(act_spaces, n, self.scenario, self.agent_names, self._obs_widths)
+        self.action_spec, counts = _action_spec(act_spaces, self.scenario, self.agent_names, self._obs_widths)
         self.observation_spec = {
             STATE: TensorSpec((sum(self._obs_widths),), torch.float32),
             AGENT_OBS: TensorSpec((n, width), torch.float32),
@@ -379,7 +363,7 @@ class VmasVecEnv(VecEnv):
         with self._own_rng():
             per_agent = [action[:, i] for i in range(self.num_agents)]
             if isinstance(self.action_spec, AgentMixed):  # each agent's own values out of its row
-                per_agent = [_own_values(a, s.action) for a, s in zip(per_agent, self.action_spec.agents)]
+                per_agent = [from_mixed_row(a, s.action) for a, s in zip(per_agent, self.action_spec.agents)]
             obs_list, rewards, terminated, truncated, infos = self.env.step(per_agent)
         final_obs = self._observe(obs_list)
         terminated = terminated if terminated.dtype == torch.bool else terminated.bool()

@@ -34,9 +34,8 @@ from rl_system.envs.base import (
     AgentActionSpec,
     AgentDiscrete,
     AgentMixed,
-    AgentMultiDiscrete,
     TensorSpec,
-    action_columns,
+    from_mixed_row,
     mask_width,
     sample_actions,
 )
@@ -52,7 +51,7 @@ class GroupedActorCritic(nn.Module):
                  groups: tuple[AgentGroup, ...], cfg: MAPPOConfig, network: type = MultiAgentActorCritic):
         super().__init__()
         self.spec, self.num_agents, self.agent_groups = action_spec, action_spec.num_agents, groups
-        self.central, self.joint = cfg.critic == "central", cfg.critic == "central" and cfg.central_value == "joint"
+        self.central = cfg.critic == "central"  # one agent's exported graph holds a value only without it
         self.mixed = isinstance(action_spec, AgentMixed)
         one = cfg.model_copy(update={"value_norm": False})  # one ValueNorm for all groups, below
         obs = obs_spec[AGENT_OBS]
@@ -88,13 +87,10 @@ class GroupedActorCritic(nn.Module):
 
     def group_action(self, action: torch.Tensor, k: int) -> torch.Tensor:
         """Group ``k``'s agents' actions out of the env's, in the group's own kind."""
-        rows, spec = self._rows(k), self.agent_groups[k].action
+        rows = self._rows(k)
         if not self.mixed:
             return action.index_select(_agent_dim(self.spec), rows)
-        values = action.index_select(-2, rows)[..., :action_columns(spec)]
-        if isinstance(spec, AgentDiscrete):
-            return values.squeeze(-1).long()
-        return values.long() if isinstance(spec, AgentMultiDiscrete) else values
+        return from_mixed_row(action.index_select(-2, rows), self.agent_groups[k].action)
 
     def env_action(self, parts: list[torch.Tensor]) -> torch.Tensor:
         """The groups' actions as the env takes them (``AgentMixed``: float rows padded to ``D``)."""
