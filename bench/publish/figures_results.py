@@ -26,6 +26,7 @@ from bench.harness.plots import (
     seconds_formatter,
     steps_formatter,
 )
+from bench.harness.hmasd_output import run_rows
 from bench.harness.results import read_json, read_text
 
 # --------------------------------------------------------------------------- learning curves
@@ -214,24 +215,6 @@ def fig_cartpole_ttt(results: Path, out: Path) -> list[Path]:
 
 HMASD_SOURCES = (("HMASD, the preset in float32", "hmasd/shrink/s[0-9]*.txt*", OURS),
                  ("flat MAPPO, its preset", "hmasd/mappo_preset/s[0-9]*.txt*", PEER))
-_HMASD_HEADER = ("method", "seed")
-
-
-def hmasd_rows(path: Path) -> list[dict[str, str]]:
-    """The run rows of a stored ``bench_hmasd`` output: the Markdown table whose header starts
-    ``method | seed``, as ``{column: cell}``."""
-    rows, header = [], None
-    for line in read_text(path).splitlines():
-        cells = [c.strip() for c in line.split("|")]
-        if tuple(cells[:2]) == _HMASD_HEADER:
-            header = cells
-        elif header and len(cells) == len(header) and cells[1].isdigit():
-            rows.append(dict(zip(header, cells)))
-        elif not line.strip():
-            header = None
-    return rows
-
-
 def _count(cell: str) -> float | None:
     return None if cell in ("-", "not reached", "") else float(cell.replace(",", ""))
 
@@ -242,7 +225,7 @@ def hmasd_seeds(results: Path) -> list[tuple[str, str, list[tuple[int, float | N
     for label, pattern, color in HMASD_SOURCES:
         seeds = []
         for path in find_runs(results, pattern):
-            rows = hmasd_rows(path)
+            rows = run_rows(path)
             if not rows:
                 raise FigureError(f"{path}: no run rows (not a bench_hmasd output)")
             seeds += [(int(r["seed"]), _count(r["steps to target"]), float(r["test success"])) for r in rows]

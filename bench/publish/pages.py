@@ -1,9 +1,8 @@
 """The generated blocks of README.md and the docs: each block is a pure function of files under
-``bench/results/`` or of the algorithm and env registries (:mod:`bench.publish.capability_tables`), so a
-figure or a capability has one source and a hand edit is caught. One figure is cited rather than
-measured here: README's HMASD row reads ``bench/results/report/report.json``, whose ``hmasd``
-section the report parses from docs/hmasd.md's twenty-seed table (hours of compute, not rerun); the
-row says "cited from its page".
+``bench/results/`` or of the code (the algorithm and env registries,
+:mod:`bench.publish.capability_tables`; the config models and the command line,
+:mod:`bench.publish.reference_tables`), so a figure, a capability, a key or a flag has one source and
+a hand edit is caught.
 
     python -m bench.publish.pages            # rewrite every block from the results
     python -m bench.publish.pages --check    # exit 1 and name each block that differs from its results
@@ -26,10 +25,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.harness import hmasd_output
 from bench.harness.markdown import md_table
 from bench.harness.results import RESULTS, read_json
 from bench.harness.stamp import ROOT
-from bench.publish import capability_tables
+from bench.publish import capability_tables, reference_tables
 from bench.publish.report_md import (
     END_MARKER,
     START_MARKER,
@@ -211,7 +211,10 @@ def _memory_rows() -> list[list[str]]:
 
 
 def _multi_agent_rows() -> list[list[str]]:
-    hmasd = _load(REPORT_JSON)["sections"]["hmasd"]["rows"][0]
+    preset = hmasd_output.summary(hmasd_output.PRESET_SEEDS)
+    if preset.get("error"):
+        raise ReportError(preset["error"])
+    hmasd = preset["rows"][0]
     balance = _load(MARL_JSON)
     table = [r for r in balance["table"] if r["env"] == "vmas:balance"]
     ours = [r for r in table if r["system"] == "rl_system"]
@@ -225,11 +228,10 @@ def _multi_agent_rows() -> list[list[str]]:
     ours_s = median(ours, lambda r: r["train_wall_s"])
     task = (f"VMAS balance, MAPPO: eval return and training time at {peer[0]['env_steps'] // 1000}k frames "
             f"(median of {_seeds(len(ours))})")
-    # The cited table was trained in float32; the preset ships precision: auto (bf16 on bf16 CPUs),
+    # The seeds were trained in float32; the preset ships precision: auto (bf16 on bf16 CPUs),
     # whose seeds 100-109 solve 9 of 10 (docs/hmasd.md, learner.precision).
     return [["AliceBob, HMASD: seeds with test success ≥ 0.8, trained in float32 (the shipped bf16: its page)",
-             f"{hmasd['passed']} of {hmasd['seeds']}", "–",
-             "cited from its page", "[HMASD](docs/hmasd.md)"],
+             f"{hmasd['passed']} of {hmasd['seeds']}", "–", measured(preset["commits"]), "[HMASD](docs/hmasd.md)"],
             [task, f"{median(ours, lambda r: r['final_eval_return']):.1f} in {_seconds(ours_s)}",
              f"BenchMARL (fine-tuned) {median(peer, lambda r: r['final_eval_return']):.1f} in {_seconds(peer_s)}",
              measured([stamp_of(balance).get("commit")]), "[multi-agent](docs/multi_agent.md#vmas-beside-benchmarl)"], _transport_row()]
@@ -306,7 +308,8 @@ def _marker(name: str) -> tuple[str, str]:
 
 
 GLANCE = Block("glance", ROOT / "README.md", *_marker("glance"), render_glance,
-               (REPORT_JSON, SPEED_JSON, MUJOCO_JSON, RESULTS / "minatar", MEMORY_JSON, MARL_JSON, TRANSPORT_JSON))
+               (REPORT_JSON, SPEED_JSON, MUJOCO_JSON, RESULTS / "minatar", MEMORY_JSON, MARL_JSON, TRANSPORT_JSON,
+                hmasd_output.PRESET_SEEDS))
 SPEED = Block("speed", ROOT / "docs" / "results.md", *_marker("speed"), render_speed, (SPEED_JSON,))
 REPORT = Block("report", ROOT / "docs" / "results.md", START_MARKER, END_MARKER, render_report, (REPORT_JSON,))
 _REGISTRY = (ROOT / "rl_system" / "algos" / "registry.py",)
@@ -320,7 +323,30 @@ LIMITS = Block("limits", ROOT / "docs" / "limitations.md", *_marker("limits"), c
                (*_REGISTRY, ROOT / "envs" / "render.py", ROOT / "envs" / "__init__.py"))
 GROUPS = Block("groups", ROOT / "docs" / "multi_agent.md", *_marker("groups"), render_groups, (GROUPS_MD,))
 EPYMARL = Block("epymarl", ROOT / "docs" / "multi_agent.md", *_marker("epymarl"), render_epymarl, (EPYMARL_MD,))
-BLOCKS = (GLANCE, SPEED, REPORT, SUPPORTS, ALGORITHMS, A2C, A2C_HALFCHEETAH, LIMITS, GROUPS, EPYMARL)
+REFERENCE = ROOT / "docs" / "reference.md"
+_CONFIG_CODE = (ROOT / "rl_system" / "config", ROOT / "rl_system" / "algos")
+_CLI_CODE = (ROOT / "rl_system" / "cli",)
+
+
+def _reference_blocks() -> tuple[Block, ...]:
+    """docs/reference.md's tables, from the code: a block per config section (``config`` for the
+    top-level keys) and per command, and the commands' synopsis."""
+    def table(render: Callable[..., list[str]], *args: str) -> Callable[[], str]:
+        return lambda: "\n".join(render(*args)) + "\n"
+
+    blocks = [Block(f"config.{s}" if s else "config", REFERENCE, *_marker(f"config.{s}" if s else "config"),
+                    table(reference_tables.config_table, s), _CONFIG_CODE)
+              for s in ("", *reference_tables.sections())]
+    blocks.append(Block("cli.synopsis", REFERENCE, *_marker("cli.synopsis"), lambda: reference_tables.cli_synopsis() + "\n",
+                        _CLI_CODE))
+    for command, _ in reference_tables.commands():
+        name = "cli." + command.replace(" ", ".")
+        blocks.append(Block(name, REFERENCE, *_marker(name), table(reference_tables.cli_table, command), _CLI_CODE))
+    return tuple(blocks)
+
+
+BLOCKS = (GLANCE, SPEED, REPORT, SUPPORTS, ALGORITHMS, A2C, A2C_HALFCHEETAH, LIMITS, GROUPS, EPYMARL,
+          *_reference_blocks())
 
 
 # -- the pages ------------------------------------------------------------------------------

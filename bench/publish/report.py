@@ -22,8 +22,8 @@ Sections (``--only``):
   ``bench_alice_bob``: their ``bench`` functions);
 * ``codec``: rollout compression ratios, LZ4 level 0 with the codec's ``filters="auto"``, of a
   real worker's rollouts before and after some learner rounds (``bench.bench_codec.real_rollouts``);
-* ``hmasd``: the 20-seed HMASD figures, **not rerun** (hours of compute): read from the
-  twenty-seed table of ``docs/hmasd.md`` and cited as such.
+* ``hmasd``: the 20-seed HMASD figures, **not rerun** (hours of compute): read from the seeds'
+  stored ``bench_hmasd`` outputs (``bench/results/hmasd/shrink``, :mod:`bench.harness.hmasd_output`).
 
 ``--peers`` adds RLlib PPO (``bench.peers.rllib_ppo``; RLlib is part of the default install) and
 the CleanRL-style loop (``bench.peers.cleanrl_ppo``) to ``ttt`` and ``throughput``; a peer whose

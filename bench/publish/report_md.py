@@ -13,7 +13,6 @@ from bench.harness.stamp import stamp_line
 
 START_MARKER = "<!-- bench-report:start -->"
 END_MARKER = "<!-- bench-report:end -->"
-HMASD_DOC = "docs/hmasd.md"
 
 
 class ReportError(Exception):
@@ -120,13 +119,13 @@ def md_codec(sec: dict) -> list[str]:
 
 
 def md_hmasd(sec: dict) -> list[str]:
-    out = ["", ("**HMASD on Alice_and_Bob, default map, 3M env steps: cited, not rerun** (one run takes 6–16 "
-                "minutes alone on 2 cores, by the machine's speed; the figures are read from the twenty-seed "
-                "table of the preset in float32 (it ships `precision: auto`: bf16 where the CPU multiplies it "
-                "natively), with two learner threads, the KL bound's line search and rollback on collapse, in "
-                f"`{sec.get('source', HMASD_DOC)}`):"), ""]
+    out = ["", ("**HMASD on Alice_and_Bob, default map, 3M env steps: stored runs, not rerun** (one run takes "
+                "6–16 minutes alone on 2 cores, by the machine's speed; the figures are read from the stored "
+                "outputs of the preset's seeds in float32 (it ships `precision: auto`: bf16 where the CPU "
+                "multiplies it natively), with two learner threads, the KL bound's line search and rollback on "
+                f"collapse, in `{sec.get('source')}`; [HMASD](hmasd.md) has their table):"), ""]
     if sec.get("error"):
-        return out + [f"*Not cited: {sec['error']}*"]
+        return out + [f"*Not read: {sec['error']}*"]
     rows = [[r["figure"], f"{r['passed']} of {r['seeds']}", f"{r['mean']:.3f}", f"`{sec['source']}`",
              code(r["command"])] for r in sec.get("rows", [])]
     out += md_table(["figure", "seeds ≥ 0.8", "mean", "source", "reproduce (per seed)"], rows)

@@ -1,7 +1,7 @@
 """The sections of ``python -m bench.publish.report``, each filling its results dict in place (rows measured
 before a failure stay): ``ttt`` and ``throughput`` (CartPole, :mod:`bench.bench_ppo`), ``field``
 (Navigation and AirCombat end to end), ``envs`` (the env-only benches), ``codec`` (real rollouts
-through the wire format, :mod:`bench.bench_codec`), ``hmasd`` (cited from docs/hmasd.md, not
+through the wire format, :mod:`bench.bench_codec`), ``hmasd`` (read from its seeds' stored outputs, not
 rerun); the peers' rows (RLlib, the CleanRL-style loop); and the budgets they run under."""
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.harness import hmasd_output
 from bench.harness.learning import QUIET_OVERRIDES, ensure_ray
+from bench.harness.results import RESULTS
 from bench.harness.stamp import ROOT
 from bench.harness.timing import with_threads
-from bench.publish.report_md import HMASD_DOC
 
 SECTIONS = ("ttt", "throughput", "field", "envs", "codec", "hmasd")
 RUN_ORDER = ("envs", "codec", "ttt", "throughput", "field", "hmasd")  # env-only first, while the box is quietest
-HMASD_TABLE_TITLE = "The preset in float32: two learner threads, the bound's line search and rollback on collapse"
 
 # -- budgets ----------------------------------------------------------------------------------
 
@@ -199,69 +199,8 @@ def run_codec(b: Budget, run_root: Path, sec: dict) -> None:
     with_threads(1, body)
 
 
-def hmasd_cited(doc: Path | None = None) -> dict:
-    """The twenty-seed HMASD table of docs/hmasd.md (the one after the line holding
-    :data:`HMASD_TABLE_TITLE`), summarised (not rerun: hours of compute)."""
-    doc = doc or ROOT / HMASD_DOC
-    source = doc.relative_to(ROOT).as_posix() if doc.is_relative_to(ROOT) else str(doc)
-    out: dict[str, Any] = {"cited": True, "source": source, "rows": []}
-    try:
-        lines = doc.read_text().splitlines()
-    except OSError as err:
-        out["error"] = f"{source}: {err.strerror}"
-        return out
-    # The paragraph's bold lead-in, not a mention of the title in the text.
-    start = next((i for i, ln in enumerate(lines) if ln.startswith("**" + HMASD_TABLE_TITLE)), None)
-    if start is None:
-        out["error"] = f"{source}: no '{HMASD_TABLE_TITLE}' table"
-        return out
-    # The first table after the title: markdown rows ("| a | b |") or bench_hmasd's own ("a | b"),
-    # known by the separator row under its header.
-    sep = re.compile(r"^\|?\s*:?-{3,}")
-    head_at = next((i for i in range(start, len(lines) - 1) if "|" in lines[i] and sep.match(lines[i + 1])), None)
-    table = []
-    for ln in lines[head_at:] if head_at is not None else []:
-        if "|" not in ln:
-            break
-        table.append([c.strip() for c in ln.strip().strip("|").split("|")])
-    if len(table) < 3:
-        out["error"] = f"{source}: the '{HMASD_TABLE_TITLE}' table is empty"
-        return out
-    head = [h.lower() for h in table[0]]
-    try:
-        i_test = next(i for i, h in enumerate(head) if h.startswith("test success"))
-        i_best = max(i for i, h in enumerate(head) if "best.json" in h)  # "at, its test" or "… test success"
-    except (StopIteration, ValueError):
-        out["error"] = f"{source}: unexpected columns {table[0]}"
-        return out
-    i_low = next((i for i, h in enumerate(head) if h.startswith("lowest after")), None)
-    num = re.compile(r"\d+\.\d+")
-    final, best, fell = [], [], 0
-    for row in table[2:]:
-        f, bst = num.findall(row[i_test]), num.findall(row[i_best])
-        if f and bst:
-            final.append(float(f[0]))  # sampled (the first of "sampled / argmax")
-            best.append(float(bst[-1]))  # "at, its test": the test is the last number
-            low = num.findall(row[i_low]) if i_low is not None else []
-            fell += bool(low) and float(low[0]) < 0.5
-    if not final:
-        out["error"] = f"{source}: no seeds parsed"
-        return out
-    cmd = "python -m bench.bench_hmasd --size default --steps 3000000 --seeds N --methods hmasd"
-    out["seeds"] = len(final)
-    if i_low is not None:
-        out["fell_after_solving"] = fell  # runs whose training success fell below 0.5 after first 0.9
-    out["rows"] = [
-        {"figure": "final policy, test success (both levels sampled)", "passed": sum(v >= 0.8 for v in final),
-         "seeds": len(final), "mean": statistics.fmean(final), "command": cmd},
-        {"figure": "`best.json` checkpoint, test success", "passed": sum(v >= 0.8 for v in best),
-         "seeds": len(best), "mean": statistics.fmean(best), "command": cmd + "; rl-system eval RUN --pick best"},
-    ]
-    return out
-
-
 def run_hmasd(b: Budget, run_root: Path, sec: dict) -> None:
-    sec.update(hmasd_cited())
+    sec.update(hmasd_output.summary(hmasd_output.PRESET_SEEDS))
 
 
 RUNNERS: dict[str, Callable[[Budget, Path, dict], None]] = {

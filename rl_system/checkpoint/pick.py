@@ -34,8 +34,10 @@ if TYPE_CHECKING:  # the format loads torch; imported where a checkpoint is read
 
 DEFAULT_PICK = "best"
 PICKS = ("best", "latest", "final")  # and v<N>
-PICK_HELP = ("which checkpoint of a run: best (default; the best training mean return, the one best.json names, "
-             "else the latest), latest (the newest; final is the same), or vN (policy version N)")
+PICK_HELP = ("which checkpoint of a run: best, the one with the best training mean return (the one best.json "
+             "names), else (no checkpoint has one) the latest; latest, the newest that loads (final is the same); "
+             "vN, policy version N. The same choice, names and default as the Python API's pick=; one the run "
+             "lacks is one line naming the versions it has (default: %(default)s)")
 _VERSION_RE = re.compile(r"^v(\d+)$")
 
 

@@ -22,34 +22,45 @@ def add_parser(sub: Any) -> None:
     asub = a.add_subparsers(dest="air_combat_command", required=True)
     r = asub.add_parser("range-map", help="sweep shots over launch range x target aspect x manoeuvre in one env "
                                           "batch; draw the envelope and the space-time diagram")
-    r.add_argument("--out", type=Path, default=Path("range_map.png"), help="the envelope picture (PNG; default: %(default)s)")
+    r.add_argument("--out", type=Path, default=Path("range_map.png"), metavar="MAP.png",
+                   help="the envelope: hit probability over launch range x target aspect, one half disc per "
+                        "manoeuvre, with R_max and the no-escape range (default: %(default)s)")
     r.add_argument("--space-time", type=Path, default=None, metavar="OUT.png",
-                   help="the space-time diagram (default: <out>_space_time.png)")
-    r.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the table of every cell")
+                   help="distance from the launch point against time: the missile's reach and the targets' escape "
+                        "paths, per traced aspect (default: <out>_space_time.png)")
+    r.add_argument("--json", dest="json_out", type=Path, default=None, metavar="TABLE.json",
+                   help="also write the parameters, every cell, the edges per manoeuvre and the timing")
     r.add_argument("--env", dest="env_kwargs", action="append", default=[], metavar="KWARG=VALUE",
-                   help="an AirCombat kwarg (repeatable); the physics reads time_scale (default 16, as "
-                        "launch/configs/air_combat_ppo.yaml) and scripted_evade_range_m")
-    r.add_argument("--ranges", default="2:60:2", metavar="FIRST:LAST:STEP", help="launch ranges in km (default 2:60:2)")
+                   help="an AirCombat constructor kwarg (repeatable); the physics reads time_scale and "
+                        "scripted_evade_range_m (default: time_scale=16, as launch/configs/air_combat_ppo.yaml)")
+    r.add_argument("--ranges", default="2:60:2", metavar="FIRST:LAST:STEP", help="launch ranges in km (default %(default)s)")
     r.add_argument("--aspects", default="0:180:15", metavar="FIRST:LAST:STEP",
-                   help="target aspects in degrees, 0 hot .. 180 cold (default 0:180:15)")
+                   help="target aspects, degrees: 0 hot (nose on the shooter), 90 beam, 180 cold (default %(default)s)")
     r.add_argument("--manoeuvres", nargs="+", default=None, metavar="NAME",
-                   help="target manoeuvres after launch: straight beam cold scripted (default: all)")
-    r.add_argument("--samples", type=int, default=6, help="shots per cell, speeds drawn at random (default 6)")
-    r.add_argument("--shooter-speed", default="200:300", metavar="LOW[:HIGH]", help="m/s (default 200:300)")
-    r.add_argument("--target-speed", default="200:300", metavar="LOW[:HIGH]", help="m/s (default 200:300)")
+                   help="what the target flies from the launch: straight, beam, cold, scripted (the training "
+                        "opponent) (default: all)")
+    r.add_argument("--samples", type=int, default=6, metavar="K",
+                   help="shots per cell; shooter and target speeds drawn per shot (default %(default)s)")
+    r.add_argument("--shooter-speed", default="200:300", metavar="LOW[:HIGH]",
+                   help="the shooter's speed, m/s: one value or a range (the episodes' start speeds; default %(default)s)")
+    r.add_argument("--target-speed", default="200:300", metavar="LOW[:HIGH]",
+                   help="the target's speed, m/s: one value or a range (the episodes' start speeds; default %(default)s)")
     r.add_argument("--trace-aspects", nargs="+", type=float, default=[0.0, 90.0, 180.0], metavar="DEG",
                    help="aspects drawn in the space-time diagram (on the aspect grid; default 0 90 180)")
-    r.add_argument("--seed", type=int, default=0,
+    r.add_argument("--seed", type=int, default=0, metavar="S",
                    help="seed of the speeds drawn from --shooter-speed / --target-speed ranges and of the env "
-                        "(default 0)")
+                        "(default %(default)s)")
     r.set_defaults(handler=cmd_range_map)
 
 
 def add_eval_flags(e: argparse.ArgumentParser) -> None:
     e.add_argument("--launch-map", type=Path, default=None, metavar="OUT.png",
-                   help="AirCombat: draw where the policy's launches fall on the missile envelope over --episodes "
-                        "episodes (range and aspect at launch; hit, miss or cut short) and report the fractions "
-                        "fired inside the no-escape and maximum ranges")
+                   help="AirCombat: over --episodes episodes, record every launch of the policy (range, target "
+                        "aspect and off-boresight angle at launch; hit, miss, or in flight when the episode ended), "
+                        "sweep the missile envelope under the checkpoint's env kwargs and draw the launches on it; "
+                        "prints the fractions fired inside the no-escape range, between it and the maximum range, "
+                        "and beyond, with their hit rates, and writes them with the evaluation to "
+                        "<run dir>/launch_map.json (or --json); not with --render, --opponent or --greedy-level")
 
 
 def grid(text: str, flag: str) -> tuple[float, ...]:

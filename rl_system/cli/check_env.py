@@ -12,14 +12,16 @@ from rl_system.errors import one_line
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("check-env", help="conformance check of an env: specs, auto-reset, seeding, state, speed")
-    c.add_argument("name", help="a registered env, 'package.module:Name', 'gym:<id>', 'envpool:<id>', 'vmas:<scenario>' or "
-                        "'pettingzoo:<module>:<env_fn>' (as env.name in a config)")
+    c.add_argument("name", metavar="NAME",
+                   help="a registered env, 'package.module:Name', 'gym:<id>', 'envpool:<id>', 'vmas:<scenario>', "
+                        "'pettingzoo:<module>:<env_fn>' or 'magym:<id>' (as env.name in a config)")
     c.add_argument("--env", dest="env_kwargs", action="append", default=[], metavar="KWARG=VALUE",
                    help="an env constructor kwarg (repeatable), e.g. --env size=small")
-    c.add_argument("--num-envs", type=int, default=8, help="batch size N to check and time (default 8)")
-    c.add_argument("--steps", type=int, default=200, help="random steps per check (default 200)")
-    c.add_argument("--seed", type=int, default=0, help="seed of the env copies and the random actions (default 0)")
-    c.add_argument("--device", default="cpu", help="torch device to build the env on (default cpu)")
+    c.add_argument("--num-envs", type=int, default=8, metavar="N", help="batch size N to check and time (default %(default)s)")
+    c.add_argument("--steps", type=int, default=200, metavar="S", help="random steps per check (default %(default)s)")
+    c.add_argument("--seed", type=int, default=0, metavar="S",
+                   help="seed of the env copies and the random actions (default %(default)s)")
+    c.add_argument("--device", default="cpu", metavar="DEV", help="torch device to build the env on (default %(default)s)")
     c.set_defaults(handler=cmd_check_env)
 
 

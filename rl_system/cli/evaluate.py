@@ -55,25 +55,33 @@ CONFLICTS = (
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     e = sub.add_parser("eval", help="run a checkpoint's policy without training")
-    e.add_argument("checkpoint", help="checkpoint file, checkpoints dir or run dir")
+    e.add_argument("checkpoint", metavar="CHECKPOINT",
+                   help="a checkpoint file, a checkpoints directory or a run directory")
     add_pick_flag(e)
-    e.add_argument("--episodes", type=int, default=100, help="episodes to finish and average over (default 100)")
+    e.add_argument("--episodes", type=int, default=100, metavar="N",
+                   help="episodes to finish and average over (N >= 1); each env contributes at most its share, "
+                        "ceil(N / envs), so short episodes are not over-represented (default %(default)s)")
     greedy = e.add_mutually_exclusive_group()
-    greedy.add_argument("--deterministic", action="store_true", help="greedy / mean action instead of sampling")
+    greedy.add_argument("--deterministic", action="store_true",
+                        help="greedy (argmax) or mean actions instead of sampling")
     greedy.add_argument("--greedy-level", choices=("high", "low"), default=None,
-                        help="HMASD: argmax at this level only (high: skills, low: actions); the other samples")
+                        help="HMASD with its hierarchy: argmax at that level only (high: skills, low: actions), the "
+                             "other level samples; not with --deterministic")
     e.add_argument("--env", dest="env_overrides", action="append", default=[], metavar="KWARG=VALUE",
                    help="override one of the env kwargs the checkpoint is tested under (its env.kwargs, "
                         "then env.eval_kwargs) for this evaluation (repeatable), e.g. --env random_start=true; "
                         "the observation and action shapes must not change")
-    e.add_argument("--num-envs", type=int, default=None,
+    e.add_argument("--num-envs", type=int, default=None, metavar="N",
                    help="envs stepped at once (default: --episodes, at most 64); each finishes at most its share "
                         "of the episodes")
-    e.add_argument("--seed", type=int, default=12345, help="seed of the envs and the action sampling (default 12345)")
-    e.add_argument("--device", default="cpu",
-                   help="torch device the statistics' envs and policy run on (default cpu; pictures and videos: cpu)")
-    e.add_argument("--json", dest="json_out", type=Path, default=None,
-                   help="where to write the result (default: eval.json beside the checkpoint's run)")
+    e.add_argument("--seed", type=int, default=12345, metavar="S",
+                   help="seed of the envs and the action sampling (default %(default)s)")
+    e.add_argument("--device", default="cpu", metavar="DEV",
+                   help="torch device the statistics' envs and policy run on (--render and --video run on the CPU; "
+                        "default: %(default)s)")
+    e.add_argument("--json", dest="json_out", type=Path, default=None, metavar="OUT",
+                   help="where to write the result (default: a run's <run dir>/eval.json; ./eval.json for a bare "
+                        "checkpoint file outside a run)")
     e.add_argument("--opponent", default=None, metavar="CHECKPOINT",
                    help="another checkpoint (file, checkpoints dir or run dir; of a run, its default --pick) "
                         "whose policy flies the other side instead of the env's scripted opponent "
@@ -96,11 +104,14 @@ def _add_picture_flags(e: argparse.ArgumentParser) -> None:
 
     e.add_argument("--video", type=Path, default=None, metavar="OUT.mp4",
                    help="instead of the statistics, one episode (env index 0) as an H.264 video (.mp4, .mkv, .mov): "
-                        "AirCombat, Navigation, CartPole, gym:<id> envs that render rgb_array and vmas:<scenario> envs "
-                        "(VMAS's renderer) (needs PyAV and matplotlib: pip install -e '.[render]' in a checkout)")
-    e.add_argument("--fps", type=int, default=30, help="--video: frames per second (default 30)")
-    e.add_argument("--max-frames", type=int, default=300,
-                   help="--video: at most this many frames, spread evenly over the episode (default 300)")
+                        "AirCombat, Navigation and CartPole drawn frame by frame, gym:<id> envs by their own "
+                        "rgb_array rendering, vmas:<scenario> envs by VMAS's renderer (headless through libEGL, or an "
+                        "X display); needs PyAV and matplotlib (pip install -e '.[render]' in a checkout); not with "
+                        "--render, --opponent or --greedy-level")
+    e.add_argument("--fps", type=int, default=30, metavar="N", help="--video: frames per second (default %(default)s)")
+    e.add_argument("--max-frames", type=int, default=300, metavar="N",
+                   help="--video: at most this many frames, spread evenly over the episode, first and last kept "
+                        "(default %(default)s)")
 
 
 def _flag(dest: str) -> str:

@@ -11,10 +11,11 @@ from rl_system.cli.common import add_pick_flag, fail
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     x = sub.add_parser("export", help="a trained policy as a TorchScript or ONNX file that runs without rl_system or Ray")
-    x.add_argument("checkpoint", help="run dir, checkpoints dir or checkpoint file")
+    x.add_argument("checkpoint", metavar="CHECKPOINT", help="run dir, checkpoints dir or checkpoint file")
     x.add_argument("--format", dest="fmt", choices=("torchscript", "onnx"), required=True,
                    help="torchscript (torch.jit.load) or onnx (onnxruntime; needs onnx: pip install -e '.[export]')")
-    x.add_argument("--out", type=Path, required=True, help="the file to write (written whole or not at all)")
+    x.add_argument("--out", type=Path, required=True, metavar="FILE",
+                   help="the file to write (written whole or not at all)")
     add_pick_flag(x)
     x.add_argument("--agent", type=int, default=None, metavar="I",
                    help="a multi-agent (mappo) run: agent I's policy alone, its observation (and action mask) in, "

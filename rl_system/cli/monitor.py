@@ -11,14 +11,14 @@ from rl_system.cli.common import fail
 
 def add_status_parser(sub: argparse._SubParsersAction) -> None:
     st = sub.add_parser("status", help="one-screen summary of the runs reporting on a Ray cluster")
-    st.add_argument("--address", default="auto", help="Ray cluster address (default: auto)")
+    st.add_argument("--address", default="auto", help="the Ray cluster whose runs to list (default: %(default)s)")
     st.set_defaults(handler=cmd_status)
 
 
 def add_grafana_parser(sub: argparse._SubParsersAction) -> None:
     g = sub.add_parser("grafana-dashboard", help="write the Grafana dashboard of the rl_system_* series (JSON)")
-    g.add_argument("--out", type=Path, default=Path("rl_system_grafana_dashboard.json"),
-                   help="the file to write (default rl_system_grafana_dashboard.json)")
+    g.add_argument("--out", type=Path, default=Path("rl_system_grafana_dashboard.json"), metavar="FILE",
+                   help="the file to write (default %(default)s)")
     g.set_defaults(handler=cmd_grafana_dashboard)
 
 

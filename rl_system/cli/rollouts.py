@@ -10,7 +10,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("rollouts", help="work with rollout archives")
     rsub = r.add_subparsers(dest="rollouts_command", required=True)
     ri = rsub.add_parser("inspect", help="schema, size, compression and column statistics of an archive")
-    ri.add_argument("file", help="an archive written with archive_every > 0 (rollouts-r*.arrow)")
+    ri.add_argument("file", metavar="FILE", help="an archive written with archive_every > 0 (rollouts-r*.arrow)")
     ri.set_defaults(handler=cmd_inspect)
 
 

@@ -15,20 +15,24 @@ from rl_system.run.summary import RunSummary
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     t = sub.add_parser("train", help="train with a YAML config")
-    t.add_argument("config", help="YAML config file, e.g. launch/configs/cartpole_ppo.yaml")
+    t.add_argument("config", metavar="CONFIG", help="YAML config file, e.g. launch/configs/cartpole_ppo.yaml")
     t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key, e.g. --set workers.num_envs=256 (repeatable)")
-    t.add_argument("--address", default=None,
-                   help="Ray cluster to join ('auto' or HOST:PORT); default: start Ray on this machine")
-    t.add_argument("--run-dir", default=None, type=Path,
+    t.add_argument("--address", default=None, metavar="auto|HOST:PORT",
+                   help="join this Ray cluster ('auto': the one this machine belongs to); default: Ray starts "
+                        "embedded in the process, sized for the run")
+    t.add_argument("--run-dir", default=None, type=Path, metavar="DIR",
                    help="directory for this run's outputs (default: the config's run_dir/run_name, "
                         "runs/<env>-<algo>-<YYYYmmdd-HHMMSS> unless it sets them)")
-    t.add_argument("--quiet", action="store_true", help="no per-round console lines (--log-level warning)")
+    t.add_argument("--quiet", action="store_true", help="no per-round console lines (the same as --log-level warning)")
     t.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info",
-                   help="what the console shows: debug adds the full text behind one-line errors; every level "
-                        "goes to <run dir>/console.log")
+                   help="what the console shows: debug (also the full text behind each one-line error), info "
+                        "(progress), warning (only what went wrong or was recovered), error; every level goes to "
+                        "<run dir>/console.log (default: %(default)s)")
     t.add_argument("--resume", default=None, metavar="RUN_DIR|CHECKPOINT|latest",
-                   help="continue from a checkpoint (newest valid one of a run dir, or 'latest' run)")
+                   help="continue from a checkpoint: a run directory or checkpoints directory (its newest checkpoint "
+                        "that loads), one .rlck file (local path or URI), or latest (the newest run under run_dir "
+                        "that has checkpoints, or the --run-dir given)")
     t.set_defaults(handler=cmd_train)
 
 

@@ -15,35 +15,45 @@ from rl_system.errors import one_line
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     t = sub.add_parser("tune", help="hyperparameter sweep of whole runs on Ray Tune (fifo, ASHA, PBT)")
-    t.add_argument("config", nargs="?", help="YAML config every trial starts from (not with --resume)")
+    t.add_argument("config", nargs="?", metavar="CONFIG",
+                   help="YAML config every trial starts from (not with --resume)")
     t.add_argument("--search", action="append", default=[], metavar="KEY=SPEC",
                    help="a searched key (repeatable): choice(a,b,..) grid(a,b,..) uniform(lo,hi) loguniform(lo,hi) "
                         "randint(lo,hi), e.g. --search ppo.lr=loguniform(1e-4,1e-2)")
     t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key for every trial (repeatable)")
-    t.add_argument("--num-samples", type=int, default=8, help="trials to draw (times each grid() combination; default: %(default)s)")
+    t.add_argument("--num-samples", type=int, default=8, metavar="N",
+                   help="trials drawn (each grid() combination that many times; default: %(default)s)")
     t.add_argument("--scheduler", choices=("fifo", "asha", "pbt"), default="asha",
                    help="fifo (every trial runs to the end), asha (stops the worse early, rungs in env steps) or "
-                        "pbt (population-based training); default asha")
-    t.add_argument("--metric", default="return", help="what to maximise: return or <outcome>_rate (success_rate...; default: %(default)s)")
-    t.add_argument("--max-concurrent", type=int, default=0, help="trials at once (default: as many as fit)")
-    t.add_argument("--grace-steps", type=int, default=None, help="ASHA: env steps before the first cut "
+                        "pbt (population-based training); default %(default)s")
+    t.add_argument("--metric", default="return", metavar="return|<outcome>_rate",
+                   help="what every scheduler maximises: return or <outcome>_rate (success_rate, win_rate; "
+                        "default: %(default)s)")
+    t.add_argument("--max-concurrent", type=int, default=0, metavar="K",
+                   help="trials at once (default %(default)s: as many as fit)")
+    t.add_argument("--grace-steps", type=int, default=None, metavar="STEPS",
+                   help="ASHA: env steps before the first cut "
                    "(default max_env_steps/16)")
-    t.add_argument("--perturbation-steps", type=int, default=None, help="PBT: env steps between exploits "
+    t.add_argument("--perturbation-steps", type=int, default=None, metavar="STEPS",
+                   help="PBT: env steps between exploits "
                    "(default max_env_steps/10)")
     t.add_argument("--pbt-synch", action="store_true", help="PBT: trials wait for each other at every perturbation "
                    "point (fair at equal env steps; a restart of each trial per point)")
     t.add_argument("--pbt-start", choices=("sampled", "config"), default="sampled",
                    help="PBT: the perturbed keys' first values: drawn from their SPEC, or the config's own "
                         "(start every member at a tuned preset; grid() keys still set each member; default: %(default)s)")
-    t.add_argument("--seed", type=int, default=None, help="the search's random state (trials keep config.seed)")
-    t.add_argument("--address", default=None,
-                   help="Ray cluster to join ('auto' or HOST:PORT); default: start Ray on this machine")
-    t.add_argument("--out", type=Path, default=Path("runs/tune"), help="parent of the experiment directory (default: %(default)s)")
-    t.add_argument("--name", default=None, help="experiment name (default tune-<env>-<time>)")
+    t.add_argument("--seed", type=int, default=None, metavar="S",
+                   help="the search's own random state (trials train with the config's seed)")
+    t.add_argument("--address", default=None, metavar="auto|HOST:PORT",
+                   help="join this Ray cluster; default: start Ray on this machine")
+    t.add_argument("--out", type=Path, default=Path("runs/tune"), metavar="DIR",
+                   help="parent of the experiment directory, OUT/NAME (default: %(default)s)")
+    t.add_argument("--name", default=None, help="the experiment's name (default tune-<env>-<time>)")
     t.add_argument("--resume", type=Path, default=None, metavar="EXPERIMENT_DIR",
                    help="continue a sweep stopped by Ctrl-C or a crash (its own settings; other flags ignored)")
-    t.add_argument("--top-k", type=int, default=5, help="trials to print at the end (default: %(default)s)")
+    t.add_argument("--top-k", type=int, default=5, metavar="K",
+                   help="trials to print at the end (default: %(default)s)")
     t.set_defaults(handler=cmd_tune)
 
 

@@ -13,8 +13,9 @@ class ConfigError(ValueError):
 
 
 class Strict(BaseModel):
-    # extra="forbid" turns a typo in a key into an error instead of a silently ignored setting.
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # extra="forbid" turns a typo in a key into an error instead of a silently ignored setting; each
+    # field's docstring is its description, the help docs/reference.md shows for the key.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_attribute_docstrings=True)
 
 
 def _threads(value: Any) -> int | str:

@@ -33,8 +33,10 @@ class RunConfigBase(Strict):
     :data:`RunConfig` adds each registered algorithm's section."""
 
     algo: str = "ppo"
-    """A registered algorithm (:mod:`rl_system.algos.registry`): ``ppo``, ``mappo``, ``hmasd``, ..."""
+    """The algorithm, by its name in the registry (:mod:`rl_system.algos.registry`); [Algorithms](#algorithms) lists
+    each with its settings section and what it can do."""
     seed: int = 0
+    """Seeds the learner, and every worker's envs and sampling (worker ``i`` uses ``seed·10007 + i``)."""
     env: EnvConfig = Field(default_factory=EnvConfig)
     workers: WorkersConfig = Field(default_factory=WorkersConfig)
     learner: LearnerConfig = Field(default_factory=LearnerConfig)
@@ -47,18 +49,28 @@ class RunConfigBase(Strict):
     rollback: RollbackConfig = Field(default_factory=RollbackConfig)
     """Roll back to the best checkpoint on collapse (off unless ``rollback.drop`` is set)."""
     max_policy_lag: int = Field(0, ge=0)
-    """Rollouts from policy versions older than ``version - max_policy_lag`` are dropped."""
+    """Rollouts from policy versions older than ``version − max_policy_lag`` are never trained on (counted as dropped
+    and re-requested). 0 is strictly on-policy (synchronous rounds); > 0 lets workers sample the next round while the
+    learner updates: each worker samples its next rollout with the weights it was just given, so with 1 every rollout
+    after the first round is exactly one version behind, whichever worker finishes first, and a seed repeats bit for
+    bit (``tests/run/test_training.py``, ``tests/run/test_overlap.py``)."""
     max_env_steps: int = Field(1_000_000, gt=0)
+    """Stop after this many env steps; also the horizon of learning-rate annealing."""
     max_wall_s: float | None = Field(None, gt=0)
+    """Stop after this many seconds of training (none: no limit)."""
     target_return: float | None = None
-    """Record the time and env steps at which the 100-episode mean return first reaches this, and
-    stop there unless ``stop_at_target`` is false."""
+    """Record the wall time and env steps at which the 100-episode mean return first reaches this (``summary.json``:
+    ``time_to_target_s``, ``steps_to_target``) and stop there, unless ``stop_at_target`` is false."""
     stop_at_target: bool = True
+    """Stop when ``target_return`` is reached."""
     return_window: int = Field(100, gt=0)
+    """Episodes in the mean return and outcome rates ("100-episode mean"); the return must fill a whole window to count
+    for ``target_return`` and reseeding."""
     compression: Literal["auto", "lz4", "none"] = "auto"
-    """``auto``: LZ4 only for workers on another node than the learner (on one node the object
-    store is shared memory and compression costs more than it saves)."""
+    """Rollout payloads: ``auto`` LZ4-compresses only for a worker on another node than the learner; ``lz4`` always;
+    ``none`` never ([wire_cost.md](wire_cost.md))."""
     compression_level: int = Field(0, ge=0, le=16)
+    """0 = LZ4 default; 1–12 = LZ4 HC at that level (up to 16 accepted, clamped to 12)."""
     codec_filters: Literal["auto", "none"] = "auto"
     """Bit-exact preconditioning of compressed columns (integer narrowing, XOR along time, byte
     shuffle), chosen per column; ``none`` is slightly cheaper on links faster than ~4 Gbit/s
@@ -66,25 +78,31 @@ class RunConfigBase(Strict):
     run_dir: str = "runs"
     """Parent directory; each run writes to ``run_dir/<name>``."""
     run_name: str | None = None
+    """The run directory's name under ``run_dir`` (default ``<env>-<algo>-<YYYYmmdd-HHMMSS>``, ``:`` in the env name
+    replaced by ``-``); ``rl-system train --run-dir`` overrides both."""
     archive_every: int = Field(0, ge=0)
-    """Also write every K-th round's rollouts as an Arrow IPC file (0: off)."""
+    """Also write every K-th round's rollouts as an Arrow IPC file (0: off); inspect with ``rl-system rollouts
+    inspect``."""
     archive_dir: str | None = None
-    """Where archives go (local path or filesystem URI); default ``<run dir>/rollouts``."""
+    """Where archives go: a local path or a filesystem URI (``s3://…``, ``gs://…``); default ``<run dir>/rollouts``."""
     log_every_s: float = Field(1.0, ge=0)
+    """Seconds between console progress lines."""
     tensorboard: bool = True
+    """Write TensorBoard event files to ``<run dir>/tb``."""
     trackers: TrackersConfig = Field(default_factory=TrackersConfig)
     """Weights & Biases and MLflow beside TensorBoard (:mod:`rl_system.observe.trackers`)."""
     ray_dashboard: bool = False
-    """Start the Ray dashboard with the embedded Ray (a run without ``--address``). Off by default:
-    on a laptop its seven processes cost about a second of start-up and compete with the actors
-    for the cores. A cluster (``--address``) has its own dashboard either way."""
+    """Start the Ray dashboard (``http://127.0.0.1:8265``) with the embedded Ray of a run or sweep (``rl-system tune``)
+    without ``--address``; off by default because on a laptop its processes cost about a second of start-up and
+    compete with the actors for the cores. A cluster has its own dashboard either way."""
     malloc: Literal["retain", "system"] = "retain"
-    """The C heap of the learner and worker processes (glibc only, :mod:`rl_system.heap`).
-    ``retain``: keep freed blocks for the next minibatch instead of unmapping them and faulting
-    them in again (MinAtar's conv update 1.4-1.5x faster); ``system``: glibc's defaults."""
+    """The C heap of the learner and worker processes (glibc only; ``rl_system/heap.py``): ``retain`` keeps freed blocks
+    up to 32 MiB in the heap and up to 256 MiB of free heap, so an update's activations are not unmapped and faulted
+    in again every minibatch (MinAtar's CNN update: 49k–131k page faults to 0, 1.3× faster end to end); ``system``:
+    glibc's defaults. The arithmetic is the same either way."""
     startup_timeout_s: float = Field(300.0, gt=0)
-    """How long the run waits for its actors to be placed and started (e.g. while an autoscaling
-    cluster adds nodes) before it gives up with one line."""
+    """How long the run waits for its actors to be placed and started (e.g. while an autoscaling cluster adds nodes),
+    saying every 5 s which are pending, before it gives up with one line (exit 1)."""
 
     @model_validator(mode="before")
     @classmethod

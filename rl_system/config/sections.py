@@ -12,14 +12,18 @@ from rl_system.config.base import Strict, Threads
 
 class EnvConfig(Strict):
     name: str = "CartPole"
-    """A registered env name (``CartPole``), an entry point ``package.module:Name``, ``gym:<Gymnasium id>``
-    or ``envpool:<EnvPool id>``."""
+    """A registered env (``CartPole``, ``Navigation``, ``AirCombat``, ``AliceBob``, ``Overcooked``, ``Chaos``);
+    ``package.module:Name``, a ``VecEnv`` subclass or factory of your own ([byo_env.md](byo_env.md));
+    ``gym:<Gymnasium id>`` / ``gym:package.module:<id>`` ([gym.md](gym.md)); ``envpool:<EnvPool id>`` (Linux);
+    ``vmas:<scenario>``; ``pettingzoo:<module>:<env_fn>``; or ``magym:<Gymnasium id>``, Level-Based Foraging and the
+    Multi-Robot Warehouse ([multi_agent.md](multi_agent.md))."""
     kwargs: dict[str, Any] = Field(default_factory=dict)
-    """Passed to the env constructor."""
+    """Passed to the env's constructor; each env page lists its parameters ([cartpole.md](cartpole.md),
+    [navigation.md](navigation.md), [air_combat.md](air_combat.md), [alice_bob.md](alice_bob.md),
+    [overcooked.md](overcooked.md), [gym.md](gym.md))."""
     eval_kwargs: dict[str, Any] = Field(default_factory=dict)
-    """Overrides of ``kwargs`` wherever a trained policy is tested rather than trained
-    (``rl-system eval`` and ``render``, the benches' test episodes): e.g. exploring starts in
-    training, the task's own start in the test."""
+    """Overrides of ``env.kwargs`` wherever a trained policy is tested rather than trained: ``rl-system eval`` and
+    ``--render``, the benches' test episodes (e.g. exploring starts in training, the task's own start in the test)."""
 
     def test_kwargs(self) -> dict[str, Any]:
         """The env kwargs a policy is tested under: ``kwargs`` updated with ``eval_kwargs``."""
@@ -28,48 +32,67 @@ class EnvConfig(Strict):
 
 class WorkersConfig(Strict):
     num_workers: int = Field(2, ge=1)
+    """Rollout workers (Ray actors ``rollout-worker-<i>``)."""
     num_envs: int = Field(512, gt=0)
     """Envs per worker, stepped as one batch."""
     rollout_len: int = Field(16, gt=0)
-    """T: steps per env per rollout; one rollout holds ``rollout_len * num_envs`` env steps."""
+    """T: steps per env per rollout; a round is ``num_workers × num_envs × rollout_len`` env steps."""
     num_cpus: float = Field(1.0, ge=0)
+    """Ray CPUs per worker."""
     num_gpus: float = Field(0.0, ge=0)
-    """Fractional GPU share per worker (e.g. 0.25 puts four workers on one GPU)."""
+    """Ray GPUs per worker; fractional shares allowed (0.25 puts four workers on one GPU)."""
     device: str = "auto"
-    """``auto`` picks ``cuda`` when the actor was given a GPU, else ``cpu``."""
+    """Torch device of the envs and the policy copy; ``auto`` uses ``cuda`` when the actor was given a GPU, else
+    ``cpu``."""
     torch_threads: Threads = 1
-    """Torch intra-op threads; ``auto``: the CPUs the worker reserves (``num_cpus``, at least 1)."""
+    """Torch intra-op threads per worker; ``auto``: the CPUs each worker reserves (``workers.num_cpus``, rounded down,
+    at least 1)."""
     resources: dict[str, float] = Field(default_factory=dict)
     """Custom Ray resources each worker requires, e.g. ``{rollout_node: 1}`` to pin placement."""
     max_restarts: int = Field(3, ge=-1)
-    """Ray restarts of a dead worker (-1: unlimited)."""
+    """Ray restarts of a dead worker (−1: unlimited). A worker that fails more than ``max(3, max_restarts)`` times in a
+    row ends the run."""
     wait_for: Literal["all", "any"] = "all"
     """What a round waits for. ``all``: one rollout from every worker (a seeded run repeats bit for
     bit, with or without ``max_policy_lag``). ``any``: the first ``num_workers`` rollouts from
     whichever workers deliver them, so a slow worker never holds a round back (its rollouts are
     trained on while the gate admits them; timing decides which, so runs do not repeat exactly);
-    needs ``max_policy_lag >= 1``, or every late rollout would be dropped."""
+    needs ``max_policy_lag >= 1``, or every late rollout would be dropped
+    ([user guide](user_guide.md#on-policy-gating))."""
 
 
 class LearnerConfig(Strict):
     num_cpus: float = Field(1.0, ge=0)
+    """Ray CPUs of the learner actor."""
     num_gpus: float = Field(0.0, ge=0)
+    """Ray GPUs of the learner (fractional allowed)."""
     device: str = "auto"
+    """``auto`` uses ``cuda`` when the learner was given a GPU, else ``cpu``."""
     torch_threads: Threads = 1
-    """Torch intra-op threads; ``auto``: the CPUs the learner reserves (``num_cpus``, at least 1),
-    so its threads and Ray's accounting agree (``learner.num_cpus: 2`` + ``auto``: two threads)."""
+    """Torch intra-op threads of the learner; ``auto``: the CPUs it reserves (``learner.num_cpus``, rounded down, at
+    least 1, at most the cores the process may use), so its threads and Ray's accounting agree: ``learner.num_cpus:
+    2`` with ``auto`` computes on two cores that Ray gives no other actor. How a waiting thread waits follows the
+    cores free when the run starts, unless the environment sets ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``: where
+    other processes keep under half a core busy, libgomp's own spin (``GOMP_SPINCOUNT=300000``: two threads of small
+    steps stay fast); otherwise ``OMP_WAIT_POLICY=PASSIVE`` (a spinning thread would take the time slice its partner
+    needs); a job joining a cluster waits passively. ``--log-level debug`` says which (``python -m
+    bench.bench_threads --runs``; [lab log](lab/results.md))."""
     resources: dict[str, float] = Field(default_factory=dict)
-    """Custom Ray resources the learner requires (e.g. the node with the big GPU)."""
+    """Custom Ray resources the learner requires (e.g. the node with the large GPU)."""
     max_restarts: int = Field(3, ge=0)
-    """Times a dead learner (group) is rebuilt inside the run from the newest valid checkpoint (at
-    most ``checkpoint.every_rounds`` rounds of work are lost each time); beyond it the run fails."""
+    """Times a dead learner (a learner group: the whole group) is rebuilt inside the run from the newest valid
+    checkpoint (or from scratch before the first one): the run's counters, return window and policy go back to that
+    checkpoint, so at most ``checkpoint.every_rounds`` rounds of work are lost; the policy version still goes up.
+    Counted as ``learner_restarts``; beyond the limit the run fails in one line."""
     num_learners: int = Field(1, ge=1)
-    """Data-parallel learners (:mod:`rl_system.actors.learner_group`): each trains on its share of a
-    round's rollouts and every minibatch step all-reduces the gradients, so all hold the same
-    weights. Each learner gets ``num_cpus`` / ``num_gpus`` / ``resources``. 1: a single learner."""
+    """Data-parallel learners ([scaling.md](scaling.md#learner-group)): each trains on its share of a round's rollouts
+    (contiguous by worker), every minibatch step all-reduces the gradients and every statistic stays global, so N
+    learners take the one-learner steps; each gets ``num_cpus`` / ``num_gpus`` / ``resources``. At most
+    ``workers.num_workers``."""
     backend: Literal["auto", "gloo", "nccl"] = "auto"
-    """``torch.distributed`` backend of a learner group: ``auto`` is NCCL for learners with a whole
-    GPU each, gloo otherwise (CPU learners, GPU shares that may sit on one device)."""
+    """``torch.distributed`` backend of a group: ``auto`` is NCCL for learners with a whole GPU each (``num_gpus >=
+    1``), gloo otherwise (CPU learners; GPU shares, which may sit on one device and NCCL refuses); ``nccl`` without a
+    whole GPU per learner is a config error."""
     placement: Literal["pack", "spread"] = "pack"
     """A learner group's placement group: ``pack`` on as few nodes as fit (cheaper all-reduce),
     ``spread`` over nodes where it can."""
@@ -82,46 +105,52 @@ class LearnerConfig(Strict):
     MLPs, where eager PyTorch spends most of a minibatch step dispatching ops (docs/ppo.md, "Speed
     of the update"; ``bench/bench_update.py --compile``). Pays for runs of hundreds of updates
     (MuJoCo), not for CartPole's few seconds. A machine without a C++ compiler falls back to eager
-    with one warning (``train/compiled`` 0)."""
+    with one warning (``train/compiled`` 0). On a 2-core VM the compile takes 2-6 s (35 s for a GRU's
+    unrolled sequence) and later updates of small MLPs run ~1.5x faster. PPO only."""
     gradients: Literal["autograd", "closed_form"] = "autograd"
-    """How PPO's minibatch gradients are computed. ``closed_form``: written out for the built-in
-    feedforward actor-critic (:mod:`rl_system.algos.ppo.analytic`: flat observations, ``tanh`` /
-    ``relu`` / ``elu`` MLP heads, Discrete or Box actions), about half the ATen calls of
-    autograd's loss and backward and no graph, so a small MLP's update is faster (docs/ppo.md,
-    "Speed of the update"); the gradients agree with autograd's to float32 rounding (not bit for
-    bit, so a seed's run differs from ``autograd``'s). A policy it cannot serve (encoders with
-    weights, a recurrent core, MultiDiscrete actions, a ``model.network``) and a ``bf16`` update
-    use autograd, with one warning (``train/closed_form`` says which ran)."""
+    """``closed_form``: PPO's minibatch gradients written out for the built-in feedforward actor-critic (flat
+    observations, tanh/relu/elu MLP heads, Discrete or Box actions; ``rl_system/algos/ppo/analytic.py``): about half
+    the ATen calls of autograd's loss and backward and no graph, no compile (CartPole's update 1.78× faster, Hopper's
+    1.88×); the gradients agree with autograd's to float32 rounding (``tests/algos/test_ppo_analytic.py``), so a
+    seed's run differs in the last bits. Other policies and bf16 updates take autograd with one warning
+    (``train/closed_form`` says which ran); with ``learner.compile`` or another algo it is one config-error line. PPO
+    only (``bench/bench_update.py --closed-form``). The CartPole, Acrobot, Pendulum, Hopper and HalfCheetah configs
+    ship it ([ppo.md](ppo.md#the-mode-each-shipped-config-runs))."""
     precision: Literal["fp32", "bf16", "auto"] = "fp32"
-    """``bf16``: the update under ``torch.autocast`` to bfloat16, without its cast cache
-    (:func:`rl_system.algos.precision.update_autocast`): the encoders' and recurrent cores' matrix
-    products and convolutions take bf16, while the output layers, HMASD's round preparation, the
-    losses, the weights and the optimiser stay float32. Faster where the hardware multiplies bf16
-    natively and the update is arithmetic: GPUs with bf16 tensor cores, and CPUs with AVX-512 BF16
-    or AMX (a CNN's or HMASD's update; small MLPs get slower; ``python -m bench.bench_kernels``,
-    docs/ppo.md, "Speed of the update"). The MinAtar and HMASD presets ship ``auto`` (docs/ppo.md,
-    "The mode each shipped config runs"). ``auto``: ``bf16`` where the learner's device has native
-    bf16 (:func:`rl_system.device.bf16_fast`), else ``fp32`` (``system/bf16`` says which)."""
+    """``bf16``: the update under ``torch.autocast`` to bfloat16, without its cast cache (an update's optimiser steps
+    run inside the region, and a cached cast would keep the round's first weights): the encoders' and recurrent
+    cores' matrix products and convolutions take bf16, while the output layers (logits, values, discriminators),
+    HMASD's round preparation, the losses, the weights and the optimiser stay float32
+    ([ppo.md](ppo.md#speed-of-the-update)). Faster where the hardware multiplies bf16 natively and the update is
+    arithmetic: GPUs with bf16 tensor cores, CPUs with AVX-512 BF16 or AMX (Zen 4+, Sapphire Rapids+), where
+    MinAtar's CNN update runs 2.5× and HMASD's 1.6× faster on a 2-core VM (``python -m bench.bench_kernels``); small
+    MLPs get slower. MinAtar Breakout with two learner threads ran 1.5× the env steps/s of fp32 (seeds 0–2); the
+    MinAtar and HMASD presets ship ``auto`` ([ppo.md](ppo.md#the-mode-each-shipped-config-runs)). ``auto``: ``bf16``
+    where the learner's device has native bf16, else ``fp32`` (``system/bf16`` in TensorBoard says which)."""
 
 
 class CheckpointConfig(Strict):
     every_rounds: int = Field(20, ge=0)
-    """Save every K rounds (0: only at the end of the run)."""
+    """Save every K rounds (0: only at the end of the run); a checkpoint is always written at the end."""
     keep_last: int = Field(3, ge=1)
-    """Checkpoints kept besides the best by mean return."""
+    """Newest checkpoints kept, besides the one with the best training mean return."""
     dir: str | None = None
-    """Local path or filesystem URI (e.g. ``s3://bucket/run``); default ``<run dir>/checkpoints``."""
+    """Local path or filesystem URI (``s3://bucket/run``, ``gs://…``); default ``<run dir>/checkpoints``."""
     max_nonfinite_rounds: int = Field(3, ge=1)
-    """Stop (with a checkpoint) after this many rounds in a row had non-finite losses/gradients."""
+    """Stop the run, with a checkpoint of the last good weights, after this many rounds in a row had non-finite losses
+    or gradients."""
     max_restarts: int = Field(3, ge=0)
-    """Ray restarts of a dead checkpointer or rollout archiver (each); a save that was in flight
-    when it died is lost, every checkpoint it had written stays."""
+    """Ray restarts of a dead checkpointer or rollout archiver (each); the call it was running is retried on the new
+    process, so a save whose state is still in the object store lands after all, and every checkpoint already written
+    stays. Counted as ``checkpointer_restarts``, ``archiver_restarts``."""
 
 
 class SelfPlayConfig(Strict):
     """Self-play for two-player envs whose opponent is pluggable (``env.set_opponent``)."""
 
     enabled: bool = False
+    """On: every ``refresh_every`` rounds the current policy joins a pool of frozen snapshots and each worker's opponent
+    is re-drawn."""
     refresh_every: int = Field(10, gt=0)
     """Every K rounds: add the current policy to the pool and re-pick each worker's opponent."""
     pool_size: int = Field(8, gt=0)
@@ -147,7 +176,10 @@ class ReseedConfig(Strict):
     Ray actor restart, which is another thing.)"""
 
     at_env_steps: list[int] = Field(default_factory=list)
+    """Env-step counts (positive, strictly increasing) at which to check; empty: never."""
     below_return: float = 0.0
+    """At a check, reseed if the current attempt's best mean return over a full ``return_window`` is below this (no full
+    window yet counts as below) and no target was reached."""
 
     @model_validator(mode="after")
     def _check(self) -> "ReseedConfig":
@@ -177,9 +209,14 @@ class RollbackConfig(Strict):
     (one round covers every episode no longer than ``rollout_len``)."""
 
     drop: float | None = Field(None, gt=0)
+    """Roll back after a round whose full ``return_window`` mean is at least this far below the current attempt's best
+    (return units); null: never."""
     lr_scale: float = Field(0.5, gt=0, le=1)
+    """The learning rate is multiplied by this once more per rollback (0 < scale ≤ 1)."""
     max_rollbacks: int = Field(3, ge=1)
+    """At most this many per run."""
     settle_rounds: int = Field(1, ge=0)
+    """The episodes that end in this many rounds after a rollback stay out of the return window."""
 
 
 def attempt_seed(seed: int, attempt: int) -> int:
@@ -192,21 +229,29 @@ class WandbConfig(Strict):
     """Weights & Biases (``rl_system.observe.trackers``; the ``wandb`` extra)."""
 
     enabled: bool = False
+    """Send the TensorBoard scalars (same tags, env-step axis) and the config to Weights & Biases (the ``wandb``
+    extra)."""
     project: str = "rl-system"
+    """The W&B project; the run is named after the run directory."""
     entity: str | None = None
+    """The W&B entity (user or team); none: the login's default."""
     mode: Literal["online", "offline"] = "online"
-    """``offline``: written under ``<run dir>/wandb`` only (``wandb sync`` uploads it later)."""
+    """``online`` (needs ``wandb login``) or ``offline`` (files under ``<run dir>/wandb``, upload later with ``wandb
+    sync``)."""
     tags: list[str] = Field(default_factory=list)
+    """The W&B run's tags."""
 
 
 class MlflowConfig(Strict):
     """MLflow (``rl_system.observe.trackers``; the ``mlflow`` extra)."""
 
     enabled: bool = False
+    """Send the same scalars, and the config as parameters, to MLflow (the ``mlflow`` extra)."""
     tracking_uri: str | None = None
     """A server (``http://...``), a database (``sqlite:///...``, needs the full ``mlflow``) or a
     ``file:`` store; default: ``MLFLOW_TRACKING_URI``, else a file store in ``<run dir>/mlruns``."""
     experiment: str = "rl-system"
+    """The MLflow experiment (created if missing)."""
 
 
 class TrackersConfig(Strict):

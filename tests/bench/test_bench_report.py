@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from bench.harness import markdown, stamp
+from bench.harness import hmasd_output, markdown, stamp
 from bench.publish import report, report_md, report_sections
 
 RESULTS = {
@@ -172,38 +172,34 @@ def test_every_row_carries_its_command():
             assert "`" in ln.rsplit("|", 2)[-2], ln
 
 
-def test_hmasd_is_cited_not_rerun(tmp_path):
-    doc = tmp_path / "hmasd.md"
-    doc.write_text(f"**{report_sections.HMASD_TABLE_TITLE}: the preset**\n\n"
-                   "| seed | restarted at | steps to 0.8 | test success, sampled / argmax | test length "
-                   "| `best.json` at, its test |\n"
-                   "|---|---|---|---|---|---|\n"
-                   "| 0 | – | 691,200 | 0.990 / 1.000 | 60.5 | 3.01M, 0.990 |\n"
-                   "| 1 | 1,203,200 | not reached | 0.000 / 0.000 | 100.0 | 1.28M, 0.970 |\n\nafter\n")
-    sec = report_sections.hmasd_cited(doc)
-    assert sec["cited"] and sec["seeds"] == 2
-    assert [(r["passed"], r["mean"]) for r in sec["rows"]] == [(1, pytest.approx(0.495)), (2, pytest.approx(0.98))]
-    md = "\n".join(report_md.md_hmasd(sec))
-    assert "cited, not rerun" in md and "1 of 2" in md and "0.495" in md
-    assert "error" in report_sections.hmasd_cited(tmp_path / "missing.md")
+HMASD_HEAD = ("method | seed | reseeded at | steps to target | solved (>= 0.9) at | lowest after | test success | "
+              "test success (argmax) | best.json at env steps | best.json test success")
 
 
-def test_hmasd_cites_bench_hmasd_own_table(tmp_path):
-    """The table as `bench_hmasd --from-outputs` prints it (no outer pipes), after a paragraph."""
-    doc = tmp_path / "hmasd.md"
-    head = ("method | seed | reseeded at | steps to target | solved (>= 0.9) at | lowest after | test success | "
-            "test success (argmax) | best.json at env steps | best.json test success")
-    doc.write_text(f"**{report_sections.HMASD_TABLE_TITLE}** (from abc: `python -m bench.bench_hmasd\n"
-                   "--seeds S`, two side by side):\n\n" + head + "\n" + "|".join(["---"] * 10) + "\n"
-                   "hmasd | 100 | - | 1,062,400 | 1,088,000 | 0.91 | 1.000 | 0.000 | 3,008,000 | 1.000\n"
-                   "hmasd | 114 | 1,203,200 | not reached | - | - | 0.000 | 0.000 | 3,008,000 | 0.000\n"
-                   "hmasd | 115 | - | 793,600 | 819,200 | 0.42 | 0.850 | 1.000 | 2,560,000 | 0.910\n"
-                   "\nmethod | runs reaching target\n---|---\nhmasd | 2/3\n")
-    sec = report_sections.hmasd_cited(doc)
-    assert sec["seeds"] == 3 and sec["fell_after_solving"] == 1
+def _hmasd_output(path, commit: str, *rows: str) -> None:
+    """A stored ``bench_hmasd`` transcript: its heading, the run table, the summary table after it."""
+    path.write_text(f"# == 2026-11-29 · {commit} · the preset ==\n# python -m bench.bench_hmasd --seeds S\n"
+                    + HMASD_HEAD + "\n" + "|".join(["---"] * 10) + "\n" + "\n".join(rows)
+                    + "\n\nmethod | runs reaching target\n---|---\nhmasd | 2/3\n")
+
+
+def test_hmasd_is_read_from_its_stored_outputs_not_rerun(tmp_path):
+    _hmasd_output(tmp_path / "s100.txt", "abc1234",
+                  "hmasd | 100 | - | 1,062,400 | 1,088,000 | 0.91 | 1.000 | 0.000 | 3,008,000 | 1.000")
+    _hmasd_output(tmp_path / "s114.txt", "abc1234",
+                  "hmasd | 114 | 1,203,200 | not reached | - | - | 0.000 | 0.000 | 3,008,000 | 0.000")
+    _hmasd_output(tmp_path / "s115.txt", "def5678",
+                  "hmasd | 115 | - | 793,600 | 819,200 | 0.42 | 0.850 | 1.000 | 2,560,000 | 0.910")
+    (tmp_path / "collapse_s115.txt").write_text("not a seed of the preset\n")
+    sec = hmasd_output.summary(tmp_path)
+    assert sec["stored"] and sec["seeds"] == 3 and sec["fell_after_solving"] == 1
+    assert sec["commits"] == ["abc1234", "def5678"]
     assert [(r["passed"], r["mean"]) for r in sec["rows"]] == [(2, pytest.approx(0.6166667)),
                                                               (2, pytest.approx(0.6366667))]
-    assert "fell below 0.5 after first reaching 0.9: 1 of 3" in "\n".join(report_md.md_hmasd(sec))
+    md = "\n".join(report_md.md_hmasd(sec))
+    assert "stored runs, not rerun" in md and "2 of 3" in md and "0.617" in md
+    assert "fell below 0.5 after first reaching 0.9: 1 of 3" in md
+    assert "error" in hmasd_output.summary(tmp_path / "missing")
 
 
 def test_missing_rllib_is_a_one_line_note(monkeypatch):

@@ -1,120 +1,136 @@
-"""docs/reference.md's config tables say what the code takes: every key of the run config (every
-algorithm's section included) has a row, no row names a key the config lacks, and each row's
-default is the model's default."""
+"""docs/reference.md's tables are generated from the code (``bench.publish.reference_tables``): every
+key of the run config (every algorithm's section included) with its type, default and help from the
+pydantic models, every command's flags with their defaults and help from the argparse parsers. A key,
+default, flag or help that changes in the code leaves the page stale, and ``python -m
+bench.publish.pages --check`` (tests/bench/test_pages.py) fails until the page is regenerated; each
+test below plants such a change and sees it caught."""
 
 from __future__ import annotations
 
 import argparse
-import math
-import re
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel
+from pydantic import Field, create_model
 
+from bench.publish import pages, reference_tables
+from bench.publish.report_md import ReportError
+from rl_system.algos.ppo.config import PPOConfig
 from rl_system.config import RunConfig
 
 REPO = Path(__file__).resolve().parents[2]
-ROW = re.compile(r"^\| ((?:`[A-Za-z_0-9\.]+`(?:, )?)+) \| (.*?) \|")
-NULL = {"null", "none", "–", "—", "-", "(none)"}
+REFERENCE = (REPO / "docs" / "reference.md").read_text()
+CONFIG_BLOCKS = tuple(b for b in pages.BLOCKS if b.name.startswith("config"))
+CLI_BLOCKS = tuple(b for b in pages.BLOCKS if b.name.startswith("cli."))
 
 
-def config_keys(model: type[BaseModel] = RunConfig, prefix: str = "") -> dict[str, object]:
-    """Dotted key -> default of every leaf setting of ``model`` (sections recurse)."""
-    out: dict[str, object] = {}
-    for name, field in model.model_fields.items():
-        ann = field.annotation
-        if isinstance(ann, type) and issubclass(ann, BaseModel):
-            out.update(config_keys(ann, f"{prefix}{name}."))
-        else:
-            out[prefix + name] = field.get_default(call_default_factory=True)
-    return out
+def test_every_key_and_every_flag_is_in_the_reference():
+    keys = [key for key, _ in reference_tables.leaves(RunConfig)]
+    assert len(keys) > 150 and not [k for k in keys if f"| `{k}` |" not in REFERENCE]
+    for command, parser in reference_tables.commands():
+        for action in parser._actions:
+            if action.option_strings and not isinstance(action, argparse._HelpAction):
+                flag = max(action.option_strings, key=len)
+                assert f"| `{flag}" in pages.current(next(b for b in CLI_BLOCKS if b.name == "cli." +
+                                                           command.replace(" ", "."))), (command, flag)
 
 
-def reference_rows(text: str) -> dict[str, str]:
-    """Dotted key -> the default cell shown for it (a row naming several keys, ``a``, ``b``, shows
-    their defaults comma-separated in the same order)."""
-    rows: dict[str, str] = {}
-    for line in text.splitlines():
-        m = ROW.match(line)
-        if not m:
-            continue
-        names = re.findall(r"`([A-Za-z_0-9\.]+)`", m.group(1))
-        cells = [c.strip() for c in m.group(2).split(",")] if len(names) > 1 else [m.group(2).strip()]
-        for i, name in enumerate(names):
-            rows[name] = cells[i] if i < len(cells) else cells[-1]
-    return rows
+def test_every_option_with_a_default_states_it_in_its_help():
+    """``rl-system CMD --help`` shows every default (a switch is off, a repeatable flag empty)."""
+    silent = [(command, action.dest) for command, parser in reference_tables.commands() for action in parser._actions
+              if action.option_strings and action.nargs != 0 and action.default not in (None, [], ())
+              and "default" not in (action.help or "")]
+    assert not silent, f"flags whose help does not state their default: {silent}"
 
 
-def shows(cell: str, default: object) -> bool:
-    """Whether the reference's ``cell`` shows ``default`` (numbers by value, ``1,000`` and ``1e-3`` alike)."""
-    text = cell.strip("`").strip().strip("'\"")
-    if default is None:
-        return text.lower() in NULL
-    if isinstance(default, bool):
-        return text.lower() == str(default).lower()
-    if isinstance(default, (int, float)):
-        try:
-            return math.isclose(float(text.replace(",", "").replace("_", "")), float(default), rel_tol=1e-9)
-        except ValueError:
-            return False
-    if isinstance(default, (list, tuple, dict)):
-        return text.replace(" ", "") in (str(default).replace(" ", "").replace("'", ""),
-                                         str(default).replace(" ", "").replace("'", '"'),
-                                         str(list(default)).replace(" ", "") if isinstance(default, tuple) else "")
-    return text == str(getattr(default, "value", default))
+def _with_ppo(monkeypatch, **fields) -> None:
+    """The run config as the generator sees it, with PPO's section replaced by one with ``fields``."""
+    planted = create_model("PlantedPPOConfig", __base__=PPOConfig, **fields)
+    run = create_model("PlantedRunConfig", __base__=RunConfig, ppo=(planted, Field(default_factory=planted)))
+    monkeypatch.setattr(reference_tables, "_config", lambda: run)
 
 
-KEYS = config_keys()
-ROWS = reference_rows((REPO / "docs" / "reference.md").read_text())
+@pytest.mark.parametrize("planted", [
+    {"planted_key": (int, Field(3, ge=1, description="a key the page lacks"))},  # a new key
+    {"lr": (float, Field(3e-3, gt=0, description=PPOConfig.model_fields["lr"].description))},  # a changed default
+    {"lr": (float, Field(2.5e-3, gt=0, description="another help"))},  # a changed help
+    {"lr": (float, Field(2.5e-3, ge=0, description=PPOConfig.model_fields["lr"].description))},  # another bound
+], ids=["new-key", "default", "help", "bound"])
+def test_a_drifted_config_key_is_caught(monkeypatch, planted):
+    assert pages.stale(CONFIG_BLOCKS) == []
+    _with_ppo(monkeypatch, **planted)
+    assert pages.stale(CONFIG_BLOCKS) == ["config.ppo"]
 
 
-def test_every_config_key_has_a_row_and_every_row_a_key():
-    sections = {k.split(".")[0] for k in KEYS}
-    undocumented = sorted(k for k in KEYS if k not in ROWS)
-    stale = sorted(k for k in ROWS if k.split(".")[0] in sections and k not in KEYS
-                   and not any(key.startswith(k + ".") for key in KEYS))
-    assert not undocumented and not stale, f"undocumented: {undocumented}; documented but not in the config: {stale}"
+def _with_eval_flag(monkeypatch, *args, **kwargs) -> None:
+    from rl_system.cli import main
+
+    real = main.parser
+
+    def planted() -> argparse.ArgumentParser:
+        p = real()
+        sub = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
+        sub.choices["eval"].add_argument(*args, **kwargs)
+        return p
+
+    monkeypatch.setattr(main, "parser", planted)
 
 
-@pytest.mark.parametrize("key", sorted(k for k in KEYS if k in ROWS))
-def test_each_rows_default_is_the_configs(key):
-    assert shows(ROWS[key], KEYS[key]), f"reference.md shows {key} = {ROWS[key]!r}; the config's default is {KEYS[key]!r}"
+def test_a_new_flag_is_caught_in_its_table_and_the_synopsis(monkeypatch):
+    assert pages.stale(CLI_BLOCKS) == []
+    _with_eval_flag(monkeypatch, "--planted-flag", type=int, default=7, help="a flag the page lacks (default 7)")
+    assert pages.stale(CLI_BLOCKS) == ["cli.synopsis", "cli.eval"]
 
 
-def test_a_drifted_default_is_caught():
-    planted = reference_rows("| `ppo.lr` | 3e-3 | the learning rate |")
-    assert not shows(planted["ppo.lr"], KEYS["ppo.lr"]) and shows("2.5e-3", KEYS["ppo.lr"])
+def _with_default(monkeypatch, command: str, **defaults) -> None:
+    """``rl-system`` as the generator sees it, with ``command``'s parser given ``defaults``."""
+    from rl_system.cli import main
+
+    real = main.parser
+
+    def planted() -> argparse.ArgumentParser:
+        top = p = real()
+        for name in command.split():
+            p = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction)).choices[name]
+        p.set_defaults(**defaults)
+        return top
+
+    monkeypatch.setattr(main, "parser", planted)
 
 
-def _flags(name: str, parser: argparse.ArgumentParser):
-    """``(command, --flag)`` of a parser and its subcommands."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for sub, p in action.choices.items():
-                yield from _flags(f"{name} {sub}".strip(), p)
-        else:
-            yield from ((name, o) for o in action.option_strings if o.startswith("--") and o != "--help")
+def test_a_changed_default_is_caught(monkeypatch):
+    """A default the help states through ``%(default)s`` follows the parser into the page."""
+    _with_default(monkeypatch, "check-env", steps=300)
+    assert pages.stale(CLI_BLOCKS) == ["cli.check-env"]
 
 
-def undocumented_flags(parser: argparse.ArgumentParser, reference: str) -> list[str]:
-    """The commands' long flags that the reference's CLI section never names."""
-    text = reference.split("\n## CLI", 1)[-1]
-    return sorted({f"rl-system {cmd} {flag}".replace("  ", " ") for cmd, flag in _flags("", parser)
-                   if not re.search(re.escape(flag) + r"(?![\w-])", text)})
+def test_a_default_the_help_writes_out_and_the_parser_lacks_stops_the_generator(monkeypatch):
+    _with_default(monkeypatch, "air-combat range-map", trace_aspects=[0.0, 45.0])
+    with pytest.raises(ReportError, match="its help says default '0 90 180', the parser's is '0 45'"):
+        pages.stale(CLI_BLOCKS)
 
 
-def test_every_flag_of_every_command_is_in_the_reference():
-    from rl_system.cli.main import parser
+def test_a_section_or_command_without_its_markers_is_one_line_and_exit_2(monkeypatch, capsys, tmp_path):
+    page = tmp_path / "reference.md"
+    page.write_text(REFERENCE.replace("<!-- generated:config.a2c -->\n", "", 1))
+    import dataclasses
 
-    missing = undocumented_flags(parser(), (REPO / "docs" / "reference.md").read_text())
-    assert not missing, f"docs/reference.md does not describe {missing}"
+    monkeypatch.setattr(pages, "BLOCKS", tuple(dataclasses.replace(b, page=page) for b in CONFIG_BLOCKS))
+    assert pages.main(["--check"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "generated:config.a2c" in err
 
 
-def test_a_new_flag_missing_from_the_reference_is_caught():
-    from rl_system.cli.main import parser
+@pytest.mark.parametrize(("field", "shown"), [
+    ("workers.num_envs", "int > 0"), ("compression_level", "int in [0, 16]"), ("max_wall_s", "float > 0 or null"),
+    ("workers.torch_threads", "int ≥ 1 or `auto`"), ("compression", "`auto` | `lz4` | `none`"),
+    ("reseed.at_env_steps", "list of int"), ("workers.resources", "mapping to float"),
+    ("selfplay.latest_prob", "float in [0, 1]"), ("rollback.lr_scale", "float in (0, 1]"),
+])
+def test_types_read_as_a_user_types_them(field, shown):
+    assert reference_tables.type_name(dict(reference_tables.leaves(RunConfig))[field]) == shown
 
-    p = parser()
-    sub = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
-    sub.choices["eval"].add_argument("--planted-flag")
-    assert undocumented_flags(p, (REPO / "docs" / "reference.md").read_text()) == ["rl-system eval --planted-flag"]
+
+def test_defaults_read_as_yaml():
+    assert [reference_tables._value(v) for v in (None, True, 1_000_000, 2.5e-3, 1e-5, 300.0, [64, 64], {})] == \
+        ["null", "true", "1,000,000", "0.0025", "1e-5", "300.0", "[64, 64]", "{}"]

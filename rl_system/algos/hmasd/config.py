@@ -15,9 +15,10 @@ class HMASDConfig(Strict):
     ``launch/configs/alice_bob_hmasd.yaml``. See :mod:`rl_system.algos.hmasd`."""
 
     hierarchy: bool = True
-    """False: flat MAPPO (no coordinator, no skills, no intrinsic rewards), same code path."""
+    """False: flat recurrent MAPPO (no coordinator, no skills, no intrinsic rewards; ``lambda_e`` = 1), same code
+    path."""
     skill_interval: int = Field(25, gt=0)
-    """k: the coordinator assigns new skills every k env steps."""
+    """k: the coordinator assigns new skills every k env steps (keep ``rollout_len`` a multiple of it)."""
     n_team_skills: int = Field(3, ge=1)
     """n_Z: number of discrete team skills Z."""
     n_agent_skills: int = Field(3, ge=1)
@@ -39,8 +40,8 @@ class HMASDConfig(Strict):
     (not in the paper; 0 = off): the predictor's error, scaled by ``novelty_norm``
     (:mod:`rl_system.algos.hmasd.novelty`). Works with ``hierarchy: false`` too."""
     novelty_norm: Literal["round", "initial"] = "round"
-    """What the novelty error is divided by: the round's mean error (the bonus keeps mean 1) or
-    the first round's (the bonus fades as the map becomes familiar)."""
+    """What the novelty error is divided by: ``round``, the round's mean error (the bonus keeps mean
+    1), or ``initial``, the first round's (the bonus fades as the map becomes familiar)."""
     novelty_gate: Literal["none", "success"] = "none"
     """``success``: the bonus's weight is ``novelty_coef * (1 - p)``, ``p`` the share of the round's
     finished episodes that terminated on a positive team reward: explore until the task is solved."""
@@ -64,14 +65,19 @@ class HMASDConfig(Strict):
 
     # -- PPO, shared by both levels ------------------------------------------------------------
     lr: float = Field(5e-4, gt=0)
+    """Adam learning rate (one optimiser for all networks)."""
     anneal_lr: bool = False
+    """Anneal it linearly to 0 at ``max_env_steps``."""
     gamma: float = Field(0.99, gt=0, le=1)
     """Low-level discount per env step."""
     gae_lambda: float = Field(0.95, ge=0, le=1)
+    """Low-level GAE λ."""
     high_gamma: float = Field(0.99, gt=0, le=1)
     """High-level discount per skill window (one high-level step = one window)."""
     high_gae_lambda: float = Field(0.95, ge=0, le=1)
+    """High-level GAE λ."""
     num_epochs: int = Field(5, gt=0)
+    """Passes over each round's batch."""
     num_minibatches: int = Field(1, gt=0)
     """Minibatches of chunks (low level, discriminators) and of skill windows (high level)."""
     chunk_len: int = Field(10, gt=0)
@@ -79,18 +85,21 @@ class HMASDConfig(Strict):
     trained by BPTT from the hidden state entering it (recomputed by the learner from the shipped
     initial hiddens with the same weights that sampled). Rounded down to a divisor of rollout_len."""
     clip_coef: float = Field(0.2, gt=0)
+    """Surrogate clip range (both levels)."""
     high_target_kl: float | None = Field(None, gt=0)
     """A hard bound on the coordinator's approximate KL to the policy that sampled the round (not
-    in the paper; None: off): a step that takes it past the bound is shrunk along its direction
+    in the paper; ``null``: off): a step that takes it past the bound is shrunk along its direction
     (halved up to 6 times) until it is inside; only a step no shrink brings back is undone, and the
     coordinator then sits out the rest of the round's epochs; the low level and discriminators go
     on (:mod:`rl_system.algos.hmasd.trust`). Logged as ``train/high_steps_kept``,
     ``train/high_step_halvings`` and ``train/high_kl_reverted``."""
     value_clip: float | None = Field(0.2, gt=0)
-    """Clip range of the value loss (in normalised units with value_norm); None: unclipped."""
+    """Clip range of the value loss (in normalised units with ``value_norm``); ``null``: unclipped."""
     huber_delta: float | None = Field(None, gt=0)
-    """The value loss's Huber delta (the HMASD and MAPPO papers: 10); None: half the squared error."""
+    """The value loss as a Huber loss with this delta (the HMASD and MAPPO papers: 10); ``null``: half the squared
+    error."""
     vf_coef: float = Field(1.0, ge=0)
+    """Value loss weight."""
     disc_coef: float = Field(1.0, ge=0)
     """Weight of the discriminators' cross-entropy losses in the total loss."""
     max_grad_norm: float = Field(10.0, gt=0)
@@ -110,12 +119,14 @@ class HMASDConfig(Strict):
     """Feature ranges ``[start, end)`` of the per-agent observation that ``q_d(z_i | o_i, Z)`` does
     not see (the actor and critics still do). Empty (the paper): q_d sees all of ``o_i``. A
     *discriminator prior* in the sense of DIAYN's x-y prior: skills can then only be told apart by
-    the features left, e.g. the objects in view rather than the wall pattern (docs/hmasd.md)."""
+    the features left, e.g. the objects in view rather than the wall pattern (docs/hmasd.md). Each
+    entry ``[start, end]`` with 0 <= start < end."""
     hidden: int = Field(64, gt=0)
     """Width of the skill discoverer (MLP -> GRU -> MLP) and of the discriminators."""
     coord_dim: int = Field(64, gt=0)
-    """Embedding width of the skill coordinator's transformer."""
+    """Embedding width of the coordinator's transformer (divisible by ``coord_heads``)."""
     coord_heads: int = Field(2, gt=0)
+    """Attention heads of the coordinator."""
     coord_layers: int = Field(1, gt=0)
     """Blocks in the coordinator's encoder and in its decoder."""
 
