@@ -2,7 +2,7 @@
 
 * :func:`config_table`: a section of the run config (``env``, ``ppo``, ...; ``""`` for the top level),
   a row per key with its type, default and help, all read off the pydantic models
-  (:data:`rl_system.config.RunConfig`; the help is each field's docstring, its ``description``);
+  (:data:`rl_system.config.RunConfig`; the help is the docstring under each field, or its ``description``);
 * :func:`cli_synopsis` and :func:`cli_table`: the command line's synopsis and a table per command,
   every flag with its default and help, read off the argparse parsers
   (:func:`rl_system.cli.main.parser`).
@@ -15,7 +15,11 @@ the page stale until then, and ``tests/docs/test_reference.py`` fails.
 from __future__ import annotations
 
 import argparse
+import ast
+import functools
+import inspect
 import re
+import textwrap
 import types
 import typing
 from pathlib import Path
@@ -112,19 +116,40 @@ def type_name(field: FieldInfo) -> str:
     return _type_name(field.annotation, _bounds(field.metadata))
 
 
+@functools.cache
+def _attribute_docs(cls: type) -> dict[str, str]:
+    """``{field: docstring}`` of the string literals right under a class's annotated attributes."""
+    try:
+        body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+    except (OSError, TypeError):  # a class made at run time (create_model) has no source
+        return {}
+    return {node.target.id: inspect.cleandoc(nxt.value.value) for node, nxt in zip(body, body[1:])
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+            and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str)}
+
+
+def help_of(model: type[BaseModel], name: str) -> str:
+    """A field's help: its ``description``, else the docstring under it in the class (or a base) that
+    declares it."""
+    field = model.model_fields[name]
+    if field.description:
+        return field.description
+    return next((doc for cls in model.__mro__ if (doc := _attribute_docs(cls).get(name))), "")
+
+
 def _is_section(field: FieldInfo) -> bool:
     ann = field.annotation
     return isinstance(ann, type) and issubclass(ann, BaseModel)
 
 
-def leaves(model: type[BaseModel], prefix: str = "") -> list[tuple[str, FieldInfo]]:
-    """``(dotted key, field)`` of every setting of ``model``, nested sections flattened."""
-    out: list[tuple[str, FieldInfo]] = []
+def leaves(model: type[BaseModel], prefix: str = "") -> list[tuple[str, FieldInfo, str]]:
+    """``(dotted key, field, help)`` of every setting of ``model``, nested sections flattened."""
+    out: list[tuple[str, FieldInfo, str]] = []
     for name, field in model.model_fields.items():
         if _is_section(field):
             out += leaves(field.annotation, f"{prefix}{name}.")
         else:
-            out.append((prefix + name, field))
+            out.append((prefix + name, field, help_of(model, name)))
     return out
 
 
@@ -139,9 +164,9 @@ def config_table(section: str = "") -> str:
     if section:
         rows = leaves(model.model_fields[section].annotation, f"{section}.")
     else:
-        rows = [(name, f) for name, f in model.model_fields.items() if not _is_section(f)]
-    body = [[_code(key), type_name(f), _code(_value(f.get_default(call_default_factory=True))), markdown(f.description)]
-            for key, f in rows]
+        rows = [(name, f, help_of(model, name)) for name, f in model.model_fields.items() if not _is_section(f)]
+    body = [[_code(key), type_name(f), _code(_value(f.get_default(call_default_factory=True))), markdown(doc)]
+            for key, f, doc in rows]
     if not section:
         body.append([", ".join(_code(s) for s in sections()), "section", "", "the sections below"])
     return md_table(["key", "type", "default", "meaning"], body)

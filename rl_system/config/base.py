@@ -13,9 +13,10 @@ class ConfigError(ValueError):
 
 
 class Strict(BaseModel):
-    # extra="forbid" turns a typo in a key into an error instead of a silently ignored setting; each
-    # field's docstring is its description, the help docs/reference.md shows for the key.
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_attribute_docstrings=True)
+    # extra="forbid" turns a typo in a key into an error instead of a silently ignored setting. Each
+    # field's docstring is its help in docs/reference.md (bench.publish.reference_tables reads it from
+    # the source; pydantic's use_attribute_docstrings would parse every model's source at import).
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
 def _threads(value: Any) -> int | str:
