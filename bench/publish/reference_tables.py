@@ -106,6 +106,8 @@ def _type_name(ann: Any, bounds: str = "") -> str:
         return "mapping" if not args or args[1] is Any else f"mapping to {_type_name(args[1])}"
     if ann is Any:
         return "any"
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return "{" + ", ".join(ann.model_fields) + "}"
     return getattr(ann, "__name__", str(ann)) + bounds
 
 
