@@ -49,6 +49,7 @@ A2C_MD = RESULTS / "a2c" / "a2c.md"
 A2C_HALFCHEETAH_MD = RESULTS / "a2c" / "a2c_halfcheetah.md"
 GROUPS_MD = RESULTS / "groups" / "groups.md"
 EPYMARL_MD = RESULTS / "epymarl" / "epymarl.md"
+EPYMARL_2M_MD = RESULTS / "epymarl" / "lbf_2m" / "epymarl.md"
 PRODUCT = ("rl_system", "envs", "launch/configs")
 """The paths whose code a figure measures: a figure from a commit where they differ from the speed
 sitting's is marked as measured on older code."""
@@ -298,6 +299,12 @@ def render_epymarl() -> str:
     return _suite_table(EPYMARL_MD, "python -m bench.bench_epymarl")
 
 
+def render_epymarl_2m() -> str:
+    """docs/multi_agent.md's table of LBF's cooperative task at 2M env steps a run (``python -m
+    bench.bench_epymarl --env-steps 2000000``)."""
+    return _suite_table(EPYMARL_2M_MD, "python -m bench.bench_epymarl --env-steps 2000000")
+
+
 def render_report() -> str:
     """docs/results.md's benchmark-report tables, from the latest full ``python -m bench.publish.report``."""
     return render_markdown(_load(REPORT_JSON))
@@ -323,6 +330,8 @@ LIMITS = Block("limits", ROOT / "docs" / "limitations.md", *_marker("limits"), c
                (*_REGISTRY, ROOT / "envs" / "render.py", ROOT / "envs" / "__init__.py"))
 GROUPS = Block("groups", ROOT / "docs" / "multi_agent.md", *_marker("groups"), render_groups, (GROUPS_MD,))
 EPYMARL = Block("epymarl", ROOT / "docs" / "multi_agent.md", *_marker("epymarl"), render_epymarl, (EPYMARL_MD,))
+EPYMARL_2M = Block("epymarl_2m", ROOT / "docs" / "multi_agent.md", *_marker("epymarl_2m"), render_epymarl_2m,
+                   (EPYMARL_2M_MD,))
 REFERENCE = ROOT / "docs" / "reference.md"
 _CONFIG_CODE = (ROOT / "rl_system" / "config", ROOT / "rl_system" / "algos")
 _CLI_CODE = (ROOT / "rl_system" / "cli",)
@@ -345,7 +354,7 @@ def _reference_blocks() -> tuple[Block, ...]:
     return tuple(blocks)
 
 
-BLOCKS = (GLANCE, SPEED, REPORT, SUPPORTS, ALGORITHMS, A2C, A2C_HALFCHEETAH, LIMITS, GROUPS, EPYMARL,
+BLOCKS = (GLANCE, SPEED, REPORT, SUPPORTS, ALGORITHMS, A2C, A2C_HALFCHEETAH, LIMITS, GROUPS, EPYMARL, EPYMARL_2M,
           *_reference_blocks())
 
 
