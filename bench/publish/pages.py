@@ -279,32 +279,6 @@ def _suite_table(path: Path, command: str) -> str:
     return path.read_text().split("\n", 2)[2]
 
 
-def render_a2c() -> str:
-    """docs/results.md's A2C table on CartPole: the latest ``python -m bench.bench_a2c``."""
-    return _suite_table(A2C_MD, "python -m bench.bench_a2c")
-
-
-def render_a2c_halfcheetah() -> str:
-    """docs/results.md's A2C table on HalfCheetah: the latest ``python -m bench.bench_a2c --env HalfCheetah``."""
-    return _suite_table(A2C_HALFCHEETAH_MD, "python -m bench.bench_a2c --env HalfCheetah")
-
-
-def render_groups() -> str:
-    """docs/multi_agent.md's table of MPE's mixed tasks with agent groups: the latest ``python -m bench.bench_groups``."""
-    return _suite_table(GROUPS_MD, "python -m bench.bench_groups")
-
-
-def render_epymarl() -> str:
-    """docs/multi_agent.md's table of EPyMARL's LBF and RWARE tasks: the latest ``python -m bench.bench_epymarl``."""
-    return _suite_table(EPYMARL_MD, "python -m bench.bench_epymarl")
-
-
-def render_epymarl_2m() -> str:
-    """docs/multi_agent.md's table of LBF's cooperative task at 2M env steps a run (``python -m
-    bench.bench_epymarl --env-steps 2000000``)."""
-    return _suite_table(EPYMARL_2M_MD, "python -m bench.bench_epymarl --env-steps 2000000")
-
-
 def render_report() -> str:
     """docs/results.md's benchmark-report tables, from the latest full ``python -m bench.publish.report``."""
     return render_markdown(_load(REPORT_JSON))
@@ -323,15 +297,22 @@ _REGISTRY = (ROOT / "rl_system" / "algos" / "registry.py",)
 SUPPORTS = Block("supports", ROOT / "README.md", *_marker("supports"), capability_tables.render_supports, _REGISTRY)
 ALGORITHMS = Block("algorithms", ROOT / "docs" / "reference.md", *_marker("algorithms"),
                    capability_tables.render_algorithms, _REGISTRY)
-A2C = Block("a2c", ROOT / "docs" / "results.md", *_marker("a2c"), render_a2c, (A2C_MD,))
-A2C_HALFCHEETAH = Block("a2c_halfcheetah", ROOT / "docs" / "results.md", *_marker("a2c_halfcheetah"),
-                        render_a2c_halfcheetah, (A2C_HALFCHEETAH_MD,))
 LIMITS = Block("limits", ROOT / "docs" / "limitations.md", *_marker("limits"), capability_tables.render_limits,
                (*_REGISTRY, ROOT / "envs" / "render.py", ROOT / "envs" / "__init__.py"))
-GROUPS = Block("groups", ROOT / "docs" / "multi_agent.md", *_marker("groups"), render_groups, (GROUPS_MD,))
-EPYMARL = Block("epymarl", ROOT / "docs" / "multi_agent.md", *_marker("epymarl"), render_epymarl, (EPYMARL_MD,))
-EPYMARL_2M = Block("epymarl_2m", ROOT / "docs" / "multi_agent.md", *_marker("epymarl_2m"), render_epymarl_2m,
-                   (EPYMARL_2M_MD,))
+
+
+def _suite_block(name: str, page: str, path: Path, command: str) -> Block:
+    """A block holding a suite's own Markdown table (``path``, written by ``command``)."""
+    return Block(name, ROOT / "docs" / page, *_marker(name), lambda: _suite_table(path, command), (path,))
+
+
+A2C = _suite_block("a2c", "results.md", A2C_MD, "python -m bench.bench_a2c")
+A2C_HALFCHEETAH = _suite_block("a2c_halfcheetah", "results.md", A2C_HALFCHEETAH_MD,
+                               "python -m bench.bench_a2c --env HalfCheetah")
+GROUPS = _suite_block("groups", "multi_agent.md", GROUPS_MD, "python -m bench.bench_groups")
+EPYMARL = _suite_block("epymarl", "multi_agent.md", EPYMARL_MD, "python -m bench.bench_epymarl")
+EPYMARL_2M = _suite_block("epymarl_2m", "multi_agent.md", EPYMARL_2M_MD,
+                          "python -m bench.bench_epymarl --env-steps 2000000")
 REFERENCE = ROOT / "docs" / "reference.md"
 _CONFIG_CODE = (ROOT / "rl_system" / "config", ROOT / "rl_system" / "algos")
 _CLI_CODE = (ROOT / "rl_system" / "cli",)
