@@ -123,12 +123,12 @@ def _exploits(exp: Path) -> list[list]:
 
 @pytest.mark.slow
 def test_a_pbt_sweep_survives_ctrl_c_resumes_exploits_and_names_its_best_config(tmp_path):
-    # Two members (seed 0 and 1), 4,096 env steps a round, 6 rounds; both wait every 8,000 steps
+    # Two members (seed 0 and 1), 4,096 env steps a round, 4 rounds; both wait every 8,000 steps
     # (--pbt-synch), then the worse goes on from the better one's checkpoint with a perturbed lr.
-    # Ctrl-C comes once PBT has logged its first exploit (at 8,000 of the 24,000 steps), so the
+    # Ctrl-C comes once PBT has logged its first exploit (at 8,000 of the 16,000 steps), so the
     # sweep is interrupted mid-run however fast the machine. Each perturbation point restarts
     # both members' actors, the test's main cost.
-    sets = [a for s in [*SMALL, "max_env_steps=24000", "workers.num_envs=256", "checkpoint.every_rounds=1"]
+    sets = [a for s in [*SMALL, "max_env_steps=16000", "workers.num_envs=256", "checkpoint.every_rounds=1"]
             for a in ("--set", s)]
     args = [CARTPOLE, *sets, "--search", "seed=grid(0, 1)", "--search", "ppo.lr=loguniform(3e-4, 1e-2)",
             "--num-samples", "1", "--scheduler", "pbt", "--perturbation-steps", "8000", "--pbt-synch",
@@ -146,7 +146,7 @@ def test_a_pbt_sweep_survives_ctrl_c_resumes_exploits_and_names_its_best_config(
     assert first.returncode == 130, err[-2000:]
     assert f"continue with rl-system tune --resume {exp}" in err
     unfinished = pd.read_parquet(exp / RESULTS_FILE)
-    assert "unfinished" in set(unfinished["status"]) and unfinished["env_steps"].max() < 24000
+    assert "unfinished" in set(unfinished["status"]) and unfinished["env_steps"].max() < 16000
 
     second = _tune("--resume", str(exp))
     out, err = second.communicate(timeout=420)
@@ -155,7 +155,7 @@ def test_a_pbt_sweep_survives_ctrl_c_resumes_exploits_and_names_its_best_config(
     table = pd.read_parquet(exp / RESULTS_FILE)
     assert len(table) == 2 and set(table["status"]) == {"done"}
     assert {"seed", "ppo.lr", "return", "best_return", "env_steps", "checkpoint"} <= set(table.columns)
-    assert list(table["env_steps"]) == [24576, 24576]  # a clone goes on from the donor's steps to the budget
+    assert list(table["env_steps"]) == [16384, 16384]  # a clone goes on from the donor's steps to the budget
     assert table["return"].is_monotonic_decreasing and math.isfinite(table.iloc[0]["return"])
     # The exploit before the Ctrl-C survived the resume: the clone took the donor's seed (a grid
     # key is copied, never perturbed) with a perturbed lr, so from then on both members carry that
@@ -169,7 +169,7 @@ def test_a_pbt_sweep_survives_ctrl_c_resumes_exploits_and_names_its_best_config(
     best = load_config(exp / BEST_FILE)  # a whole config `rl-system train` takes as it is
     top = table.iloc[0]
     assert best.ppo.lr == pytest.approx(top["ppo.lr"]) and best.seed == top["seed"]
-    assert best.max_env_steps == 24000 and best.workers.num_workers == 1  # the sweep's --set kept
+    assert best.max_env_steps == 16000 and best.workers.num_workers == 1  # the sweep's --set kept
 
 
 # -- synchronous PBT: an exploit during a member's pause-save -----------------------------------
