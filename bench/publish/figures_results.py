@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.harness.hmasd_output import run_rows
 from bench.harness.plots import (
     OTHER,
     OURS,
@@ -26,8 +27,7 @@ from bench.harness.plots import (
     seconds_formatter,
     steps_formatter,
 )
-from bench.harness.hmasd_output import run_rows
-from bench.harness.results import read_json, read_text
+from bench.harness.results import read_json
 
 # --------------------------------------------------------------------------- learning curves
 

@@ -236,8 +236,7 @@ def _wrap_tokens(tokens: list[str], width: int) -> list[str]:
 
 def _argument(action: argparse.Action) -> str:
     if not action.option_strings:
-        return (action.metavar or action.dest).upper() if isinstance(action.metavar, str) or not action.metavar \
-            else str(action.metavar)
+        return str(action.metavar or action.dest.upper())
     flag = max(action.option_strings, key=len)
     if action.nargs == 0:
         return flag

@@ -7,17 +7,13 @@ rerun); the peers' rows (RLlib, the CleanRL-style loop); and the budgets they ru
 from __future__ import annotations
 
 import dataclasses
-import re
-import statistics
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from bench.harness import hmasd_output
 from bench.harness.learning import QUIET_OVERRIDES, ensure_ray
-from bench.harness.results import RESULTS
 from bench.harness.stamp import ROOT
 from bench.harness.timing import with_threads
 

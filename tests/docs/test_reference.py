@@ -8,6 +8,7 @@ test below plants such a change and sees it caught."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -64,28 +65,8 @@ def test_a_drifted_config_key_is_caught(monkeypatch, planted):
     assert pages.stale(CONFIG_BLOCKS) == ["config.ppo"]
 
 
-def _with_eval_flag(monkeypatch, *args, **kwargs) -> None:
-    from rl_system.cli import main
-
-    real = main.parser
-
-    def planted() -> argparse.ArgumentParser:
-        p = real()
-        sub = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
-        sub.choices["eval"].add_argument(*args, **kwargs)
-        return p
-
-    monkeypatch.setattr(main, "parser", planted)
-
-
-def test_a_new_flag_is_caught_in_its_table_and_the_synopsis(monkeypatch):
-    assert pages.stale(CLI_BLOCKS) == []
-    _with_eval_flag(monkeypatch, "--planted-flag", type=int, default=7, help="a flag the page lacks (default 7)")
-    assert pages.stale(CLI_BLOCKS) == ["cli.synopsis", "cli.eval"]
-
-
-def _with_default(monkeypatch, command: str, **defaults) -> None:
-    """``rl-system`` as the generator sees it, with ``command``'s parser given ``defaults``."""
+def _planted(monkeypatch, command: str, change: Callable[[argparse.ArgumentParser], object]) -> None:
+    """``rl-system`` as the generator sees it, with ``change`` applied to ``command``'s parser."""
     from rl_system.cli import main
 
     real = main.parser
@@ -94,20 +75,27 @@ def _with_default(monkeypatch, command: str, **defaults) -> None:
         top = p = real()
         for name in command.split():
             p = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction)).choices[name]
-        p.set_defaults(**defaults)
+        change(p)
         return top
 
     monkeypatch.setattr(main, "parser", planted)
 
 
+def test_a_new_flag_is_caught_in_its_table_and_the_synopsis(monkeypatch):
+    assert pages.stale(CLI_BLOCKS) == []
+    _planted(monkeypatch, "eval", lambda p: p.add_argument("--planted-flag", type=int, default=7,
+                                                             help="a flag the page lacks (default 7)"))
+    assert pages.stale(CLI_BLOCKS) == ["cli.synopsis", "cli.eval"]
+
+
 def test_a_changed_default_is_caught(monkeypatch):
     """A default the help states through ``%(default)s`` follows the parser into the page."""
-    _with_default(monkeypatch, "check-env", steps=300)
+    _planted(monkeypatch, "check-env", lambda p: p.set_defaults(steps=300))
     assert pages.stale(CLI_BLOCKS) == ["cli.check-env"]
 
 
 def test_a_default_the_help_writes_out_and_the_parser_lacks_stops_the_generator(monkeypatch):
-    _with_default(monkeypatch, "air-combat range-map", trace_aspects=[0.0, 45.0])
+    _planted(monkeypatch, "air-combat range-map", lambda p: p.set_defaults(trace_aspects=[0.0, 45.0]))
     with pytest.raises(ReportError, match="its help says default '0 90 180', the parser's is '0 45'"):
         pages.stale(CLI_BLOCKS)
 
