@@ -79,7 +79,10 @@ class MAPPOConfig(Strict):
     max_grad_norm: float = Field(10.0, gt=0)
     """Global gradient-norm clip."""
     norm_adv: bool = True
-    """Normalise advantages over the round's batch (the group's active agent steps)."""
+    """Normalise advantages over the round's batch (the group's active agent steps). Off for sparse
+    team rewards (the LBF and RWARE configs, as EPyMARL): until the first reward the advantages are
+    the critic's noise, and scaled to unit variance they drive the policy into a few actions
+    (entropy collapse) before any reward is seen, as HMASD's ``high_norm_adv`` says."""
     value_norm: bool = False
     """MAPPO's value normalisation: the critic learns the value targets scaled by their running mean and standard
     deviation (statistics in the policy's state: they ship with its weights and checkpoints; rollouts leave the
