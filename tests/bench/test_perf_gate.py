@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from child_env import foreground_sigint
 
 from bench import perf_gate
 
@@ -126,7 +127,7 @@ def test_ctrl_c_leaves_no_worktree_behind():
     before = worktrees(ROOT)
     proc = subprocess.Popen([sys.executable, "-m", "bench.perf_gate", "--base", "HEAD", "--quick", "--pairs", "1"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=foreground_sigint)
     try:
         deadline = time.monotonic() + 60
         while len(worktrees(ROOT)) == len(before) and time.monotonic() < deadline:

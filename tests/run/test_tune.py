@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from child_env import own_ray_env
+from child_env import foreground_sigint, own_ray_env
 
 from rl_system.actors.placement import run_bundles
 from rl_system.checkpoint import load_checkpoint
@@ -103,7 +103,8 @@ def test_asha_rungs_count_env_steps_and_leave_the_budget_to_the_trial():
 def _tune(*args: str, **kw) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "rl_system", "tune", *args], cwd=REPO,
                             env=own_ray_env(PYTHONUNBUFFERED="1"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=foreground_sigint, **kw)
 
 
 def _exploits(exp: Path) -> list[list]:
@@ -145,8 +146,11 @@ def test_a_pbt_sweep_survives_ctrl_c_resumes_exploits_and_names_its_best_config(
     out, err = first.communicate(timeout=120)
     assert first.returncode == 130, err[-2000:]
     assert f"continue with rl-system tune --resume {exp}" in err
-    unfinished = pd.read_parquet(exp / RESULTS_FILE)
-    assert "unfinished" in set(unfinished["status"]) and unfinished["env_steps"].max() < 16000
+    # Interrupted mid-run: a trial is left short of the budget. The other may have finished in
+    # the seconds between the exploit and the stop (a donor goes on at once; its clone restarts).
+    interrupted = pd.read_parquet(exp / RESULTS_FILE)
+    short = interrupted[interrupted["status"] == "unfinished"]
+    assert len(short) and short["env_steps"].max() < 16000, interrupted[["status", "env_steps"]]
 
     second = _tune("--resume", str(exp))
     out, err = second.communicate(timeout=420)
