@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from rl_system.algos import layouts
 from rl_system.algos.hmasd.config import HMASDConfig
 from rl_system.algos.hmasd.novelty import RandomNetworkDistillation
 from rl_system.algos.precision import Float32Linear
@@ -136,7 +137,7 @@ class SkillCoordinator(nn.Module):
         """Log-probs ``[B, n+1]``, entropies ``[B, n+1]`` of stored ``(Z, z)`` and values ``[B, n+1]``."""
         rep, value = self.encode(state, obs)
         lZ, lz = self.logits(rep, Z, z)
-        lZ, lz = lZ.log_softmax(-1), lz.log_softmax(-1)
+        lZ, lz = layouts.log_softmax(lZ), layouts.log_softmax(lz)
         logp = torch.cat([lZ.gather(1, Z.unsqueeze(1)), lz.gather(2, z.unsqueeze(2)).squeeze(2)], dim=1)
         ent = torch.cat([-(lZ.exp() * lZ).sum(-1, keepdim=True), -(lz.exp() * lz).sum(-1)], dim=1)
         return logp, ent, value
@@ -266,7 +267,7 @@ class SkillDiscoverer(nn.Module):
                                      h_actor.reshape(B * n, -1), r).view(T, B, n, -1)
         value = self.critic.sequence(cs.reshape(T, B * n, -1), [i.reshape(T, B * n) for i in cid],
                                      h_critic.reshape(B * n, -1), r).view(T, B, n)
-        logp_all = logits.log_softmax(-1)
+        logp_all = layouts.log_softmax(logits)
         logp = logp_all.gather(-1, action.unsqueeze(-1)).squeeze(-1)
         ent = -(logp_all.exp() * logp_all).sum(-1)
         return logp, ent, value
@@ -298,7 +299,7 @@ class Discriminators(nn.Module):
 
     def log_q_team(self, state: torch.Tensor) -> torch.Tensor:
         """``log q_D(. | s)``: state ``[..., S]`` -> ``[..., n_Z]``."""
-        return self.team(state).log_softmax(-1)
+        return layouts.log_softmax(self.team(state))
 
     def log_q_agent(self, obs: torch.Tensor, Z: torch.Tensor) -> torch.Tensor:
         """``log q_d(. | o_i, Z)``: obs ``[..., n, O]``, Z ``[...]`` -> ``[..., n, n_z]`` (only the
@@ -306,7 +307,7 @@ class Discriminators(nn.Module):
         if len(self.agent_keep) < obs.shape[-1]:
             obs = obs.index_select(-1, self.agent_keep)
         h = self.agent_in(obs) + self.agent_Z(Z).unsqueeze(-2) + self.agent_id(self.agent_ids)
-        return self.agent_out(h).log_softmax(-1)
+        return layouts.log_softmax(self.agent_out(h))
 
 
 class HMASDPolicy(nn.Module):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from rl_system.algos import layouts
 from rl_system.algos.activations import Tanh, inplace_activation
 from rl_system.algos.ppo import columns as col
 from rl_system.algos.ppo.policy import ActorCritic
@@ -95,7 +96,7 @@ class _MLP:
             weight, _, weight_grad, bias_grad, _, act_backward = self.layers[i]
             if act_backward is not None:
                 grad = act_backward(grad, outs[i + 1])
-            torch.mm(grad.t(), outs[i], out=weight_grad)
+            layouts.weight_grad(grad, outs[i], weight_grad)
             torch.sum(grad, 0, out=bias_grad)
             if i:
                 grad = grad.mm(weight)
