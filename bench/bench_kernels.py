@@ -1,11 +1,13 @@
-"""The kernel figures behind three choices in the learner: PyTorch's CPU ``tanh`` against
+"""The kernel figures behind four choices in the learner: PyTorch's CPU ``tanh`` against
 ``sigmoid`` and against the MLPs' sigmoid-based tanh (:mod:`rl_system.algos.activations`),
 bfloat16 against float32, as a matmul and as whole updates under ``torch.autocast``
-(``learner.precision``), and PPO's Adam step without ``torch.optim`` (:mod:`rl_system.algos.adam`).
+(``learner.precision``), PPO's Adam step without ``torch.optim`` (:mod:`rl_system.algos.adam`),
+and the layouts of a softmax over a few actions and of a narrow layer's weight gradient
+(:mod:`rl_system.algos.layouts`).
 
     python -m bench.bench_kernels [--threads 1] [--configs minatar_breakout_ppo alice_bob_hmasd] [--out DIR]
 
-Prints five tables (µs per call, GFLOP/s, ms per update in each precision and with each form of
+Prints six tables (µs per call, GFLOP/s, ms per update in each precision and with each form of
 the MLPs' tanh, µs per Adam step) and the seconds ``import torch._dynamo`` takes, which
 ``torch.optim``'s first call pays; each figure is a median.
 Writes ``kernels.json`` / ``kernels.md`` to ``--out`` (default ``bench/results/kernels/``).
@@ -28,7 +30,7 @@ from bench.bench_update import REPO, build
 from bench.harness.results import RESULTS, command_line, write_suite
 from bench.harness.stamp import stamp
 from bench.harness.timing import median_us
-from rl_system.algos import activations
+from rl_system.algos import activations, layouts
 from rl_system.algos.activations import Tanh, sigmoid_tanh
 from rl_system.algos.adam import FusedAdam, LoopAdam
 from rl_system.algos.precision import update_autocast
@@ -53,6 +55,25 @@ def activation_rows() -> list[tuple[str, str, float]]:
     err = float((sigmoid_tanh(x) - torch.tanh(x)).abs().max())
     rows.append(("100,001 points in [-10, 10]", "max |2*sigmoid(2x)-1 - tanh(x)|", err))
     return rows
+
+
+def layout_rows() -> list[tuple[str, str, float, float]]:
+    """``(shape, operation, µs in PyTorch's layout, µs in the layout rl_system takes)``: the
+    softmax's forward plus backward, and a weight gradient ``grad.T @ x``."""
+    out = []
+    for rows, n in ((4096, 2), (4096, 6), (4096, 12), (512, 2), (512, 6)):
+        grad = torch.randn(rows, n)
+        for name, fn in (("torch", lambda x: torch.log_softmax(x, dim=-1)), ("layouts", layouts.log_softmax)):
+            leaf = torch.randn(rows, n).requires_grad_()
+            out.append((f"{rows}x{n}", f"log_softmax fwd+bwd ({name})", median_us(lambda: fn(leaf).backward(grad), 300)))
+    for n_out, n_in in ((32, 4), (64, 17), (32, 32), (2, 32)):
+        grad, x, w = torch.randn(4096, n_out), torch.randn(4096, n_in), torch.empty(n_out, n_in)
+        out.append((f"[{n_out}, 4096] @ [4096, {n_in}]", "weight grad (grad.T @ x)",
+                    median_us(lambda: torch.mm(grad.t(), x, out=w), 300)))
+        out.append((f"[{n_out}, 4096] @ [4096, {n_in}]", "weight grad (layouts)",
+                    median_us(lambda: layouts.weight_grad(grad, x, w), 300)))
+    pairs = [(out[i][0], out[i][1].split(" (")[0], out[i][2], out[i + 1][2]) for i in range(0, len(out), 2)]
+    return pairs
 
 
 def matmul_rows(n: int = 1024) -> list[tuple[str, float]]:
@@ -164,6 +185,8 @@ def markdown(result: dict[str, Any]) -> str:
               f"(vendor {activations.cpu_vendor() or 'unknown'})."]
     lines += ["", "| config | parameters | Adam step | µs (median) |", "|---|---:|---|---:|"]
     lines += [f"| {name} | {count:,} | {label} | {us:,.1f} |" for name, count, label, us in result["adam"]]
+    lines += ["", f"| tensor | operation | PyTorch's layout µs | rl_system's µs | speed-up |", "|---|---|---:|---:|---:|"]
+    lines += [f"| {shape} | {op} | {a:,.1f} | {b:,.1f} | {a / b:.1f}× |" for shape, op, a, b in result["layouts"]]
     lines += ["", f"`import torch._dynamo` in a fresh process (torch.optim's first call): {result['dynamo_import_s']:.2f} s"]
     return "\n".join(lines) + "\n"
 
@@ -183,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
               "activations": activation_rows(), "matmul": matmul_rows(),
               "updates": update_rows(args.configs, args.repeats),
               "tanh_forms": tanh_form_rows(args.tanh_configs, max(args.repeats, 6)), "sigmoid_tanh": activations.SIGMOID_TANH,
-              "adam": optimizer_rows(args.configs),
+              "adam": optimizer_rows(args.configs), "layouts": layout_rows(),
               "dynamo_import_s": dynamo_import_s()}
     text = markdown(result)
     print(text)

@@ -14,7 +14,7 @@ import torch
 from rl_system.algos import layouts
 
 
-@pytest.mark.parametrize("shape", [(4096, 2), (1024, 3), (512, 6), (272, 7), (64, 4, 5), (2, 256, 7)])
+@pytest.mark.parametrize("shape", [(4096, 2), (1024, 3), (512, 6), (272, 7), (64, 8, 5), (2, 256, 7)])
 def test_log_softmax_is_torchs_bit_for_bit_forward_and_backward(shape):
     torch.manual_seed(0)
     x = (torch.randn(shape) * 4).requires_grad_()
@@ -29,13 +29,21 @@ def test_log_softmax_is_torchs_bit_for_bit_forward_and_backward(shape):
     assert torch.equal(x.grad, x2.grad)
 
 
-@pytest.mark.parametrize("shape", [(100, 2), (300, 2), (4096, 16), (4096, 64), (8,)])
+@pytest.mark.parametrize("shape", [(256, 2), (300, 2), (4096, 16), (4096, 64), (8,)])
 def test_log_softmax_keeps_torchs_layout_where_it_is_fast(shape):
     x = torch.randn(shape)
     assert not layouts.transposes_softmax(x)
     out = layouts.log_softmax(x)
     assert out.is_contiguous()
     assert torch.equal(out, torch.log_softmax(x, dim=-1))
+
+
+def test_autograd_raises_the_size_the_transposed_layout_takes():
+    x = torch.randn(512, 2)
+    assert layouts.transposes_softmax(x)
+    assert not layouts.transposes_softmax(x.requires_grad_())
+    with torch.no_grad():
+        assert layouts.transposes_softmax(x)
 
 
 def test_log_softmax_of_masked_logits_keeps_a_zero_probability():
@@ -70,7 +78,7 @@ _EVERY_SHORT_DIM = textwrap.dedent("""
     import torch
     from rl_system.algos import layouts
     checked = 0
-    for rows in (256, 272, 4096):
+    for rows in (256, 272, 768, 4096):
         for n in range(2, 16):
             torch.manual_seed(n)
             x = (torch.randn(rows, n) * 4).requires_grad_()

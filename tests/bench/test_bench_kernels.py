@@ -60,3 +60,10 @@ def test_the_adam_table_times_both_steps_of_a_config():
     assert [label for _, _, label, _ in rows] == ["torch.optim.Adam(fused=True)", "FusedAdam", "torch.optim.Adam()",
                                                   "LoopAdam"]
     assert all(name == "cartpole_ppo" and count > 1000 and us > 0 for name, count, _, us in rows)
+
+
+def test_the_layout_table_times_both_layouts_of_each_shape():
+    rows = bench_kernels.layout_rows()
+    assert len(rows) == 9
+    assert {op for _, op, _, _ in rows} == {"log_softmax fwd+bwd", "weight grad"}
+    assert all(a > 0 and b > 0 for _, _, a, b in rows)
