@@ -40,17 +40,20 @@ from bench.harness.markdown import md_table, num
 from bench.harness.results import RESULTS, command_line, write_suite
 from bench.harness.stamp import ROOT, load1, stamp, stamp_line
 
-VARIANTS: dict[str, tuple[int, dict[str, str]]] = {
+VARIANTS: dict[str, tuple[int, dict[str, str]] | tuple[int, dict[str, str], tuple[str, ...]]] = {
     "1 thread": (1, {"OMP_WAIT_POLICY": "PASSIVE"}),
     "2 threads, passive": (2, {"OMP_WAIT_POLICY": "PASSIVE"}),
     "2 threads, spin 10k": (2, {"GOMP_SPINCOUNT": "10000"}),
     "2 threads, spin 300k (libgomp's default)": (2, {"GOMP_SPINCOUNT": "300000"}),
     "2 threads, active": (2, {"OMP_WAIT_POLICY": "ACTIVE"}),
     "2 threads, rl_system's choice": (2, {}),
+    "1 thread, critic on a second thread": (1, {}, ("learner.head_threads=2",)),
+    "1 thread, heads by rl_system's choice": (1, {}, ("learner.head_threads=auto",)),
 }
-"""Each variant: its torch threads and OpenMP's environment (the variables not named are unset).
-rl_system's choice (:mod:`rl_system.openmp`) is made by the command line, so only whole runs
-(``--runs``) have it."""
+"""Each variant: its torch threads, OpenMP's environment (the variables not named are unset) and
+config overrides (``learner.head_threads``: the closed-form update's critic on its own thread;
+"1 thread" keeps it on one, its passive environment telling ``auto`` so). rl_system's choices
+(:mod:`rl_system.openmp`) are made by the command line, so only whole runs (``--runs``) have them."""
 CHOSEN = "2 threads, rl_system's choice"
 OPENMP_VARS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 DEFAULT_CONFIGS = ["cartpole_ppo_throughput", "minatar_breakout_ppo", "vmas_balance_mappo", "alice_bob_hmasd"]
@@ -120,9 +123,10 @@ def measure(configs: list[str], variants: list[str], hogs: list[int], repeats: i
                                "env": VARIANTS[name][1], "cells": [], "load_1m_before": load1()} for name in variants}
                 for i in range(repeats if runs else 1):
                     for name in (variants if i % 2 == 0 else variants[::-1]):
-                        threads, env = VARIANTS[name]
-                        cell = (run_cell(config, threads, env, sets, present) if runs else
-                                update_cell(config, threads, env, repeats, [f"learner.gradients={grads[config]}", *sets]))
+                        threads, env, *more = VARIANTS[name]
+                        own = [*(more[0] if more else ()), *sets]
+                        cell = (run_cell(config, threads, env, own, present) if runs else
+                                update_cell(config, threads, env, repeats, [f"learner.gradients={grads[config]}", *own]))
                         mine[name]["cells"].append(cell)
                         print(f"{config} | hogs {n} | {name}: update {cell['update_s']:.3f} s"
                               + (f", {cell['steps_per_s']:,.0f} env steps/s" if runs else ""), flush=True)
@@ -154,7 +158,7 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], command: str, run
               *(["env steps/s (median)", "each"] if runs else []), "load before → after"]
     for config in dict.fromkeys(r["config"] for r in rows):
         mine = [r for r in rows if r["config"] == config]
-        base = {r["hogs"]: r["update_s"] for r in mine if r["threads"] == 1}
+        base = {r["hogs"]: r["update_s"] for r in mine if r["variant"] == "1 thread"}
         body = [[r["hogs"], r["variant"], f"{num(r['update_s'] * 1e3, 1)} ms",
                  " · ".join(num(t * 1e3, 1) for t in r["times"]),
                  f"{r['update_s'] / base[r['hogs']]:.2f}×" if r["hogs"] in base else "–",

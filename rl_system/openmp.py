@@ -116,3 +116,16 @@ def joined_ray_init() -> dict[str, object]:
     environment, unless the user's environment sets the policy (a job submitted with a runtime
     environment runs its driver with those variables, and Ray refuses a second value for one)."""
     return {} if user_set() else {"runtime_env": {"env_vars": {WAIT_POLICY: PASSIVE}}}
+
+
+
+def threads_may_spin() -> bool:
+    """Whether this process's environment lets OpenMP threads spin: ``GOMP_SPINCOUNT`` set above 0
+    and no passive wait policy. A run's actors inherit it from :func:`set_default` (the machine
+    was idle at start) or from the user (who says the cores are to spare): either way a second
+    thread finds a free core. Unset (a library caller, a job joining a cluster): not known."""
+    try:
+        spin = int(os.environ.get(SPIN_COUNT, "0")) > 0
+    except ValueError:
+        spin = False
+    return spin and os.environ.get(WAIT_POLICY, "").upper() != PASSIVE

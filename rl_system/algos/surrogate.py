@@ -66,31 +66,50 @@ def ppo_row_grads(log_ratio: torch.Tensor, adv: torch.Tensor, new_v: torch.Tenso
                   ) -> tuple[tuple[torch.Tensor, ...], torch.Tensor, torch.Tensor]:
     """``(sums, d_logp [B], d_value [B])``: :func:`ppo_sums`' four sums, and each row's derivative
     of the ``pg`` sum with respect to its new log-probability and of the ``v`` sum with respect to
-    its new value, for :mod:`rl_system.algos.ppo.analytic`.
+    its new value, for :mod:`rl_system.algos.ppo.analytic`: :func:`policy_row_grads` and
+    :func:`value_row_grads` together."""
+    pg, kl, clipped, d_logp = policy_row_grads(log_ratio, adv, clip, weight)
+    v, d_value = value_row_grads(new_v, old_v, target, vclip)
+    return (pg, v, kl, clipped), d_logp, d_value
+
+
+@torch.no_grad()
+def policy_row_grads(log_ratio: torch.Tensor, adv: torch.Tensor, clip: float, weight: torch.Tensor | None = None
+                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(pg, kl, clipped, d_logp [B])``: the policy loss's sum over rows ``[B]``, the
+    approximate KL's and the clipped rows' (:func:`ppo_sums`), and each row's derivative of the
+    ``pg`` sum with respect to its new log-probability.
 
     Autograd's conventions decide the kinks: ``torch.max`` of two tensors gives each half where
     they tie, and ``clamp`` passes the gradient inside its bounds, the bounds included. For the
     policy term that is exactly ``-A`` where ``-A r >= -A clip(r)`` and 0 elsewhere: inside the
     bounds the two terms are the same float (a tie, whose halves add up), outside they differ
-    unless ``A`` is 0. For the value term ``old + (new - old)`` need not round back to ``new``,
-    so the branch is read off the squares; a tie outside the clip range (the target exactly
-    halfway) takes the unclipped branch's whole gradient where autograd takes half."""
+    unless ``A`` is 0."""
     ratio = log_ratio.exp()
     unclipped, clipped_term = _pg_terms(ratio, adv, clip)
     pg_rows = torch.max(unclipped, clipped_term)
     d_ratio = torch.where(unclipped >= clipped_term, -adv, 0.0)
     if weight is not None:
         pg_rows, d_ratio = pg_rows * weight, d_ratio * weight
+    kl, clipped = _diagnostics(log_ratio, ratio, clip)
+    return pg_rows.sum(), kl, clipped, d_ratio * ratio
+
+
+@torch.no_grad()
+def value_row_grads(new_v: torch.Tensor, old_v: torch.Tensor, target: torch.Tensor, vclip: float | None
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(v, d_value [B])``: the value loss's sum over rows (:func:`ppo_sums`, halved squares) and
+    each row's derivative of it with respect to its new value. ``old + (new - old)`` need not
+    round back to ``new``, so the clipped loss's branch is read off the squares; a tie outside
+    the clip range (the target exactly halfway) takes the unclipped branch's whole gradient where
+    autograd takes half."""
     if vclip is None:
         err = new_v - target
-        v, d_value = 0.5 * err.square().sum(), err
-    else:
-        err, delta, err_clipped = _v_terms(new_v, old_v, target, vclip)
-        sq, sq_clipped = err.square(), err_clipped.square()
-        v = 0.5 * torch.max(sq, sq_clipped).sum()
-        d_value = torch.where(sq >= sq_clipped, err, torch.where(delta.abs() <= vclip, err_clipped, 0.0))
-    kl, clipped = _diagnostics(log_ratio, ratio, clip)
-    return (pg_rows.sum(), v, kl, clipped), d_ratio * ratio, d_value
+        return 0.5 * err.square().sum(), err
+    err, delta, err_clipped = _v_terms(new_v, old_v, target, vclip)
+    sq, sq_clipped = err.square(), err_clipped.square()
+    v = 0.5 * torch.max(sq, sq_clipped).sum()
+    return v, torch.where(sq >= sq_clipped, err, torch.where(delta.abs() <= vclip, err_clipped, 0.0))
 
 
 def _pg_terms(ratio: torch.Tensor, adv: torch.Tensor, clip: float) -> tuple[torch.Tensor, torch.Tensor]:

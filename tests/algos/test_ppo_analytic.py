@@ -162,3 +162,83 @@ def test_linear_without_bias_is_not_served():
     policy = _policy(Discrete(2))
     policy.actor[0] = nn.Linear(5, 16, bias=False)
     assert "without bias" in unsupported(policy)
+
+
+def _step_on(policy, cfg, mb, head_threads):
+    """(sums, {name: grad}) of one closed-form step with the critic on ``head_threads`` threads."""
+    policy = copy.deepcopy(policy)
+    trainer = PPO(policy, cfg, gradients="closed_form", head_threads=head_threads)
+    adv = trainer._normalized_advantage(mb["advantage"], mb["advantage"].shape[0], None)
+    sums = trainer.closed_form.step(mb, mb["advantage"].shape[0], adv)
+    return sums, {n: p.grad.clone() for n, p in policy.named_parameters()}, trainer.closed_form
+
+
+@pytest.mark.parametrize("spec", [Discrete(3), Box((2,), -1.0, 1.0)], ids=["discrete", "box"])
+def test_the_critic_on_its_own_thread_gives_the_same_bits(spec):
+    policy = _policy(spec, activation="relu", hidden=(32, 32))
+    mb = _minibatch(policy, rows=4096)
+    cfg = PPOConfig(ent_coef=0.01)
+    one_sums, one, grad_one = _step_on(policy, cfg, mb, 1)
+    two_sums, two, grad_two = _step_on(policy, cfg, mb, 2)
+    assert grad_one._pool is None and grad_two._pool is not None  # the step ran on two threads
+    assert torch.equal(one_sums, two_sums)
+    assert all(torch.equal(one[n], two[n]) for n in one)
+
+
+def test_auto_head_threads_follow_the_threads_the_cores_and_the_wait_policy(monkeypatch):
+    from rl_system.algos.ppo.analytic import resolve_head_threads
+
+    cpu = torch.device("cpu")
+    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: {0, 1})
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    monkeypatch.setenv("GOMP_SPINCOUNT", "300000")
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    assert resolve_head_threads("auto", cpu) == 2  # idle at start: the run chose to spin
+    assert resolve_head_threads(1, cpu) == 1 and resolve_head_threads(2, cpu) == 2
+    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
+    assert resolve_head_threads("auto", cpu) == 1  # busy at start
+    monkeypatch.delenv("OMP_WAIT_POLICY")
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    assert resolve_head_threads("auto", cpu) == 1  # two OpenMP teams would fight for the cores
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: {0})
+    assert resolve_head_threads("auto", cpu) == 1  # one core
+
+
+def test_auto_keeps_small_steps_on_one_thread(monkeypatch):
+    from rl_system.algos.ppo import analytic
+
+    monkeypatch.setattr(analytic, "resolve_head_threads", lambda requested, device: 2)
+    policy = _policy(Discrete(3), hidden=(16, 16))
+    small, large = _minibatch(policy, rows=64), _minibatch(policy, rows=analytic.TWO_HEADS_MIN_ROWS)
+    trainer = PPO(copy.deepcopy(policy), PPOConfig(), gradients="closed_form", head_threads="auto")
+    grad = trainer.closed_form
+    assert grad._critic_thread(64) is None and grad._pool is not None
+    assert grad._critic_thread(analytic.TWO_HEADS_MIN_ROWS) is grad._pool
+    for mb in (small, large):
+        rows = mb["advantage"].shape[0]
+        assert torch.isfinite(grad.step(mb, rows, mb["advantage"])).all()
+
+
+def test_a_failing_actor_part_still_waits_for_the_critic(monkeypatch):
+    from rl_system.algos.ppo import analytic
+
+    policy = _policy(Discrete(3), hidden=(32, 32))
+    mb = _minibatch(policy, rows=4096)
+    trainer = PPO(copy.deepcopy(policy), PPOConfig(), gradients="closed_form", head_threads=2)
+    grad = trainer.closed_form
+    finished = []
+    critic_part = grad._critic_part
+
+    def slow_critic(*args):
+        import time
+        time.sleep(0.2)
+        out = critic_part(*args)
+        finished.append(True)
+        return out
+
+    monkeypatch.setattr(grad, "_critic_part", slow_critic)
+    monkeypatch.setattr(analytic, "policy_row_grads", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom")))
+    with pytest.raises(RuntimeError, match="boom"):
+        grad.step(mb, 4096, mb["advantage"])
+    assert finished == [True]  # the critic's writes had ended when the error left the step

@@ -20,14 +20,18 @@ and the trainer then uses autograd.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor, wait
+
 import torch
 from torch import nn
 
+from rl_system import openmp
 from rl_system.algos import layouts
 from rl_system.algos.activations import Tanh, inplace_activation
 from rl_system.algos.ppo import columns as col
 from rl_system.algos.ppo.policy import ActorCritic
-from rl_system.algos.surrogate import ppo_row_grads
+from rl_system.algos.surrogate import policy_row_grads, value_row_grads
 from rl_system.envs.base import ACTION_MASK
 from rl_system.rollout.contract import observations
 
@@ -121,8 +125,11 @@ class AnalyticGrad:
     of one flat buffer, so the norm and the clipping are one op each where the per-tensor ones
     are ~90."""
 
-    def __init__(self, policy: ActorCritic, cfg):
+    def __init__(self, policy: ActorCritic, cfg, head_threads: int | str = 1):
         self.policy, self.cfg = policy, cfg
+        self.head_threads = head_threads  # learner.head_threads; resolved at the first step
+        self._pool: ThreadPoolExecutor | None = None
+        self._auto: bool | None = None  # whether head_threads was auto (None: not resolved yet)
         self.params = list(policy.parameters())
         first = self.params[0]
         self.grad_buffer = torch.zeros(sum(p.numel() for p in self.params), dtype=first.dtype, device=first.device)
@@ -151,27 +158,74 @@ class AnalyticGrad:
     def step(self, mb: dict[str, torch.Tensor], rows: int, adv: torch.Tensor) -> torch.Tensor:
         """Sets every parameter's ``.grad`` to the gradient of the minibatch loss (this learner's
         ``mb``, ``rows`` loss rows over the group) and returns the sums of the minibatch
-        statistics ``[pg, v, entropy, approx_kl, clipped]``. ``adv [B]``: normalised advantages."""
+        statistics ``[pg, v, entropy, approx_kl, clipped]``. ``adv [B]``: normalised advantages.
+
+        The actor's and the critic's parts share nothing but the encoded observations, so with a
+        second thread (:attr:`head_threads`) the critic's runs there while the actor's runs here."""
         policy, cfg = self.policy, self.cfg
         self._attach_grads()
         obs = observations(mb)
         xa, xc = policy.encode(obs)
-        acts, vals = self.actor.forward(xa), self.critic.forward(xc)
-        if policy.discrete:
-            mask = obs.get(ACTION_MASK)
-            logp, entropy, backward = _categorical(policy.masked_log_probs(acts[-1], obs), mb[col.ACTION], mask)
-        else:
-            logp, entropy, backward = _gaussian(policy, acts[-1], mb[col.ACTION])
-        new_value = vals[-1].squeeze(-1)
-        vclip = cfg.clip_coef if cfg.clip_vloss else None
-        sums, d_logp, d_value = ppo_row_grads(logp - mb[col.LOGP], adv, new_value, mb[col.VALUE], mb[col.RETURN],
-                                              cfg.clip_coef, vclip, mb.get(col.IS_WEIGHT))
-        ent = entropy.sum()
         scale = 1.0 / rows  # the loss is (pg - ent_coef * ent + vf_coef * v) / rows
-        self.actor.backward(acts, backward(d_logp * scale, -cfg.ent_coef * scale))
-        self.critic.backward(vals, (d_value * (cfg.vf_coef * scale)).unsqueeze(-1))
-        pg, v, kl, clipped = sums
+        pool = self._critic_thread(adv.shape[0])
+        critic = pool.submit(self._critic_part, xc, mb, scale) if pool is not None else None
+        try:
+            acts = self.actor.forward(xa)
+            if policy.discrete:
+                mask = obs.get(ACTION_MASK)
+                logp, entropy, backward = _categorical(policy.masked_log_probs(acts[-1], obs), mb[col.ACTION], mask)
+            else:
+                logp, entropy, backward = _gaussian(policy, acts[-1], mb[col.ACTION])
+            pg, kl, clipped, d_logp = policy_row_grads(logp - mb[col.LOGP], adv, cfg.clip_coef, mb.get(col.IS_WEIGHT))
+            ent = entropy.sum()
+            self.actor.backward(acts, backward(d_logp * scale, -cfg.ent_coef * scale))
+        finally:  # the critic's writes end before this step returns, whatever happened here
+            if critic is not None:
+                wait([critic])
+        v = critic.result() if critic is not None else self._critic_part(xc, mb, scale)
         return torch.stack([pg, v, ent, kl, clipped])
+
+    def _critic_part(self, xc: torch.Tensor, mb: dict[str, torch.Tensor], scale: float) -> torch.Tensor:
+        """The critic's forward from its features ``xc [B, F]``, its value loss's row gradients and
+        its backward; returns the value loss's sum. Inference mode is per thread, so it is entered here."""
+        with torch.inference_mode():
+            vals = self.critic.forward(xc)
+            vclip = self.cfg.clip_coef if self.cfg.clip_vloss else None
+            v, d_value = value_row_grads(vals[-1].squeeze(-1), mb[col.VALUE], mb[col.RETURN], vclip)
+            self.critic.backward(vals, (d_value * (self.cfg.vf_coef * scale)).unsqueeze(-1))
+            return v
+
+    def _critic_thread(self, rows: int) -> ThreadPoolExecutor | None:
+        """The critic's thread for a step of ``rows`` rows, or None: where ``head_threads`` is 2,
+        or ``auto`` resolves to 2 (decided at the first step, once the learner's intra-op threads
+        are set) and the step has :data:`TWO_HEADS_MIN_ROWS` rows."""
+        if self._auto is None:
+            self._auto = self.head_threads == "auto"
+            self.head_threads = resolve_head_threads(self.head_threads, self.grad_buffer.device)
+            if self.head_threads == 2:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="closed-form-critic")
+        if self._pool is None or (self._auto and rows < TWO_HEADS_MIN_ROWS):
+            return None
+        return self._pool
+
+
+TWO_HEADS_MIN_ROWS = 4096
+"""Rows a closed-form step needs before ``head_threads: auto`` runs the critic on its own thread:
+the ops must be large enough to outweigh the threads' hand-offs and their turns at Python's
+lock. CartPole's [32, 32] update on an idle 2-core VM: 1.31x as fast at 4,096 rows, 0.91x at
+2,048, 0.86x at 1,024 (docs/lab/results.md, 2026-12-08)."""
+
+
+def resolve_head_threads(requested: int | str, device: torch.device) -> int:
+    """``learner.head_threads``: ``auto`` is 2 on the CPU where torch computes on one intra-op
+    thread, this process may use two cores or more, and the machine was idle when the run
+    started (:func:`rl_system.openmp.threads_may_spin`; beside a busy process the second thread
+    costs 7%); else 1. Two OpenMP teams side by side would fight for the cores, hence one intra-op thread."""
+    if requested != "auto":
+        return int(requested)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    alone = device.type == "cpu" and torch.get_num_threads() == 1 and cores >= 2
+    return 2 if alone and openmp.threads_may_spin() else 1
 
 
 def _categorical(logp_all: torch.Tensor, action: torch.Tensor, mask: torch.Tensor | None):

@@ -70,4 +70,5 @@ def make_sampler(env, policy: nn.Module, ppo: PPOConfig, rollout_len: int, devic
 
 
 def make_trainer(policy: nn.Module, ppo: PPOConfig, learner: LearnerConfig, group: Collective = SOLO) -> PPO:
-    return PPO(policy, ppo, compile=learner.compile, gradients=learner.gradients, group=group)
+    return PPO(policy, ppo, compile=learner.compile, gradients=learner.gradients, group=group,
+               head_threads=learner.head_threads)

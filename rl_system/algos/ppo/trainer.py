@@ -51,7 +51,8 @@ class PPO(Trainer):
     stat_names = PPO_STATS
 
     def __init__(self, policy: nn.Module, cfg: PPOConfig, compile: bool = False,  # noqa: A002 - the config key's name
-                 gradients: str = "autograd", group: collective.Collective = collective.SOLO):
+                 gradients: str = "autograd", group: collective.Collective = collective.SOLO,
+                 head_threads: int | str = 1):
         self.policy, self.cfg = policy, cfg
         self.core = UpdateCore(policy.parameters(), OptimizerSpec(lr=cfg.lr), anneal_lr=cfg.anneal_lr,
                                max_grad_norm=cfg.max_grad_norm, group=group)
@@ -63,17 +64,18 @@ class PPO(Trainer):
         self.observe_round = RoundObserver(policy)
         self.rho_stats: dict[str, float] = {}  # V-trace's importance weights in the last update
         self.loss_fn = CompiledOrEager(self._losses) if compile else self._losses
-        self.closed_form = self._closed_form(gradients)
+        self.closed_form = self._closed_form(gradients, head_threads)
         self._report_closed_form = gradients == "closed_form"
         self._closed_form_ran = False  # in the current update
 
-    def _closed_form(self, gradients: str) -> analytic.AnalyticGrad | None:
-        """The closed-form gradients where ``learner.gradients`` asks for them and the policy allows."""
+    def _closed_form(self, gradients: str, head_threads: int | str) -> analytic.AnalyticGrad | None:
+        """The closed-form gradients where ``learner.gradients`` asks for them and the policy allows
+        (on ``learner.head_threads``)."""
         if gradients != "closed_form":
             return None
         reason = analytic.unsupported(self.policy)
         if reason is None:
-            return analytic.AnalyticGrad(self.policy, self.cfg)
+            return analytic.AnalyticGrad(self.policy, self.cfg, head_threads)
         warnings.warn(f"learner.gradients: closed_form cannot serve this policy ({reason}); the update uses "
                       f"autograd", stacklevel=3)
         return None
