@@ -119,12 +119,13 @@ class LearnerConfig(Strict):
     head_threads: Literal["auto", 1, 2] = "auto"
     """Threads of the closed-form update (``gradients: closed_form``): 2 runs the critic's forward, value loss and
     backward on a second thread while the actor's run on the first, each on one intra-op thread, so the gradients
-    are the same bits as on 1. ``auto``: 2 where the learner computes on the CPU with one intra-op thread
-    (``torch_threads``) and the process may use two cores or more, else 1 (two OpenMP teams side by side would fight
-    for the cores), the machine was idle at start (the run's OpenMP choice: spin) and a step has 4,096 rows or more
-    (smaller steps lose to the threads' hand-offs). Unlike a second intra-op thread, it does not wait at every op:
-    the throughput CartPole runs at 349k env steps/s against 295k on one thread on an idle 2-core VM, and level
-    beside a busy process, where ``auto`` keeps one ([lab log](lab/results.md), 2026-12-08)."""
+    are the same bits as on 1. ``auto`` takes 2 where four things hold: the learner computes on the CPU with one
+    intra-op thread (``torch_threads``; two OpenMP teams side by side would fight for the cores), the process may
+    use two cores, the machine was idle when the run started (the run's OpenMP choice is to spin), and the step has
+    4,096 rows or more (smaller steps lose to the threads' hand-offs). ``train/closed_form_threads`` says which ran.
+    Unlike a second intra-op thread, it does not wait at every op: the throughput CartPole runs at 349k env steps/s
+    against 295k on one thread on an idle 2-core VM, and level beside a busy process, where ``auto`` keeps one
+    ([lab log](lab/results.md), 2026-12-08)."""
     precision: Literal["fp32", "bf16", "auto"] = "fp32"
     """``bf16``: the update under ``torch.autocast`` to bfloat16, without its cast cache (an update's optimiser steps
     run inside the region, and a cached cast would keep the round's first weights): the encoders' and recurrent

@@ -130,6 +130,7 @@ class AnalyticGrad:
         self.head_threads = head_threads  # learner.head_threads; resolved at the first step
         self._pool: ThreadPoolExecutor | None = None
         self._auto: bool | None = None  # whether head_threads was auto (None: not resolved yet)
+        self.threads_last_step = 1  # what train/closed_form_threads reports
         self.params = list(policy.parameters())
         first = self.params[0]
         self.grad_buffer = torch.zeros(sum(p.numel() for p in self.params), dtype=first.dtype, device=first.device)
@@ -169,6 +170,7 @@ class AnalyticGrad:
         scale = 1.0 / rows  # the loss is (pg - ent_coef * ent + vf_coef * v) / rows
         pool = self._critic_thread(adv.shape[0])
         critic = pool.submit(self._critic_part, xc, mb, scale) if pool is not None else None
+        self.threads_last_step = 1 if pool is None else 2
         try:
             acts = self.actor.forward(xa)
             if policy.discrete:

@@ -180,6 +180,8 @@ class PPO(Trainer):
             metrics["compiled"] = float(self.loss_fn.compiled)
         if self._report_closed_form:
             metrics["closed_form"] = float(self._closed_form_ran)
+            if self._closed_form_ran:  # the threads its last step ran on (learner.head_threads)
+                metrics["closed_form_threads"] = float(self.closed_form.threads_last_step)
         explained = self.group.explained_variance(data[col.VALUE].flatten(), data[col.RETURN].flatten())
         metrics.update(explained_variance=explained)
         return metrics
