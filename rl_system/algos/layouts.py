@@ -7,7 +7,10 @@
   takes that layout for such shapes where the two give the same bits, forward and backward: a
   whole number of vectors of rows (a tail row would take the scalar ``exp``) on an x86 CPU,
   checked under each of ATen's x86 kernels (AVX-512, AVX2 and the default build;
-  ``tests/algos/test_layouts.py``).
+  ``tests/algos/test_layouts.py``). It hands its output and its input's gradient back in torch's
+  row-major layout: handed back as transposed views they were equal too, but the bias gradient's
+  sum over rows and the next matrix product then ran in another order and the update's bits
+  differed (by 9e-8 after one CartPole update).
 * **A weight gradient over a narrow input.** MKL's sgemm is slow when the row-major result is
   narrow and the reduction long: ``grad.T @ x`` for a first layer over 4 observation features
   (``[32, 4096] @ [4096, 4]``) runs at 7 GFLOP/s on one AMD EPYC core, while ``(x.T @ grad).T``,
@@ -59,12 +62,39 @@ def transposes_softmax(x: torch.Tensor) -> bool:
 
 
 def log_softmax(x: torch.Tensor) -> torch.Tensor:
-    """``torch.log_softmax(x, dim=-1)``, bit for bit, in the faster layout for a short last dim on
-    the CPU (module text); differentiable. ``x [..., n]`` → ``[..., n]`` (a transposed view
-    where it took that layout)."""
+    """``torch.log_softmax(x, dim=-1)``, bit for bit and in its layout, computed in the faster
+    layout for a short last dim on the CPU (module text); differentiable, with a gradient that is
+    also torch's, bit for bit and in its layout. ``x [..., n]`` → ``[..., n]``."""
     if not transposes_softmax(x):
         return torch.log_softmax(x, dim=-1)
-    return torch.log_softmax(x.movedim(-1, 0).contiguous(), dim=0).movedim(0, -1)
+    if x.requires_grad and torch.is_grad_enabled():
+        return _TransposedLogSoftmax.apply(x)
+    return _transposed(x)
+
+
+def _transposed(x: torch.Tensor) -> torch.Tensor:
+    """``log_softmax`` over dim 0 of ``x``'s transpose, handed back in ``x``'s own layout: the
+    ops after it (a bias gradient's sum over rows, a matrix product) must see the layout they saw
+    before, or they sum in another order and the bits differ."""
+    return torch.log_softmax(x.movedim(-1, 0).contiguous(), dim=0).movedim(0, -1).contiguous()
+
+
+class _TransposedLogSoftmax(torch.autograd.Function):
+    """The transposed softmax with a backward that is torch's too: ``_log_softmax_backward_data``
+    over dim 0 of the transposed gradient and output, the result handed back row-major (as
+    torch's own backward gives it to the layer below)."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:  # noqa: ANN001 - autograd's signature
+        y_t = torch.log_softmax(x.movedim(-1, 0).contiguous(), dim=0)
+        ctx.save_for_backward(y_t)
+        return y_t.movedim(0, -1).contiguous()
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:  # noqa: ANN001
+        (y_t,) = ctx.saved_tensors
+        grad_t = torch.ops.aten._log_softmax_backward_data(grad.movedim(-1, 0).contiguous(), y_t, 0, y_t.dtype)
+        return grad_t.movedim(0, -1).contiguous()
 
 
 def weight_grad(grad: torch.Tensor, x: torch.Tensor, out: torch.Tensor) -> None:

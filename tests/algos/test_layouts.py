@@ -21,7 +21,7 @@ def test_log_softmax_is_torchs_bit_for_bit_forward_and_backward(shape):
     x2 = x.detach().clone().requires_grad_()
     assert layouts.transposes_softmax(x)
     ours, theirs = layouts.log_softmax(x), torch.log_softmax(x2, dim=-1)
-    assert ours.shape == theirs.shape
+    assert ours.shape == theirs.shape and ours.stride() == theirs.stride()
     assert torch.equal(ours, theirs)
     grad = torch.randn(shape)
     ours.backward(grad)
@@ -36,6 +36,21 @@ def test_log_softmax_keeps_torchs_layout_where_it_is_fast(shape):
     out = layouts.log_softmax(x)
     assert out.is_contiguous()
     assert torch.equal(out, torch.log_softmax(x, dim=-1))
+
+
+@pytest.mark.parametrize("n", [2, 3, 6])
+def test_the_layer_below_gets_torchs_gradient_bit_for_bit(n):
+    """In a network the ops after the softmax and the layer before it must see torch's layouts,
+    or their sums run in another order (a bias gradient over rows, a matrix product)."""
+    grads = []
+    for fn in (layouts.log_softmax, lambda z: torch.log_softmax(z, dim=-1)):
+        torch.manual_seed(0)
+        layer, x, a = torch.nn.Linear(32, n), torch.randn(1024, 32), torch.randint(0, n, (1024, 1))
+        logp = fn(layer(x))
+        loss = -logp.gather(-1, a).sum() + (logp.exp() * logp).sum(-1).mean()
+        loss.backward()
+        grads.append((layer.weight.grad, layer.bias.grad, loss.detach()))
+    assert all(torch.equal(ours, theirs) for ours, theirs in zip(*grads))
 
 
 def test_autograd_raises_the_size_the_transposed_layout_takes():
