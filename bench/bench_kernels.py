@@ -62,18 +62,15 @@ def layout_rows() -> list[tuple[str, str, float, float]]:
     softmax's forward plus backward, and a weight gradient ``grad.T @ x``."""
     out = []
     for rows, n in ((4096, 2), (4096, 6), (4096, 12), (512, 2), (512, 6)):
-        grad = torch.randn(rows, n)
-        for name, fn in (("torch", lambda x: torch.log_softmax(x, dim=-1)), ("layouts", layouts.log_softmax)):
-            leaf = torch.randn(rows, n).requires_grad_()
-            out.append((f"{rows}x{n}", f"log_softmax fwd+bwd ({name})", median_us(lambda: fn(leaf).backward(grad), 300)))
+        grad, leaf = torch.randn(rows, n), torch.randn(rows, n).requires_grad_()
+        theirs = median_us(lambda: torch.log_softmax(leaf, dim=-1).backward(grad), 300)
+        ours = median_us(lambda: layouts.log_softmax(leaf).backward(grad), 300)
+        out.append((f"{rows}x{n}", "log_softmax fwd+bwd", theirs, ours))
     for n_out, n_in in ((32, 4), (64, 17), (32, 32), (2, 32)):
         grad, x, w = torch.randn(4096, n_out), torch.randn(4096, n_in), torch.empty(n_out, n_in)
-        out.append((f"[{n_out}, 4096] @ [4096, {n_in}]", "weight grad (grad.T @ x)",
-                    median_us(lambda: torch.mm(grad.t(), x, out=w), 300)))
-        out.append((f"[{n_out}, 4096] @ [4096, {n_in}]", "weight grad (layouts)",
+        out.append((f"[{n_out}, 4096] @ [4096, {n_in}]", "weight grad", median_us(lambda: torch.mm(grad.t(), x, out=w), 300),
                     median_us(lambda: layouts.weight_grad(grad, x, w), 300)))
-    pairs = [(out[i][0], out[i][1].split(" (")[0], out[i][2], out[i + 1][2]) for i in range(0, len(out), 2)]
-    return pairs
+    return out
 
 
 def matmul_rows(n: int = 1024) -> list[tuple[str, float]]:
@@ -181,11 +178,11 @@ def markdown(result: dict[str, Any]) -> str:
     lines += [f"| {name} | {precision} | {ms:,.1f} ms |" for name, precision, ms in result["updates"]]
     lines += ["", "| config | update, 2*sigmoid(2x)-1 | update, torch.tanh | ratio |", "|---|---:|---:|---:|"]
     lines += [f"| {name} | {s:,.1f} ms | {t:,.1f} ms | {t / s:.2f} |" for name, s, t in result["tanh_forms"]]
-    lines += [f"", f"`Tanh` on this CPU: {'2*sigmoid(2x)-1' if result['sigmoid_tanh'] else 'torch.tanh'} on large tensors "
+    lines += ["", f"`Tanh` on this CPU: {'2*sigmoid(2x)-1' if result['sigmoid_tanh'] else 'torch.tanh'} on large tensors "
               f"(vendor {activations.cpu_vendor() or 'unknown'})."]
     lines += ["", "| config | parameters | Adam step | µs (median) |", "|---|---:|---|---:|"]
     lines += [f"| {name} | {count:,} | {label} | {us:,.1f} |" for name, count, label, us in result["adam"]]
-    lines += ["", f"| tensor | operation | PyTorch's layout µs | rl_system's µs | speed-up |", "|---|---|---:|---:|---:|"]
+    lines += ["", "| tensor | operation | PyTorch's layout µs | rl_system's µs | speed-up |", "|---|---|---:|---:|---:|"]
     lines += [f"| {shape} | {op} | {a:,.1f} | {b:,.1f} | {a / b:.1f}× |" for shape, op, a, b in result["layouts"]]
     lines += ["", f"`import torch._dynamo` in a fresh process (torch.optim's first call): {result['dynamo_import_s']:.2f} s"]
     return "\n".join(lines) + "\n"

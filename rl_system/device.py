@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 
@@ -23,10 +25,12 @@ def resolve_threads(requested: int | str, num_cpus: float) -> int:
     beside it do not fight it for them."""
     if requested != "auto":
         return int(requested)
-    import os
+    return max(1, min(int(num_cpus), usable_cores()))
 
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(int(num_cpus), cores))
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity where the OS has one)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def bf16_fast(device: torch.device) -> bool:

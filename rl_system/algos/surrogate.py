@@ -61,24 +61,12 @@ def ppo_sums(log_ratio: torch.Tensor, adv: torch.Tensor, new_v: torch.Tensor, ol
 
 
 @torch.no_grad()
-def ppo_row_grads(log_ratio: torch.Tensor, adv: torch.Tensor, new_v: torch.Tensor, old_v: torch.Tensor,
-                  target: torch.Tensor, clip: float, vclip: float | None, weight: torch.Tensor | None = None
-                  ) -> tuple[tuple[torch.Tensor, ...], torch.Tensor, torch.Tensor]:
-    """``(sums, d_logp [B], d_value [B])``: :func:`ppo_sums`' four sums, and each row's derivative
-    of the ``pg`` sum with respect to its new log-probability and of the ``v`` sum with respect to
-    its new value, for :mod:`rl_system.algos.ppo.analytic`: :func:`policy_row_grads` and
-    :func:`value_row_grads` together."""
-    pg, kl, clipped, d_logp = policy_row_grads(log_ratio, adv, clip, weight)
-    v, d_value = value_row_grads(new_v, old_v, target, vclip)
-    return (pg, v, kl, clipped), d_logp, d_value
-
-
-@torch.no_grad()
 def policy_row_grads(log_ratio: torch.Tensor, adv: torch.Tensor, clip: float, weight: torch.Tensor | None = None
                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(pg, kl, clipped, d_logp [B])``: the policy loss's sum over rows ``[B]``, the
     approximate KL's and the clipped rows' (:func:`ppo_sums`), and each row's derivative of the
-    ``pg`` sum with respect to its new log-probability.
+    ``pg`` sum with respect to its new log-probability, for :mod:`rl_system.algos.ppo.analytic`
+    (:func:`value_row_grads` has the value loss's).
 
     Autograd's conventions decide the kinks: ``torch.max`` of two tensors gives each half where
     they tie, and ``clamp`` passes the gradient inside its bounds, the bounds included. For the

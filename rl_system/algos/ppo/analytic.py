@@ -20,7 +20,6 @@ and the trainer then uses autograd.
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor, wait
 
 import torch
@@ -32,6 +31,7 @@ from rl_system.algos.activations import Tanh, inplace_activation
 from rl_system.algos.ppo import columns as col
 from rl_system.algos.ppo.policy import ActorCritic
 from rl_system.algos.surrogate import policy_row_grads, value_row_grads
+from rl_system.device import usable_cores
 from rl_system.envs.base import ACTION_MASK
 from rl_system.rollout.contract import observations
 
@@ -225,8 +225,7 @@ def resolve_head_threads(requested: int | str, device: torch.device) -> int:
     costs 7%); else 1. Two OpenMP teams side by side would fight for the cores, hence one intra-op thread."""
     if requested != "auto":
         return int(requested)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    alone = device.type == "cpu" and torch.get_num_threads() == 1 and cores >= 2
+    alone = device.type == "cpu" and torch.get_num_threads() == 1 and usable_cores() >= 2
     return 2 if alone and openmp.threads_may_spin() else 1
 
 
