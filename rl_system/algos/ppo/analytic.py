@@ -214,8 +214,9 @@ class AnalyticGrad:
 TWO_HEADS_MIN_ROWS = 4096
 """Rows a closed-form step needs before ``head_threads: auto`` runs the critic on its own thread:
 the ops must be large enough to outweigh the threads' hand-offs and their turns at Python's
-lock. CartPole's [32, 32] update on an idle 2-core VM: 1.31x as fast at 4,096 rows, 0.91x at
-2,048, 0.86x at 1,024 (docs/lab/results.md, 2026-12-08)."""
+lock. CartPole's [32, 32] update on an idle 2-core VM: 1.31x as fast at 4,096 rows, 1.08x and
+0.91x at 2,048 in two sittings, 0.90x and 0.86x at 1,024 (``python -m bench.bench_update --alternate
+learner.head_threads=1 learner.head_threads=2 ...``; docs/lab/results.md, 2026-12-08)."""
 
 
 def resolve_head_threads(requested: int | str, device: torch.device) -> int:
